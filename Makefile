@@ -1,0 +1,29 @@
+# KV Forensics: every target uses the project's own virtual environment.
+PY ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test check lint sample clean
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PY) -m venv $(VENV) || python3 -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	@touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/forensics investigate sample_data/bundle --out out/sample
+	@echo "Report: $(CURDIR)/out/sample/report.html"
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check forensics tests
+	$(BIN)/mypy forensics
+
+check: lint test
+
+clean:
+	rm -rf out .pytest_cache

@@ -1,0 +1,81 @@
+"""Command line: parse options, call one pipeline function, print a summary.
+
+No SQL and no row loops here. `main` is the single error boundary: a ForensicsError becomes
+`Error: ...` and its exit code; anything else becomes a one-line internal error unless --debug.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import typer
+
+from forensics.errors import ForensicsError
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="KV Forensics: find responses that attended another request's KV cache, and report them.",
+    pretty_exceptions_enable=False,
+)
+
+DEBUG = "--debug" in sys.argv
+
+
+@app.callback()
+def _root(debug: bool = typer.Option(False, "--debug", help="Show Python tracebacks on errors.")) -> None:
+    """KV Forensics."""
+
+
+@app.command()
+def ingest(
+    bundle: Path = typer.Argument(..., help="Evidence bundle folder (see the evidence-bundle spec)."),
+    db: Path = typer.Option(Path("incident.duckdb"), "--db", help="DuckDB database file to write."),
+    exclusions: Path | None = typer.Option(None, "--exclusions", help="exclusions.toml overriding the bundle's."),
+) -> None:
+    """Load a bundle into typed DuckDB tables, with row accounting and a manifest."""
+    from forensics.ingest import ingest_bundle
+
+    result = ingest_bundle(bundle, db, exclusions=exclusions)
+    typer.echo(result.summary())
+
+
+@app.command()
+def investigate(
+    bundle: Path = typer.Argument(..., help="Evidence bundle folder."),
+    out: Path = typer.Option(..., "--out", help="Output folder for findings and report."),
+    exclusions: Path | None = typer.Option(None, "--exclusions", help="exclusions.toml overriding the bundle's."),
+    as_of: str | None = typer.Option(None, "--as-of", help="Report 'as of' time (RFC 3339); none by default."),
+) -> None:
+    """Ingest, rebuild page ownership and provenance, write findings and the disclosure report."""
+    from forensics.pipeline import investigate as run
+
+    result = run(bundle, out, exclusions=exclusions, as_of=as_of)
+    typer.echo(result.summary())
+
+
+# --- further commands are registered by their modules below ---
+from forensics import commands as _commands  # noqa: E402,F401
+
+
+def main() -> None:
+    try:
+        app(standalone_mode=False)
+    except ForensicsError as err:
+        if DEBUG:
+            raise
+        typer.echo(f"Error: {err}", err=True)
+        sys.exit(err.exit_code)
+    except (typer.Exit, SystemExit) as ex:
+        code = getattr(ex, "exit_code", getattr(ex, "code", 0))
+        sys.exit(code if isinstance(code, int) else 1)
+    except typer.Abort:
+        typer.echo("Aborted.", err=True)
+        sys.exit(130)
+    except Exception as err:  # the boundary: no traceback reaches the user
+        if DEBUG or os.environ.get("FORENSICS_DEBUG"):
+            raise
+        typer.echo(f"Error: internal error: {type(err).__name__}: {err} (run with --debug for details)", err=True)
+        sys.exit(3)

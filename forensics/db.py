@@ -1,0 +1,37 @@
+"""DuckDB connection with the project's settings, and the helper that runs the .sql files."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from forensics.paths import load_query, sql_literal
+
+
+def default_memory_limit() -> str:
+    """Half the machine's memory: DuckDB spills the rest to the temp directory."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        return f"{max(1, total // 2 // (1 << 30))}GB"
+    except (ValueError, OSError, AttributeError):
+        return "4GB"
+
+
+def connect(path: Path | str, memory_limit: str | None = None, threads: int | None = None) -> duckdb.DuckDBPyConnection:
+    con = duckdb.connect(str(path))
+    con.execute("SET TimeZone = 'UTC'")
+    con.execute(f"SET memory_limit = '{memory_limit or default_memory_limit()}'")
+    con.execute(f"SET threads = {int(threads or os.cpu_count() or 2)}")
+    tmp = Path(str(path) + ".tmp") if str(path) != ":memory:" else Path(os.environ.get("TMPDIR", "/tmp"))
+    con.execute(f"SET temp_directory = {sql_literal(tmp)}")
+    return con
+
+
+def run_query(con: duckdb.DuckDBPyConnection, stage: str, name: str, **params: Any) -> None:
+    """Run queries/<stage>/<name>.sql. Values reach SQL only through `SET VARIABLE` + getvariable()."""
+    for key, value in params.items():
+        con.execute(f"SET VARIABLE {key} = ?", [value])
+    con.execute(load_query(stage, name))

@@ -1,0 +1,127 @@
+"""Ingest stage: every evidence file of a bundle into typed DuckDB tables, with row accounting.
+
+Reads: the bundle. Writes: files, rejected, gateway, page_events, engine_lines, engine_requests,
+node_config (see queries/ingest/schema.sql), and returns the manifest's input entries.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import duckdb
+
+from forensics.bundle import BundleConfig, InputFile, discover, load_bundle_config
+from forensics.db import connect, run_query
+from forensics.errors import InputError
+from forensics.ingest.engine import EngineRows, parse_log, parse_requests_jsonl, store
+from forensics.ingest.gateway import load_gateway_file
+from forensics.ingest.pages import load_page_file
+
+
+@dataclass
+class IngestResult:
+    db: Path
+    files: list[InputFile]
+    config: BundleConfig
+    counts: dict[str, int] = field(default_factory=dict)
+    nodes: list[tuple] = field(default_factory=list)
+
+    def summary(self) -> str:
+        lines = [f"Ingested into {self.db}"]
+        for src in ("gateway", "engine_log", "engine_requests", "pages"):
+            fs = [f for f in self.files if f.source == src]
+            if fs:
+                lines.append(f"  {src:16} {len(fs):3} file(s)  read {sum(f.rows_read for f in fs):>10,}  "
+                             f"loaded {sum(f.rows_loaded for f in fs):>10,}  "
+                             f"rejected {sum(f.rows_rejected for f in fs):>8,}")
+        for f in self.files:
+            if f.error:
+                lines.append(f"  UNREADABLE {f.rel}: {f.error}")
+        if self.nodes:
+            lines.append("  nodes: node, role, pool tokens, page size, context length, page events")
+            for n in self.nodes:
+                lines.append("    " + ", ".join("-" if v is None else str(v) for v in n))
+        return "\n".join(lines)
+
+
+def _reject_impossible_events(con: duckdb.DuckDBPyConnection) -> list[tuple[int, int]]:
+    """Duplicates and slots beyond the pool: rejected after all files are in. Returns (file_id, count)."""
+    run_query(con, "ingest", "page_events_dedupe")
+    con.execute("""INSERT INTO rejected SELECT file_id, row,
+        'duplicate event: (node ' || node || ', seq ' || seq || ') already read at file ' || first_file ||
+        ' row ' || first_row FROM page_dups""")
+    con.execute("DELETE FROM page_events p USING page_dups d WHERE p.file_id = d.file_id AND p.row = d.row")
+    run_query(con, "ingest", "page_events_beyond_pool")
+    con.execute("""INSERT INTO rejected SELECT file_id, row,
+        'slots [' || start || ', ' || "end" || ') lie beyond the pool of node ' || node || ' (' || pool_slots ||
+        ' slots by its startup log)' FROM page_beyond""")
+    con.execute("DELETE FROM page_events p USING page_beyond d WHERE p.file_id = d.file_id AND p.row = d.row")
+    moved: list[tuple[int, int]] = []
+    for table in ("page_dups", "page_beyond"):
+        moved += con.execute(f"SELECT file_id, count(*) FROM {table} GROUP BY 1 ORDER BY 1").fetchall()
+        con.execute(f"DROP TABLE {table}")
+    return moved
+
+
+def ingest_into(con: duckdb.DuckDBPyConnection, bundle: Path) -> tuple[list[InputFile], BundleConfig]:
+    config = load_bundle_config(bundle)
+    files = discover(bundle)
+    run_query(con, "ingest", "schema")
+    engine_rows = EngineRows()
+    for f in files:
+        if f.error:
+            continue
+        if f.source == "gateway":
+            load_gateway_file(con, f)
+        elif f.source == "pages":
+            load_page_file(con, f)
+        elif f.source == "engine_log":
+            parse_log(f, config.log_timezone, engine_rows)
+        elif f.source == "engine_requests":
+            parse_requests_jsonl(f, config.log_timezone, engine_rows)
+    store(con, engine_rows)
+    by_id = {f.file_id: f for f in files}
+    for fid, n in _reject_impossible_events(con):
+        by_id[fid].rows_loaded -= n
+        by_id[fid].rows_rejected += n
+    gateway = [f for f in files if f.source == "gateway"]
+    if not gateway:
+        raise InputError(f"{bundle}: no gateway log (gateway/*.jsonl, *.jsonl.gz, *.csv, *.csv.gz, *.parquet)")
+    if all(f.error for f in gateway):
+        raise InputError(f"{bundle}: no gateway log could be read: " +
+                         "; ".join(f"{f.rel}: {f.error}" for f in gateway))
+    con.executemany(
+        "INSERT INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [(f.file_id, f.source, f.rel, f.node, f.sha256, f.bytes, f.rows_read, f.rows_loaded, f.rows_rejected,
+          f.error) for f in files],
+    )
+    return files, config
+
+
+def node_summary(con: duckdb.DuckDBPyConnection) -> list[tuple]:
+    return con.execute("""
+        WITH n AS (SELECT node FROM node_config UNION SELECT DISTINCT node FROM page_events)
+        SELECT n.node, c.role, coalesce(c.pool_tokens, c.max_total_num_tokens), c.page_size, c.context_len,
+               (SELECT count(*) FROM page_events p WHERE p.node = n.node)
+        FROM n LEFT JOIN node_config c USING (node) ORDER BY n.node""").fetchall()
+
+
+def ingest_bundle(bundle: Path, db: Path, exclusions: Path | None = None) -> IngestResult:
+    db.parent.mkdir(parents=True, exist_ok=True)
+    if db.exists():
+        db.unlink()
+    con = connect(db)
+    try:
+        files, config = ingest_into(con, bundle)
+        result = IngestResult(db, files, config, nodes=node_summary(con))
+        if exclusions is not None or (bundle / "exclusions.toml").is_file():
+            from forensics.cohorts import assign_cohorts, load_exclusions
+
+            assign_cohorts(con, load_exclusions(exclusions or bundle / "exclusions.toml"))
+    finally:
+        con.close()
+    manifest = db.parent / "manifest.json"
+    manifest.write_text(json.dumps({"inputs": [f.manifest_entry() for f in files]}, indent=2, sort_keys=True) + "\n")
+    return result

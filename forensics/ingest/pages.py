@@ -1,0 +1,128 @@
+"""Ingest stage, page events: Parquet / JSONL / JSONL.gz files into `page_events`, bad rows into `rejected`.
+
+Everything streams through DuckDB's readers; no Python loop touches a row. Reads: the files.
+Writes: page_events, rejected.
+"""
+
+from __future__ import annotations
+
+import duckdb
+
+from forensics.bundle import InputFile
+from forensics.db import run_query
+from forensics.ingest.rawtext import load_lines
+from forensics.paths import sql_literal
+
+INT_TYPES = {"BIGINT", "INTEGER", "SMALLINT", "TINYINT", "UBIGINT", "UINTEGER", "USMALLINT", "UTINYINT", "HUGEINT"}
+TEXT_INT = r"^\s*-?[0-9]+\s*$"
+ZONED = r"(Z|z|[+-][0-9]{2}(:?[0-9]{2})?)$"
+FIELDS = ("node", "seq", "ts", "op", "room", "start", "end", "peer", "src")
+
+
+def _q(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _int_expr(col: str, typ: str | None) -> tuple[str, str]:
+    """(typed value, raw text) expressions for an integer column of the given source type."""
+    if typ is None:
+        return "NULL::BIGINT", "NULL"
+    c = _q(col)
+    if typ in INT_TYPES:
+        return f"TRY_CAST({c} AS BIGINT)", f"CAST({c} AS VARCHAR)"
+    text = f"CAST({c} AS VARCHAR)"
+    return f"CASE WHEN regexp_matches({text}, '{TEXT_INT}') THEN TRY_CAST(trim({text}) AS BIGINT) END", text
+
+
+def _ts_expr(col: str, typ: str | None) -> tuple[str, str]:
+    if typ is None:
+        return "NULL::TIMESTAMPTZ", "NULL"
+    c = _q(col)
+    if typ.startswith("TIMESTAMP"):  # Parquet timestamps are UTC by the contract
+        return f"CAST({c} AS TIMESTAMPTZ)", f"CAST({c} AS VARCHAR)"
+    text = f"CAST({c} AS VARCHAR)"
+    return f"CASE WHEN regexp_matches({text}, '{ZONED}') THEN TRY_CAST({text} AS TIMESTAMPTZ) END", text
+
+
+def _stage_parquet(con: duckdb.DuckDBPyConnection, f: InputFile) -> bool:
+    src = f"read_parquet({sql_literal(f.path)}, file_row_number = true)"
+    try:
+        types = {r[0]: r[1] for r in con.execute(f"DESCRIBE SELECT * FROM {src}").fetchall()}
+    except duckdb.Error as err:
+        f.error = f"not a readable Parquet file: {str(err).splitlines()[0][:200]}"
+        return False
+    missing = [c for c in ("node", "seq", "ts", "op", "room", "start", "end") if c not in types]
+    if missing:
+        f.error = f"wrong schema: missing column(s) {', '.join(missing)} (has {', '.join(sorted(types))})"
+        return False
+    seq, seq_raw = _int_expr("seq", types.get("seq"))
+    room, room_raw = _int_expr("room", types.get("room"))
+    start, _ = _int_expr("start", types.get("start"))
+    end, _ = _int_expr("end", types.get("end"))
+    ts, ts_raw = _ts_expr("ts", types.get("ts"))
+    peer = f"CAST({_q('peer')} AS VARCHAR)" if "peer" in types else "NULL::VARCHAR"
+    srcc = f"CAST({_q('src')} AS VARCHAR)" if "src" in types else "NULL::VARCHAR"
+    try:
+        con.execute(
+            f"""CREATE OR REPLACE TEMP TABLE pages_stage AS SELECT file_row_number + 1 AS row,
+            NULL::VARCHAR AS parse_error, CAST(node AS VARCHAR) AS node, {seq} AS seq, {seq_raw} AS seq_raw,
+            {ts} AS ts, {ts_raw} AS ts_raw, CAST(op AS VARCHAR) AS op, {room} AS room, {room_raw} AS room_raw,
+            {start} AS start, {end} AS "end", {peer} AS peer, {srcc} AS src FROM {src}"""
+        )
+    except duckdb.Error as err:
+        f.error = f"cannot read Parquet rows: {str(err).splitlines()[0][:200]}"
+        return False
+    return True
+
+
+def _json_int(field: str) -> tuple[str, str]:
+    path = f"'$.{field}'"
+    raw = f"json_extract_string(line, {path})"
+    val = f"CASE WHEN json_type(line, {path}) IN ('UBIGINT', 'BIGINT') THEN TRY_CAST({raw} AS BIGINT) END"
+    return val, raw
+
+
+def _stage_jsonl(con: duckdb.DuckDBPyConnection, f: InputFile) -> bool:
+    if not load_lines(con, f):
+        return False
+    seq, seq_raw = _json_int("seq")
+    room, room_raw = _json_int("room")
+    start, _ = _json_int("start")
+    end, _ = _json_int("end")
+    ts_raw = "json_extract_string(line, '$.ts')"
+    con.execute(
+        f"""CREATE OR REPLACE TEMP TABLE pages_stage AS
+        WITH raw AS (
+            SELECT rowid + 1 AS row, line,
+                   line IS NOT NULL AND json_valid(line) AND json_type(line) = 'OBJECT' AS ok
+            FROM raw_lines)
+        SELECT row,
+            CASE WHEN NOT ok THEN CASE WHEN line IS NULL OR trim(line) = '' THEN 'empty line'
+                 ELSE 'not a JSON object: ' || left(line, 60) END END AS parse_error,
+            CASE WHEN ok THEN json_extract_string(line, '$.node') END AS node,
+            CASE WHEN ok THEN {seq} END AS seq, CASE WHEN ok THEN {seq_raw} END AS seq_raw,
+            CASE WHEN ok AND regexp_matches({ts_raw}, '{ZONED}') THEN TRY_CAST({ts_raw} AS TIMESTAMPTZ) END AS ts,
+            CASE WHEN ok THEN {ts_raw} END AS ts_raw,
+            CASE WHEN ok THEN json_extract_string(line, '$.op') END AS op,
+            CASE WHEN ok THEN {room} END AS room, CASE WHEN ok THEN {room_raw} END AS room_raw,
+            CASE WHEN ok THEN {start} END AS start, CASE WHEN ok THEN {end} END AS "end",
+            CASE WHEN ok THEN json_extract_string(line, '$.peer') END AS peer,
+            CASE WHEN ok THEN json_extract_string(line, '$.src') END AS src
+        FROM raw"""
+    )
+    con.execute("DROP TABLE raw_lines")
+    return True
+
+
+def load_page_file(con: duckdb.DuckDBPyConnection, f: InputFile) -> None:
+    staged = _stage_parquet(con, f) if f.rel.lower().endswith(".parquet") else _stage_jsonl(con, f)
+    if not staged:
+        return
+    before_rej = con.execute("SELECT count(*) FROM rejected WHERE file_id = ?", [f.file_id]).fetchone()[0]
+    run_query(con, "ingest", "page_events_validate", file_id=f.file_id)
+    read = con.execute("SELECT count(*) FROM pages_stage").fetchone()[0]
+    rej = con.execute("SELECT count(*) FROM rejected WHERE file_id = ?", [f.file_id]).fetchone()[0] - before_rej
+    f.rows_read += read
+    f.rows_rejected += rej
+    f.rows_loaded += read - rej
+    con.execute("DROP TABLE pages_stage")
