@@ -31,11 +31,12 @@ def _stage_jsonl(con: duckdb.DuckDBPyConnection, f: InputFile) -> bool:
         for c in FIELDS
     )
     con.execute(f"""CREATE OR REPLACE TEMP TABLE gw_stage AS
-        WITH raw AS (SELECT rowid + 1 AS row, line,
-                     line IS NOT NULL AND json_valid(line) AND json_type(line) = 'OBJECT' AS ok FROM raw_lines)
+        WITH raw AS (SELECT row, raw_line, ok, CASE WHEN ok THEN raw_line END AS line FROM (
+                     SELECT rowid + 1 AS row, line AS raw_line,
+                     coalesce(CASE WHEN json_valid(line) THEN json_type(line) = 'OBJECT' END, false) AS ok FROM raw_lines))
         SELECT row,
-            CASE WHEN NOT ok THEN CASE WHEN line IS NULL OR trim(line) = '' THEN 'empty line'
-                 ELSE 'not a JSON object: ' || left(line, 60) END END AS parse_error,
+            CASE WHEN NOT ok THEN CASE WHEN raw_line IS NULL OR trim(raw_line) = '' THEN 'empty line'
+                 ELSE 'not a JSON object: ' || left(raw_line, 60) END END AS parse_error,
             {cols}
         FROM raw""")
     con.execute("DROP TABLE raw_lines")
@@ -71,7 +72,7 @@ def load_gateway_file(con: duckdb.DuckDBPyConnection, f: InputFile) -> None:
         ok = _stage_table(con, f, f"read_parquet({path}, file_row_number = true)", "file_row_number + 1")
     elif name.endswith((".csv", ".csv.gz")):
         # header on line 1: data row k is on line k + 1
-        reader = (f"read_csv({path}, header = true, all_varchar = true, parallel = false, "
+        reader = (f"read_csv({path}, header = true, all_varchar = true, parallel = false, quote = '\"', escape = '\"', "
                   "strict_mode = false, null_padding = true, max_line_size = 67108864)")
         ok = _stage_table(con, f, reader, "(row_number() OVER ()) + 1")
     else:

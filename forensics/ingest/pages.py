@@ -93,12 +93,12 @@ def _stage_jsonl(con: duckdb.DuckDBPyConnection, f: InputFile) -> bool:
     con.execute(
         f"""CREATE OR REPLACE TEMP TABLE pages_stage AS
         WITH raw AS (
-            SELECT rowid + 1 AS row, line,
-                   line IS NOT NULL AND json_valid(line) AND json_type(line) = 'OBJECT' AS ok
-            FROM raw_lines)
+            SELECT row, raw_line, ok, CASE WHEN ok THEN raw_line END AS line FROM (
+                SELECT rowid + 1 AS row, line AS raw_line,
+                       coalesce(CASE WHEN json_valid(line) THEN json_type(line) = 'OBJECT' END, false) AS ok FROM raw_lines))
         SELECT row,
-            CASE WHEN NOT ok THEN CASE WHEN line IS NULL OR trim(line) = '' THEN 'empty line'
-                 ELSE 'not a JSON object: ' || left(line, 60) END END AS parse_error,
+            CASE WHEN NOT ok THEN CASE WHEN raw_line IS NULL OR trim(raw_line) = '' THEN 'empty line'
+                 ELSE 'not a JSON object: ' || left(raw_line, 60) END END AS parse_error,
             CASE WHEN ok THEN json_extract_string(line, '$.node') END AS node,
             CASE WHEN ok THEN {seq} END AS seq, CASE WHEN ok THEN {seq_raw} END AS seq_raw,
             CASE WHEN ok AND regexp_matches({ts_raw}, '{ZONED}') THEN TRY_CAST({ts_raw} AS TIMESTAMPTZ) END AS ts,

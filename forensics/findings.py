@@ -1,0 +1,45 @@
+"""Findings stage: exposures, affected responses, hazards, accounts, coverage; and their CSV files.
+
+Reads: the ownership stage's tables, gateway, request_cohort, engine_requests, node_config.
+Writes: read_provenance, write_effects, exposure_segments, room_flags, room_requests,
+signature_responses, missing_rooms, exposures, affected_responses, hazard_segments, hazards,
+accounts, coverage; and the findings CSV files.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+
+from forensics.db import run_query
+from forensics.outputs import write_csv
+
+STEPS = ("read_provenance", "write_effects", "exposure_segments", "room_flags", "room_requests",
+         "signature_responses", "missing_rooms", "exposures", "affected_responses", "hazards", "coverage",
+         "accounts")
+
+OUTPUTS = {
+    "affected_responses.csv": """SELECT request_id, account_id, cohort, status, evidence, kinds, first_exposed_at,
+        exposed_slots, source_requests, http_status, completion_tokens, decode_node, prefill_node, room, reason
+        FROM affected_responses ORDER BY request_id""",
+    "exposures.csv": """SELECT recipient_request_id, source_request_id, recipient_account_id, source_account_id,
+        node, kind, slots, status, first_exposed_at, recipient_cohort, source_cohort, recipient_room, source_room
+        FROM exposures ORDER BY recipient_request_id, source_request_id, node, kind, recipient_room, source_room""",
+    "accounts.csv": """SELECT account_id, cohort, responses_affected, requests_exposed, responses_confirmed,
+        responses_indeterminate, requests_exposed_confirmed FROM accounts ORDER BY account_id""",
+    "hazards.csv": "SELECT node, room, kind, slots, detail FROM hazards ORDER BY node, room, kind",
+    "coverage.csv": """SELECT node, role, page_telemetry, seq_gaps, responses_served, responses_verified,
+        events_lost, page_events FROM coverage ORDER BY node""",
+    "rejected.csv": """SELECT f.path AS file, r.row, r.reason FROM rejected r JOIN files f USING (file_id)
+        ORDER BY f.path, r.row NULLS FIRST, r.reason""",
+}
+
+
+def compute_findings(con: duckdb.DuckDBPyConnection) -> None:
+    for step in STEPS:
+        run_query(con, "findings", step)
+
+
+def write_findings(con: duckdb.DuckDBPyConnection, out: Path) -> dict[str, int]:
+    return {name: write_csv(con, query, out / name) for name, query in OUTPUTS.items()}

@@ -1,0 +1,66 @@
+"""Writing findings files: CSV cells neutralized against formula injection, stable formatting, private modes."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def neutralize(value: str) -> str:
+    """A text cell a spreadsheet would run as a formula gets a leading apostrophe."""
+    return "'" + value if value.startswith(FORMULA_START) else value
+
+
+def fmt_ts(value: datetime) -> str:
+    """UTC, millisecond precision (floored), Z suffix: 2026-08-29T10:40:10.012Z."""
+    v = value.astimezone().astimezone(tz=None) if value.tzinfo is None else value
+    from datetime import UTC
+
+    v = v.astimezone(UTC)
+    return v.strftime("%Y-%m-%dT%H:%M:%S.") + f"{v.microsecond // 1000:03d}Z"
+
+
+def cell(value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, datetime):
+        return fmt_ts(value)
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, str):
+        return neutralize(value)
+    return value
+
+
+def private_open(path: Path, mode: str = "w"):
+    """Outputs hold customer identifiers: created readable by the owner only."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.chmod(path, 0o600)
+    return os.fdopen(fd, mode, encoding="utf-8", newline="")
+
+
+def write_csv(con: duckdb.DuckDBPyConnection, query: str, path: Path, params: list[Any] | None = None) -> int:
+    cur = con.execute(query, params or [])
+    cols = [d[0] for d in cur.description]
+    rows = cur.fetchall()
+    with private_open(path) as fh:
+        w = csv.writer(fh, lineterminator="\n")
+        w.writerow(cols)
+        for r in rows:
+            w.writerow([cell(v) for v in r])
+    return len(rows)
+
+
+def write_json(obj: Any, path: Path) -> None:
+    with private_open(path) as fh:
+        fh.write(json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")

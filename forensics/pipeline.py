@@ -1,0 +1,80 @@
+"""The main job: ingest -> cohorts -> ownership -> findings -> report, into one output folder."""
+
+from __future__ import annotations
+
+import platform
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+
+import forensics
+from forensics.bundle import sha256_file
+from forensics.cohorts import assign_cohorts, load_exclusions
+from forensics.db import connect
+from forensics.findings import compute_findings, write_findings
+from forensics.ingest import ingest_into, node_summary
+from forensics.outputs import write_json
+from forensics.ownership import rebuild_ownership
+
+
+@dataclass
+class InvestigationResult:
+    out: Path
+    counts: dict[str, int]
+    headline: dict[str, int]
+
+    def summary(self) -> str:
+        h = self.headline
+        return "\n".join([
+            f"Affected responses: {h['affected']} ({h['confirmed']} confirmed, {h['indeterminate']} indeterminate); "
+            f"customer cohort: {h['customer']}",
+            f"Exposure pairs: {h['pairs']}; hazards: {self.counts.get('hazards.csv', 0)}; "
+            f"rejected input rows: {self.counts.get('rejected.csv', 0)}",
+            f"Findings written to {self.out}/",
+            f"Report: {self.out / 'report.html'}",
+        ])
+
+
+def _headline(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
+    row = con.execute("""SELECT count(*), count(*) FILTER (WHERE status = 'confirmed'),
+        count(*) FILTER (WHERE status = 'indeterminate'), count(*) FILTER (WHERE cohort = 'customer'),
+        (SELECT count(*) FROM exposures) FROM affected_responses""").fetchone()
+    return dict(zip(("affected", "confirmed", "indeterminate", "customer", "pairs"), row, strict=True))
+
+
+def investigate(bundle: Path, out: Path, exclusions: Path | None = None, as_of: str | None = None,
+                memory_limit: str | None = None, threads: int | None = None) -> InvestigationResult:
+    out.mkdir(parents=True, exist_ok=True)
+    db_path = out / "incident.duckdb"
+    for stale in (db_path, Path(str(db_path) + ".wal")):
+        stale.unlink(missing_ok=True)
+    con = connect(db_path, memory_limit=memory_limit, threads=threads)
+    try:
+        files, config = ingest_into(con, bundle)
+        excl = exclusions or (bundle / "exclusions.toml")
+        rules = load_exclusions(excl) if excl.is_file() else []
+        assign_cohorts(con, rules)
+        rebuild_ownership(con)
+        compute_findings(con)
+        counts = write_findings(con, out)
+        headline = _headline(con)
+        from forensics.report import render_report
+
+        render_report(con, out, config=config, files=files, rules=rules, as_of=as_of)
+        manifest = {
+            "inputs": [f.manifest_entry() for f in files],
+            "exclusions": {"path": str(excl.name) if excl.is_file() else None,
+                           "sha256": sha256_file(excl)[0] if excl.is_file() else None},
+            "tool": {"name": "kv-forensics", "version": forensics.__version__, "duckdb": duckdb.__version__,
+                     "python": platform.python_version()},
+            "nodes": [dict(zip(("node", "role", "pool_tokens", "page_size", "context_len", "page_events"), n,
+                               strict=True)) for n in node_summary(con)],
+            "outputs": counts,
+        }
+        write_json(manifest, out / "manifest.json")
+    finally:
+        con.close()
+    shutil.rmtree(Path(str(db_path) + ".tmp"), ignore_errors=True)
+    return InvestigationResult(out, counts, headline)

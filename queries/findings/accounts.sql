@@ -1,0 +1,24 @@
+-- Per account, both directions: responses it received that held others' data, and its requests whose
+-- data others attended. The contract's accounts.csv.
+-- grain: account_id; reads: affected_responses, exposures, gateway, request_cohort; params: none
+CREATE OR REPLACE TABLE accounts AS
+WITH recv AS (
+    SELECT account_id, count(*) AS responses_affected,
+           count(*) FILTER (WHERE status = 'confirmed') AS responses_confirmed,
+           count(*) FILTER (WHERE status = 'indeterminate') AS responses_indeterminate
+    FROM affected_responses GROUP BY 1
+), src AS (
+    SELECT source_account_id AS account_id, count(DISTINCT source_request_id) AS requests_exposed,
+           count(DISTINCT source_request_id) FILTER (WHERE status = 'confirmed') AS requests_exposed_confirmed
+    FROM exposures WHERE source_account_id IS NOT NULL GROUP BY 1
+), cohort AS (
+    SELECT g.account_id, string_agg(DISTINCT coalesce(c.cohort, 'customer'), ';' ORDER BY coalesce(c.cohort, 'customer')) AS cohort
+    FROM gateway g LEFT JOIN request_cohort c ON c.request_id = g.request_id AND c.file_id = g.file_id AND c.row = g.row
+    GROUP BY 1
+)
+SELECT account_id, cohort.cohort, coalesce(recv.responses_affected, 0) AS responses_affected,
+       coalesce(src.requests_exposed, 0) AS requests_exposed,
+       coalesce(recv.responses_confirmed, 0) AS responses_confirmed,
+       coalesce(recv.responses_indeterminate, 0) AS responses_indeterminate,
+       coalesce(src.requests_exposed_confirmed, 0) AS requests_exposed_confirmed
+FROM recv FULL JOIN src USING (account_id) LEFT JOIN cohort USING (account_id);

@@ -1,0 +1,42 @@
+-- Where each transfer landed on the receiver's own event order. It landed after every receiver event
+-- stamped at or before xts + lo and before every event stamped at or after xts + hi (receiver clock);
+-- an ordinary transfer also between its room's alloc and read. Between seq_lo and seq_hi the order is
+-- unknown: the landing is `ambiguous` when a receiver event touching the same slots lies in there.
+-- grain: transfer row; reads: transfer_links, clock_bounds, page_events; params: none
+CREATE OR REPLACE TABLE transfer_landing AS
+WITH ev AS (SELECT node, ts, seq, room, start, "end" FROM page_events WHERE op <> 'transfer'),
+before_ts AS (  -- per receiver and stamp: the highest seq stamped at or before it
+    SELECT DISTINCT node, ts, max(seq) OVER (PARTITION BY node ORDER BY ts RANGE UNBOUNDED PRECEDING) AS seq_max
+    FROM ev),
+after_ts AS (   -- per receiver and stamp: the lowest seq stamped at or after it
+    SELECT DISTINCT node, ts, min(seq) OVER (PARTITION BY node ORDER BY ts DESC RANGE UNBOUNDED PRECEDING) AS seq_min
+    FROM ev),
+w AS (
+    SELECT l.*, b.lo_us, b.hi_us, coalesce(b.consistent, false) AS bounded,
+           CASE WHEN coalesce(b.consistent, false) THEN l.xts + to_microseconds(b.lo_us) END AS land_lo,
+           CASE WHEN coalesce(b.consistent, false) THEN l.xts + to_microseconds(b.hi_us) END AS land_hi
+    FROM transfer_links l LEFT JOIN clock_bounds b USING (sender, receiver)),
+lo AS (SELECT w.sender, w.xseq, bt.seq_max FROM w ASOF JOIN before_ts bt ON bt.node = w.receiver AND bt.ts <= w.land_lo),
+hi AS (SELECT w.sender, w.xseq, af.seq_min FROM w ASOF JOIN after_ts af ON af.node = w.receiver AND af.ts >= w.land_hi),
+placed AS (
+    SELECT w.*, t.first_seq, t.last_seq,
+        CASE WHEN w.ordinary THEN greatest(coalesce(lo.seq_max, t.first_seq - 1), w.aseq)
+             ELSE coalesce(lo.seq_max, t.first_seq - 1) END AS seq_lo0,
+        CASE WHEN w.ordinary THEN least(coalesce(hi.seq_min, t.last_seq + 1), w.rseq)
+             ELSE coalesce(hi.seq_min, t.last_seq + 1) END AS seq_hi0
+    FROM w JOIN telemetry_nodes t ON t.node = w.receiver
+    LEFT JOIN lo USING (sender, xseq) LEFT JOIN hi USING (sender, xseq)),
+fixed AS (  -- unbounded clocks or contradictory stamps: only causality (or nothing) is left
+    SELECT *,
+        CASE WHEN NOT bounded OR seq_lo0 >= seq_hi0 THEN CASE WHEN ordinary THEN aseq ELSE first_seq - 1 END
+             ELSE seq_lo0 END AS seq_lo,
+        CASE WHEN NOT bounded OR seq_lo0 >= seq_hi0 THEN CASE WHEN ordinary THEN rseq ELSE last_seq + 1 END
+             ELSE seq_hi0 END AS seq_hi
+    FROM placed)
+SELECT f.sender, f.xseq, f.receiver, f.room, f.start, f."end", f.xts, f.ordinary, f.bounded,
+       f.seq_lo, f.seq_hi,
+       CASE WHEN f.ordinary THEN greatest(coalesce(f.land_lo, f.ats), f.ats) ELSE f.land_lo END AS land_lo,
+       CASE WHEN f.ordinary THEN least(coalesce(f.land_hi, f.rts), f.rts) ELSE f.land_hi END AS land_hi,
+       EXISTS (SELECT 1 FROM ev WHERE ev.node = f.receiver AND ev.seq > f.seq_lo AND ev.seq < f.seq_hi
+               AND ev.start < f."end" AND ev."end" > f.start) AS ambiguous
+FROM fixed f;

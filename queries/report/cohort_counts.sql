@@ -1,0 +1,23 @@
+-- Per cohort, before any exclusion is applied: requests, accounts, affected responses (as recipient,
+-- by status) and source requests whose data reached any recipient.
+-- grain: cohort; reads: request_cohort, gateway, report_affected, exposures; params: none
+WITH req AS (
+    SELECT c.cohort, any_value(c.cohort_kind) AS kind, count(*) AS requests, count(DISTINCT g.account_id) AS accounts
+    FROM request_cohort c JOIN gateway g ON g.request_id = c.request_id AND g.file_id = c.file_id AND g.row = c.row
+    GROUP BY c.cohort
+), recv AS (
+    SELECT cohort, count(*) AS affected, count(*) FILTER (WHERE status = 'confirmed') AS confirmed,
+           count(*) FILTER (WHERE status = 'indeterminate') AS indeterminate,
+           count(DISTINCT account_id) AS affected_accounts
+    FROM report_affected GROUP BY cohort
+), src AS (
+    SELECT source_cohort AS cohort, count(DISTINCT source_request_id) AS sources,
+           count(DISTINCT source_account_id) AS source_accounts
+    FROM exposures WHERE source_request_id <> '' GROUP BY 1
+)
+SELECT cohort, coalesce(req.kind, 'customer') AS kind, coalesce(requests, 0) AS requests,
+       coalesce(accounts, 0) AS accounts, coalesce(affected, 0) AS affected, coalesce(confirmed, 0) AS confirmed,
+       coalesce(indeterminate, 0) AS indeterminate, coalesce(affected_accounts, 0) AS affected_accounts,
+       coalesce(sources, 0) AS sources, coalesce(source_accounts, 0) AS source_accounts
+FROM req FULL JOIN recv USING (cohort) FULL JOIN src USING (cohort)
+ORDER BY cohort = 'customer' DESC, cohort;
