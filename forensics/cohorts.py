@@ -168,8 +168,9 @@ def assign_cohorts(con: duckdb.DuckDBPyConnection, rules: list[Rule]) -> None:
         winner = "NULL::INTEGER"
     con.execute("CREATE OR REPLACE TABLE rule_defs (rule_id INTEGER, cohort VARCHAR, kind VARCHAR, label VARCHAR, "
                 "match VARCHAR)")
-    con.executemany("INSERT INTO rule_defs VALUES (?, ?, ?, ?, ?)",
-                    [(i, r.cohort, r.kind, r.label, r.describe()) for i, r in enumerate(rules)])
+    if rules:
+        con.executemany("INSERT INTO rule_defs VALUES (?, ?, ?, ?, ?)",
+                        [(i, r.cohort, r.kind, r.label, r.describe()) for i, r in enumerate(rules)])
     con.execute(f"""CREATE OR REPLACE TABLE request_cohort AS
         SELECT h.request_id, h.file_id, h.row, coalesce(d.cohort, 'customer') AS cohort,
                coalesce(d.kind, 'customer') AS cohort_kind, d.label AS rule

@@ -44,6 +44,17 @@ def _headline(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
     return dict(zip(("affected", "confirmed", "indeterminate", "customer", "pairs"), row, strict=True))
 
 
+def analyze(con: duckdb.DuckDBPyConnection, bundle: Path, exclusions: Path | None = None):
+    """Ingest, label cohorts, rebuild ownership and compute findings into `con` (no files written)."""
+    files, config = ingest_into(con, bundle)
+    excl = exclusions or (bundle / "exclusions.toml")
+    rules = load_exclusions(excl) if excl.is_file() else []
+    assign_cohorts(con, rules)
+    rebuild_ownership(con)
+    compute_findings(con)
+    return files, config, rules, excl
+
+
 def investigate(bundle: Path, out: Path, exclusions: Path | None = None, as_of: str | None = None,
                 memory_limit: str | None = None, threads: int | None = None) -> InvestigationResult:
     out.mkdir(parents=True, exist_ok=True)
@@ -52,12 +63,7 @@ def investigate(bundle: Path, out: Path, exclusions: Path | None = None, as_of: 
         stale.unlink(missing_ok=True)
     con = connect(db_path, memory_limit=memory_limit, threads=threads)
     try:
-        files, config = ingest_into(con, bundle)
-        excl = exclusions or (bundle / "exclusions.toml")
-        rules = load_exclusions(excl) if excl.is_file() else []
-        assign_cohorts(con, rules)
-        rebuild_ownership(con)
-        compute_findings(con)
+        files, config, rules, excl = analyze(con, bundle, exclusions)
         counts = write_findings(con, out)
         headline = _headline(con)
         from forensics.report import render_report

@@ -39,9 +39,11 @@ SELECT g.request_id, g.account_id, coalesce(c.cohort, 'customer') AS cohort, p.s
        CASE WHEN p.status = 'confirmed' THEN '' ELSE p.reason END AS reason
 FROM page_based p JOIN gateway g USING (request_id)
 LEFT JOIN request_cohort c ON c.request_id = g.request_id AND c.file_id = g.file_id AND c.row = g.row
+WHERE p.status = 'confirmed' OR p.request_id NOT IN (SELECT request_id FROM signature_responses)
 UNION ALL
 SELECT s.request_id, s.account_id, s.cohort, 'indeterminate', 'signature', 'stale', NULL, NULL, '',
        s.http_status, s.completion_tokens, s.node, NULL, s.room,
-       s.why || '; decode node ' || s.node || ' has no page telemetry: whose data it attended is unknown'
-FROM signature_responses s
-WHERE s.request_id NOT IN (SELECT request_id FROM page_based);
+       concat_ws('; ', s.why, 'decode node ' || s.node || ' has no page telemetry: whose data it attended is unknown',
+                 p.reason)
+FROM signature_responses s LEFT JOIN page_based p USING (request_id)
+WHERE p.status IS DISTINCT FROM 'confirmed';
