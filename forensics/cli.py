@@ -62,7 +62,15 @@ from forensics import commands as _commands  # noqa: E402,F401
 
 def main() -> None:
     try:
-        app(standalone_mode=False)
+        code = app(standalone_mode=False)
+        sys.exit(code if isinstance(code, int) else 0)
+    except typer.TyperException as err:  # usage errors: the parser's own message, exit 2
+        show = getattr(err, "show", None)
+        if show:
+            show()
+        else:
+            typer.echo(f"Error: {err}", err=True)
+        sys.exit(getattr(err, "exit_code", 2))
     except ForensicsError as err:
         if DEBUG:
             raise
