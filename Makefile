@@ -25,5 +25,10 @@ lint: $(STAMP)
 
 check: lint test
 
+# Regenerate the bundled sample incident (bundle + ground truth); deterministic: same bytes every run.
+sample: $(STAMP)
+	rm -rf sample_data/bundle sample_data/truth
+	$(BIN)/forensics simulate sample_data --seed 7 --preset incident
+
 clean:
 	rm -rf out .pytest_cache

@@ -15,7 +15,7 @@ import duckdb
 from forensics.db import run_query
 from forensics.outputs import write_csv
 
-STEPS = ("read_provenance", "write_effects", "exposure_segments", "room_flags", "room_requests",
+STEPS = ("gap_rooms", "read_provenance", "write_effects", "exposure_segments", "room_flags", "room_requests",
          "signature_responses", "missing_rooms", "exposures", "affected_responses", "hazards", "coverage",
          "accounts")
 

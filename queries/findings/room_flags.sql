@@ -10,6 +10,11 @@ SELECT DISTINCT node, room, reason FROM (
     GROUP BY p.node, p.room, g.prev_seq, g.next_seq, g.missing
     HAVING min(p.seq) < g.next_seq AND max(p.seq) > g.prev_seq
     UNION ALL
+    -- reads with no transfer of their own while a sender lost events
+    SELECT node, room, 'no transfer of its own was logged and a sending node lost events'
+    FROM gap_rooms g WHERE NOT EXISTS (SELECT 1 FROM transfer_links t WHERE t.receiver = g.node AND t.room = g.room)
+      AND EXISTS (SELECT 1 FROM page_events p WHERE p.node = g.node AND p.room = g.room AND p.op = 'read')
+    UNION ALL
     -- read slots whose last write is not known since a gap
     SELECT node, room, 'read slots whose last write is unknown after a seq gap'
     FROM read_provenance WHERE uncertain AND cls <> 'shared'

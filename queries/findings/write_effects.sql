@@ -8,7 +8,7 @@ SELECT s.node, s.seg, b.b AS seg_start, n.b AS seg_end, s.pos, s.op, s.room, s.t
        s.r_pos, s.r_ts,
        CASE WHEN s.a_pos > coalesce(s.f_pos, -1) THEN s.a_room END AS holder,
        s.ambiguous OR EXISTS (
-           SELECT 1 FROM seq_gaps g WHERE g.node = s.node AND g.prev_pos >= coalesce(s.r_pos, -1) AND g.next_pos <= s.pos
+           SELECT 1 FROM seq_gaps g WHERE g.node = s.node AND g.next_pos > coalesce(s.r_pos, -1) AND g.prev_pos < s.pos
        ) AS uncertain
 FROM seg_state s
 JOIN segment_bounds b ON b.node = s.node AND b.idx = s.seg

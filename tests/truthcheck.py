@@ -1,0 +1,56 @@
+"""Compare the analysis of a simulated bundle with the simulator's ground truth (computed independently)."""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from analysis import Findings
+
+
+@dataclass
+class Comparison:
+    missed: list[str] = field(default_factory=list)            # truly exposed, not reported
+    false_confirmed: list[str] = field(default_factory=list)   # confirmed, not truly exposed
+    bad_indeterminate: list[str] = field(default_factory=list)  # indeterminate where truth decides "clean"
+    pair_precision: float = 1.0
+    pair_recall: float = 1.0
+    slot_mismatches: list[tuple] = field(default_factory=list)
+    truth_pairs: int = 0
+    found_pairs: int = 0
+
+
+def _read(path: Path) -> list[dict[str, str]]:
+    with path.open() as fh:
+        return list(csv.DictReader(fh))
+
+
+def compare(sim_out: Path) -> Comparison:
+    truth = {r["request_id"]: r for r in _read(sim_out / "truth" / "responses.csv")}
+    tpairs = {(r["recipient_request_id"], r["source_request_id"], r["node"], r["kind"]): int(r["slots"])
+              for r in _read(sim_out / "truth" / "exposures.csv")}
+    f = Findings(sim_out / "bundle")
+    affected = {r[0]: r[1] for r in f.rows("SELECT request_id, status FROM affected_responses")}
+    found = {(r[0], r[1], r[2], r[3]): (r[4], r[5]) for r in f.rows(
+        "SELECT recipient_request_id, source_request_id, node, kind, slots, status FROM exposures")}
+    c = Comparison(truth_pairs=len(tpairs), found_pairs=len(found))
+    for rid, t in truth.items():
+        status = affected.get(rid)
+        if t["exposed"] == "1" and status is None:
+            c.missed.append(rid)
+        if status == "confirmed" and t["exposed"] != "1":
+            c.false_confirmed.append(rid)
+        if status == "indeterminate" and t["exposed"] != "1" and t["allowed_indeterminate"] != "1":
+            c.bad_indeterminate.append(rid)
+    # pairs on telemetry evidence: truth pairs of signature responses cannot be seen in pages
+    sig = {rid for rid, t in truth.items() if t["evidence"] == "signature"}
+    tp = {k: v for k, v in tpairs.items() if k[0] not in sig}
+    hit = set(tp) & set(found)
+    c.pair_recall = len(hit) / len(tp) if tp else 1.0
+    # precision of claims: confirmed pairs, and indeterminate pairs where the truth does not allow doubt
+    claims = {k for k, (_, status) in found.items()
+              if status == "confirmed" or truth.get(k[0], {}).get("allowed_indeterminate") != "1"}
+    c.pair_precision = len(claims & set(tp)) / len(claims) if claims else 1.0
+    c.slot_mismatches = [(k, tp[k], found[k][0]) for k in sorted(hit) if tp[k] != found[k][0]]
+    return c
