@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 from forensics.simulate.cluster import Node
 from forensics.simulate.cohorts import Cohort, exclusions_toml
 from forensics.simulate.config import SimConfig
-from forensics.simulate.traffic import Request
+from forensics.simulate.request import Request
 from forensics.simulate.truth import Row
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -219,9 +219,7 @@ PAGE_SCHEMA = pa.schema(
 )
 
 
-def write_pages(
-    root: Path, node: Node, rows: list[Row]
-) -> None:
+def write_pages(root: Path, node: Node, rows: list[Row]) -> None:
     if node.spec.pages_format == "jsonl":
         out = []
         head = f'{{"node": {json.dumps(node.name)}, "seq": '
