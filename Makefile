@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test check lint sample clean
+.PHONY: demo test check lint sample clean bench
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -29,6 +29,12 @@ check: lint test
 sample: $(STAMP)
 	rm -rf sample_data/bundle sample_data/truth
 	$(BIN)/forensics simulate sample_data --seed 7 --preset incident
+
+# Benchmarks (issue #7): investigate vs a plain DuckDB scan vs a per-event replay; see benchmarks/README.md.
+# e.g. make bench BENCH_ARGS="--sizes 100M --timeout 3600"
+BENCH_ARGS ?=
+bench: $(STAMP)
+	$(BIN)/python benchmarks/run.py $(BENCH_ARGS)
 
 clean:
 	rm -rf out .pytest_cache

@@ -1,118 +1,257 @@
 """Fast generator of large synthetic bundles for benchmarks (numpy, vectorized; not a ground-truth simulator).
 
-One prefill and one decode node, requests served one after another: decode allocates the prompt,
-prefill writes and transfers it, decode reads, writes output, frees. About 1% of prompts take the
-placeholder path (1-slot transfer, whole-prompt read), so the analysis has real exposures to find.
-Page events go to Parquet per node, sorted by seq as instrumentation writes them.
+`--nodes N` decode nodes and N prefill nodes (default 1: decode-0, prefill-0). Request k goes to decode
+node k % N and prefill node (k + k // N) % N, so every node serves one request per 25 ms tick. Each
+node's clock is off by a fixed skew of up to 1.5 s (the analysis must bound it from ordinary transfers).
+Per request: decode allocates the prompt, prefill allocates, writes, reads and transfers it (landing
+between decode's alloc and read), decode reads the prompt, allocates and writes the output, frees
+both. Consecutive requests on a node overlap in time (mild concurrency) but use opposite halves of
+the pool, so no slot is ever held by two requests at once. Prompt and output lengths are log-normal.
+
+A share of prompts (`--placeholder-rate`, default 1%; production-like rates are nearer 0.2%) take
+the placeholder path: the prompt exceeds the prefill limit, prefill computes and transfers 1 slot,
+decode still reads the whole prompt, i.e. stale KV of earlier requests (the exposures to find).
+
+Page events go to Parquet per node, sorted by seq as instrumentation writes them, written chunk by
+chunk (ParquetWriter, about 1M-row row groups) so memory stays bounded at 1B events.
 
     python benchmarks/gen_bundle.py OUT --requests 200000 [--seed 1]
+    python benchmarks/gen_bundle.py OUT --events 100000000 --nodes 4 --placeholder-rate 0.002
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
+import time
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 PAGE = 64
 DECODE_POOL = 4_194_304
 PREFILL_POOL = 681_280
 T0 = np.datetime64("2026-08-27T00:00:00", "us")
+TICK = 25_000  # us between consecutive requests on one node
+MAX_PROMPT = 32_768  # ordinary prompts (log-normal, clipped)
+MAX_OUTPUT = 4_096
+PLACEHOLDER_MAX = 1_000_000  # placeholder prompts: PREFILL_POOL .. PLACEHOLDER_MAX tokens
+DECODE_EVENTS = 6
+PREFILL_EVENTS = 5
+EVENTS_PER_REQUEST = DECODE_EVENTS + PREFILL_EVENTS
+OPS = ["alloc", "free", "write", "read", "share", "transfer"]
+ALLOC, FREE, WRITE, READ, SHARE, TRANSFER = range(6)
+SRC = ["prefill", "decode"]
+CHUNK_REQUESTS = 400_000
+
+PAGE_SCHEMA = pa.schema([
+    ("node", pa.string()), ("seq", pa.int64()), ("ts", pa.timestamp("us", tz="UTC")), ("op", pa.string()),
+    ("room", pa.int64()), ("start", pa.int64()), ("end", pa.int64()), ("peer", pa.string()),
+    ("src", pa.string()),
+])
+GATEWAY_SCHEMA = pa.schema([
+    ("ts", pa.timestamp("us", tz="UTC")), ("request_id", pa.string()), ("account_id", pa.string()),
+    ("api_token_id", pa.string()), ("client_ip", pa.string()), ("user_agent", pa.string()),
+    ("model", pa.string()), ("status", pa.int32()), ("prompt_tokens", pa.int64()),
+    ("completion_tokens", pa.int64()), ("duration_ms", pa.float64()), ("bootstrap_room", pa.int64()),
+    ("prefill_node", pa.string()), ("decode_node", pa.string()),
+])
 
 
-def _interleave(cols: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
-    """Per-request event columns (k events per request) -> one stream ordered request by request."""
-    n = len(cols[0]["room"])
-    out = {}
-    for key in cols[0]:
-        out[key] = np.stack([c[key] for c in cols], axis=1).reshape(n * len(cols))
+def requests_for_events(events: int) -> int:
+    return max(1, math.ceil(events / EVENTS_PER_REQUEST))
+
+
+def _strings(codes: np.ndarray, values: list[str]) -> pa.Array:
+    """Small-int codes -> string array (null where code < 0), without Python objects per row."""
+    codes = np.asarray(codes, dtype=np.int32)
+    mask = codes < 0
+    arr = pa.DictionaryArray.from_arrays(pa.array(np.where(mask, 0, codes), pa.int32(),
+                                                  mask=mask if mask.any() else None), pa.array(values))
+    return arr.cast(pa.string())
+
+
+def _place(rng, n: int, length_pages: np.ndarray, half: np.ndarray, pool: int) -> np.ndarray:
+    """Page-aligned start in the request's half of the pool so that the whole range fits in that half."""
+    half_pages = pool // 2 // PAGE
+    room_pages = half_pages - 1 - length_pages  # keep page 0 of the pool unused
+    off = (rng.random(n) * room_pages).astype(np.int64)
+    return (half * half_pages + 1 + off) * PAGE
+
+
+class _NodeWriter:
+    """Per-role writer: merges a chunk's events with the carry-over, sorts by time, writes per node."""
+
+    def __init__(self, pages: Path, names: list[str], skews: np.ndarray, row_group: int):
+        self.names = names
+        self.skews = skews
+        self.row_group = row_group
+        self.writers = [pq.ParquetWriter(pages / f"{n}.parquet", PAGE_SCHEMA) for n in names]
+        self.seq = np.zeros(len(names), dtype=np.int64)
+        self.carry: dict[str, np.ndarray] | None = None
+
+    def add(self, cols: dict[str, np.ndarray], cutoff: int | None, peer_names: list[str]) -> None:
+        if self.carry is not None:
+            cols = {k: np.concatenate([self.carry[k], cols[k]]) for k in cols}
+        order = np.lexsort((cols["ev"], cols["r"], cols["t"], cols["node"]))
+        cols = {k: v[order] for k, v in cols.items()}
+        keep = np.ones(len(order), bool) if cutoff is None else cols["t"] < cutoff
+        self.carry = None if cutoff is None else {k: v[~keep] for k, v in cols.items()}
+        cols = {k: v[keep] for k, v in cols.items()}
+        bounds = np.searchsorted(cols["node"], np.arange(len(self.names) + 1))
+        for j, name in enumerate(self.names):
+            a, b = bounds[j], bounds[j + 1]
+            if a == b:
+                continue
+            m = b - a
+            seq = self.seq[j] + 1 + np.arange(m, dtype=np.int64)
+            self.seq[j] += m
+            ts = T0 + (cols["t"][a:b] + self.skews[j]).astype("timedelta64[us]")
+            table = pa.Table.from_arrays([
+                _strings(np.zeros(m, np.int32), [name]), pa.array(seq),
+                pa.array(ts, pa.timestamp("us", tz="UTC")), _strings(cols["op"][a:b], OPS),
+                pa.array(cols["room"][a:b]), pa.array(cols["start"][a:b]), pa.array(cols["end"][a:b]),
+                _strings(cols["peer"][a:b], peer_names), _strings(cols["src"][a:b], SRC),
+            ], schema=PAGE_SCHEMA)
+            self.writers[j].write_table(table, row_group_size=self.row_group)
+
+    def close(self) -> dict[str, int]:
+        for w in self.writers:
+            w.close()
+        return {n: int(s) for n, s in zip(self.names, self.seq, strict=True)}
+
+
+def _events(parts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """Per-request event columns (one dict per event kind) -> flat columns, `ev` = index within request."""
+    out = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+    out["ev"] = np.repeat(np.arange(len(parts), dtype=np.int8), len(parts[0]["t"]))
     return out
 
 
-def generate(out: Path, requests: int, seed: int = 1) -> dict[str, int]:
+def generate(out: Path, requests: int, seed: int = 1, nodes: int = 1, placeholder_rate: float = 0.01,
+             chunk: int = CHUNK_REQUESTS, row_group: int = 1_000_000,
+             verbose: bool = False) -> dict[str, int]:
+    t_start = time.perf_counter()
     rng = np.random.default_rng(seed)
-    n = requests
-    room = rng.integers(1, 2**62, n, dtype=np.int64)
-    t = (np.arange(n, dtype=np.int64) * 50_000) + rng.integers(0, 10_000, n)  # one request per 50 ms
-    prompt = rng.integers(256, 8192, n)
-    placeholder = rng.random(n) < 0.01
-    prompt = np.where(placeholder, rng.integers(PREFILL_POOL, 1_000_000, n), prompt)
-    dec_pages = -(-prompt // PAGE)
-    dec_start = (rng.integers(1, (DECODE_POOL - 1_100_000) // PAGE, n)) * PAGE
-    dec_end = dec_start + dec_pages * PAGE
-    out_start = dec_end
-    out_end = out_start + PAGE
-    sent = np.where(placeholder, 1, prompt)
-    pre_pages = -(-sent // PAGE)
-    pre_start = rng.integers(1, (PREFILL_POOL - 10_000) // PAGE, n) * PAGE
-    pre_end = pre_start + pre_pages * PAGE
-
-    def ev(op: str, start, end, dt, src=None, peer=None):
-        return {"room": room, "op": np.full(n, op), "start": start, "end": end, "t": t + dt,
-                "src": np.full(n, src or ""), "peer": np.full(n, peer or "")}
-
-    decode = _interleave([
-        ev("alloc", dec_start, dec_end, 0),
-        ev("read", dec_start, dec_start + prompt, 20_000),
-        ev("alloc", out_start, out_end, 20_100),
-        ev("write", out_start, out_start + 8, 30_000, src="decode"),
-        ev("free", dec_start, dec_end, 30_100),
-        ev("free", out_start, out_end, 30_100),
-    ])
-    prefill = _interleave([
-        ev("alloc", pre_start, pre_end, 1_000),
-        ev("write", pre_start, pre_start + sent, 2_000, src="prefill"),
-        ev("read", pre_start, pre_start + sent, 2_000),
-        ev("transfer", dec_start, dec_start + sent, 10_000, peer="decode-0"),
-        ev("free", pre_start, pre_end, 10_100),
-    ])
-    pages = out / "bundle" / "pages"
+    N = nodes
+    dec_names = [f"decode-{j}" for j in range(N)]
+    pre_names = [f"prefill-{i}" for i in range(N)]
+    phase = rng.integers(0, 5_000, N)  # per decode node, us
+    dec_skew = rng.integers(-1_500_000, 1_500_000, N)
+    pre_skew = rng.integers(-1_500_000, 1_500_000, N)
+    bundle = out / "bundle"
+    pages = bundle / "pages"
     pages.mkdir(parents=True, exist_ok=True)
-    counts = {}
-    for node, cols in (("decode-0", decode), ("prefill-0", prefill)):
-        m = len(cols["room"])
-        table = pa.table({
-            "node": pa.array(np.full(m, node)), "seq": pa.array(np.arange(1, m + 1, dtype=np.int64)),
-            "ts": pa.array((T0 + cols["t"].astype("timedelta64[us]")), pa.timestamp("us", tz="UTC")),
-            "op": pa.array(cols["op"]), "room": pa.array(cols["room"]),
-            "start": pa.array(cols["start"].astype(np.int64)), "end": pa.array(cols["end"].astype(np.int64)),
-            "peer": pa.array(np.where(cols["peer"] == "", None, cols["peer"]).tolist(), pa.string()),
-            "src": pa.array(np.where(cols["src"] == "", None, cols["src"]).tolist(), pa.string()),
-        })
-        pq.write_table(table, pages / f"{node}.parquet", row_group_size=1_000_000)
-        counts[node] = m
-    gw = pa.table({
-        "ts": pa.array(T0 + t.astype("timedelta64[us]"), pa.timestamp("us", tz="UTC")),
-        "request_id": pa.array([f"req-{i:09d}" for i in range(n)]),
-        "account_id": pa.array([f"acct-{k:05d}" for k in rng.zipf(1.3, n) % 5000]),
-        "api_token_id": pa.array(np.full(n, "tok")), "client_ip": pa.array(np.full(n, "203.0.113.9")),
-        "user_agent": pa.array(np.full(n, "bench")), "model": pa.array(np.full(n, "glm-5.3")),
-        "status": pa.array(np.full(n, 200, dtype=np.int32)), "prompt_tokens": pa.array(prompt.astype(np.int64)),
-        "completion_tokens": pa.array(np.full(n, 8, dtype=np.int64)), "duration_ms": pa.array(np.full(n, 30.0)),
-        "bootstrap_room": pa.array(room), "prefill_node": pa.array(np.full(n, "prefill-0")),
-        "decode_node": pa.array(np.full(n, "decode-0")),
-    })
-    (out / "bundle" / "gateway").mkdir(parents=True, exist_ok=True)
-    pq.write_table(gw, out / "bundle" / "gateway" / "gateway.parquet")
-    for node, role, pool in (("decode-0", "decode", DECODE_POOL), ("prefill-0", "prefill", PREFILL_POOL)):
-        d = out / "bundle" / "engine" / node
+    for old in pages.glob("*.parquet"):
+        old.unlink()
+    dec_w = _NodeWriter(pages, dec_names, dec_skew, row_group)
+    pre_w = _NodeWriter(pages, pre_names, pre_skew, row_group)
+    (bundle / "gateway").mkdir(parents=True, exist_ok=True)
+    gw_w = pq.ParquetWriter(bundle / "gateway" / "gateway.parquet", GATEWAY_SCHEMA)
+    accounts = pa.array([f"acct-{a:05d}" for a in range(5000)])
+    placeholders = 0
+    for k0 in range(0, requests, chunk):
+        k1 = min(requests, k0 + chunk)
+        n = k1 - k0
+        k = np.arange(k0, k1, dtype=np.int64)
+        dnode = k % N
+        r = k // N
+        pnode = (k + r) % N
+        half = r % 2
+        room = rng.integers(1, 2**62, n, dtype=np.int64)
+        t = r * TICK + phase[dnode] + rng.integers(0, 5_000, n)
+        prompt = np.clip(np.exp(rng.normal(7.0, 1.2, n)), 16, MAX_PROMPT).astype(np.int64)
+        placeholder = rng.random(n) < placeholder_rate
+        placeholders += int(placeholder.sum())
+        prompt = np.where(placeholder, rng.integers(PREFILL_POOL, PLACEHOLDER_MAX, n), prompt)
+        output = np.clip(np.exp(rng.normal(5.3, 1.0, n)), 1, MAX_OUTPUT).astype(np.int64)
+        dec_pages = -(-prompt // PAGE)
+        out_pages = -(-output // PAGE)
+        dec_start = _place(rng, n, dec_pages + out_pages, half, DECODE_POOL)
+        dec_end = dec_start + dec_pages * PAGE
+        out_end = dec_end + out_pages * PAGE
+        sent = np.where(placeholder, 1, prompt)
+        pre_start = _place(rng, n, -(-sent // PAGE), half, PREFILL_POOL)
+        pre_end = pre_start + (-(-sent // PAGE)) * PAGE
+        xfer = rng.integers(3_000, 18_000, n)  # lands between decode's alloc (t) and read (t + 20 ms)
+        none = np.full(n, -1, np.int8)
+
+        def ev(op, start, end, dt, node, src=none, peer=none, r=r, t=t, n=n, room=room):
+            return {"node": node, "r": r, "t": t + dt, "op": np.full(n, op, np.int8), "room": room,
+                    "start": start, "end": end, "src": src, "peer": peer}
+
+        decode = _events([
+            ev(ALLOC, dec_start, dec_end, 0, dnode),
+            ev(READ, dec_start, dec_start + prompt, 20_000, dnode),
+            ev(ALLOC, dec_end, out_end, 20_100, dnode),
+            ev(WRITE, dec_end, dec_end + output, 30_000, dnode, src=np.full(n, 1, np.int8)),
+            ev(FREE, dec_start, dec_end, 30_100, dnode),
+            ev(FREE, dec_end, out_end, 30_100, dnode),
+        ])
+        prefill = _events([
+            ev(ALLOC, pre_start, pre_end, 1_000, pnode),
+            ev(WRITE, pre_start, pre_start + sent, 2_000, pnode, src=np.zeros(n, np.int8)),
+            ev(READ, pre_start, pre_start + sent, 2_000, pnode),
+            ev(TRANSFER, dec_start, dec_start + sent, xfer, pnode, peer=dnode.astype(np.int8)),
+            ev(FREE, pre_start, pre_end, xfer + 100, pnode),
+        ])
+        # Events of the next chunk all happen at or after this time; later events wait for it.
+        cutoff = None if k1 >= requests else (k1 // N) * TICK
+        dec_w.add(decode, cutoff, dec_names)
+        pre_w.add(prefill, cutoff, dec_names)
+        gw_ts = T0 + (t - 2_000).astype("timedelta64[us]")
+        gw_w.write_table(pa.Table.from_arrays([
+            pa.array(gw_ts, pa.timestamp("us", tz="UTC")),
+            pc.binary_join_element_wise("req-", pc.utf8_lpad(pc.cast(pa.array(k), pa.string()), 9, "0"), ""),
+            accounts.take(pa.array(rng.zipf(1.3, n) % 5000)),
+            _strings(np.zeros(n), ["tok"]), _strings(np.zeros(n), ["203.0.113.9"]),
+            _strings(np.zeros(n), ["bench"]), _strings(np.zeros(n), ["glm-5.3"]),
+            pa.array(np.full(n, 200, np.int32)), pa.array(prompt), pa.array(output),
+            pa.array(np.full(n, 32.0)), pa.array(room),
+            _strings(pnode, pre_names), _strings(dnode, dec_names),
+        ], schema=GATEWAY_SCHEMA))
+        if verbose:
+            print(f"  {k1}/{requests} requests, {time.perf_counter() - t_start:.1f} s", flush=True)
+    counts = dec_w.close() | pre_w.close()
+    gw_w.close()
+    for node, role, pool in [(n, "decode", DECODE_POOL) for n in dec_names] + \
+                            [(n, "prefill", PREFILL_POOL) for n in pre_names]:
+        d = bundle / "engine" / node
         d.mkdir(parents=True, exist_ok=True)
         (d / "server.log").write_text(
             f"[2026-08-26 23:00:00.000 TP0] server_args=ServerArgs(model_path='zai-org/GLM-5.3', "
             f"context_length=1048576, page_size={PAGE}, tp_size=8, disaggregation_mode='{role}')\n"
             f"[2026-08-26 23:00:00.000 TP0] KV Cache is allocated. #tokens: {pool}, KV size: 40.00 GB\n")
-    (out / "counts.json").write_text(json.dumps(counts))
+    meta = {"requests": requests, "seed": seed, "nodes": nodes, "placeholder_rate": placeholder_rate,
+            "placeholders": placeholders, "events": sum(counts.values()), "counts": counts,
+            "seconds": round(time.perf_counter() - t_start, 2)}
+    (out / "counts.json").write_text(json.dumps(meta, indent=1))
     return counts
 
 
-if __name__ == "__main__":
-    ap = argparse.ArgumentParser()
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("out", type=Path)
-    ap.add_argument("--requests", type=int, default=100_000)
+    size = ap.add_mutually_exclusive_group()
+    size.add_argument("--requests", type=int, help="number of requests (default 100000)")
+    size.add_argument("--events", type=int,
+                      help=f"about this many page events ({EVENTS_PER_REQUEST} per request)")
+    ap.add_argument("--nodes", type=int, default=1,
+                    help="decode nodes, and as many prefill nodes (default 1)")
+    ap.add_argument("--placeholder-rate", type=float, default=0.01, help="share of placeholder prompts")
     ap.add_argument("--seed", type=int, default=1)
-    a = ap.parse_args()
-    print(generate(a.out, a.requests, a.seed))
+    ap.add_argument("--chunk", type=int, default=CHUNK_REQUESTS, help="requests generated per chunk")
+    ap.add_argument("-v", "--verbose", action="store_true")
+    a = ap.parse_args(argv)
+    requests = requests_for_events(a.events) if a.events else (a.requests or 100_000)
+    if a.nodes < 1 or a.nodes > 100:
+        ap.error("--nodes must be 1..100")
+    print(generate(a.out, requests, a.seed, a.nodes, a.placeholder_rate, a.chunk, verbose=a.verbose))
+
+
+if __name__ == "__main__":
+    main()

@@ -48,11 +48,15 @@ def investigate(
     out: Path = typer.Option(..., "--out", help="Output folder for findings and report."),
     exclusions: Path | None = typer.Option(None, "--exclusions", help="exclusions.toml overriding the bundle's."),
     as_of: str | None = typer.Option(None, "--as-of", help="Report 'as of' time (RFC 3339); none by default."),
+    memory_limit: str | None = typer.Option(
+        None, "--memory-limit", help="DuckDB memory limit, e.g. 8GB (default: half the machine); the rest spills."
+    ),
+    threads: int | None = typer.Option(None, "--threads", help="DuckDB worker threads (default: all cores)."),
 ) -> None:
     """Ingest, rebuild page ownership and provenance, write findings and the disclosure report."""
     from forensics.pipeline import investigate as run
 
-    result = run(bundle, out, exclusions=exclusions, as_of=as_of)
+    result = run(bundle, out, exclusions=exclusions, as_of=as_of, memory_limit=memory_limit, threads=threads)
     typer.echo(result.summary())
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import csv
 import json
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -47,6 +49,22 @@ def private_open(path: Path, mode: str = "w"):
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     os.chmod(path, 0o600)
     return os.fdopen(fd, mode, encoding="utf-8", newline="")
+
+
+@contextmanager
+def private_files() -> Iterator[None]:
+    """Files created meanwhile (the DuckDB database, its WAL and spill files) are private to the owner."""
+    old = os.umask(0o077)
+    try:
+        yield
+    finally:
+        os.umask(old)
+
+
+def make_private(path: Path) -> None:
+    """An output that may pre-date this run (or was made by a library) is made owner-only."""
+    if path.exists():
+        os.chmod(path, 0o700 if path.is_dir() else 0o600)
 
 
 def write_csv(con: duckdb.DuckDBPyConnection, query: str, path: Path, params: list[Any] | None = None) -> int:

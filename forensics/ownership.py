@@ -1,10 +1,15 @@
 """Ownership stage: rebuild, per node, who held each KV slot range when and whose data it held.
 
 Transfers, logged by the sender on its own clock, are placed on the receiver's event order using the
-clock-offset bounds that ordinary transfers imply. Slot ranges stay ranges: events are split only at
-the boundaries events themselves draw (elementary segments), never into single slots.
-Reads: page_events. Writes: telemetry_nodes, seq_gaps, transfer_links, clock_bounds,
-transfer_landing, timeline, segment_bounds, seg_events, seg_state.
+clock-offset bounds that ordinary transfers imply. Slot ranges stay ranges, and the work stays local:
+ 1. each room's own history is replayed on its own range boundaries (room_state);
+ 2. writes into slots the writer does not hold (late transfers) are matched to the holdings they hit
+    and injected into those rooms' histories, which are replayed again;
+ 3. reads whose content predates their allocation (placeholders, shares) look up the last writer in
+    the node's recent writes, widening the window only for what is still unexplained.
+Reads: page_events. Writes: telemetry_nodes, seq_gaps, transfer_links, clock_bounds, transfer_landing,
+timeline, node_index, room_state, holdings, anomalous_writes, room_injected, history_writes,
+history_items, history_found, history_open.
 """
 
 from __future__ import annotations
@@ -13,9 +18,20 @@ import duckdb
 
 from forensics.db import run_query
 
-STEPS = ("telemetry_nodes", "seq_gaps", "transfer_bounds", "transfer_landing", "timeline", "segments", "seg_state")
+PLACEMENT = ("telemetry_nodes", "seq_gaps", "node_index", "transfer_bounds", "transfer_landing", "timeline")
+# History windows, in writes before the read: most reads resolve in the first; 0 means all.
+HISTORY_WINDOWS = (256, 8192, 262144, 0)
 
 
 def rebuild_ownership(con: duckdb.DuckDBPyConnection) -> None:
-    for step in STEPS:
+    for step in PLACEMENT:
         run_query(con, "ownership", step)
+    run_query(con, "ownership", "room_injected_empty")
+    run_query(con, "ownership", "room_local")
+    for step in ("holdings", "anomalous_writes", "room_injected", "room_local"):
+        run_query(con, "ownership", step)
+    run_query(con, "ownership", "history_items")
+    for window in HISTORY_WINDOWS:
+        if con.execute("SELECT count(*) FROM history_open").fetchone()[0] == 0:
+            break
+        run_query(con, "ownership", "history_round", hw=window)

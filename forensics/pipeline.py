@@ -15,7 +15,7 @@ from forensics.cohorts import assign_cohorts, load_exclusions
 from forensics.db import connect
 from forensics.findings import compute_findings, write_findings
 from forensics.ingest import ingest_into, node_summary
-from forensics.outputs import write_json
+from forensics.outputs import make_private, private_files, write_json
 from forensics.ownership import rebuild_ownership
 
 
@@ -48,7 +48,8 @@ def analyze(con: duckdb.DuckDBPyConnection, bundle: Path, exclusions: Path | Non
     """Ingest, label cohorts, rebuild ownership and compute findings into `con` (no files written)."""
     files, config = ingest_into(con, bundle)
     excl = exclusions or (bundle / "exclusions.toml")
-    rules = load_exclusions(excl) if excl.is_file() else []
+    # a file named by --exclusions must exist; the bundle's own is optional
+    rules = load_exclusions(excl) if exclusions is not None or excl.is_file() else []
     assign_cohorts(con, rules)
     rebuild_ownership(con)
     compute_findings(con)
@@ -57,6 +58,12 @@ def analyze(con: duckdb.DuckDBPyConnection, bundle: Path, exclusions: Path | Non
 
 def investigate(bundle: Path, out: Path, exclusions: Path | None = None, as_of: str | None = None,
                 memory_limit: str | None = None, threads: int | None = None) -> InvestigationResult:
+    with private_files():
+        return _investigate(bundle, out, exclusions, as_of, memory_limit, threads)
+
+
+def _investigate(bundle: Path, out: Path, exclusions: Path | None, as_of: str | None,
+                 memory_limit: str | None, threads: int | None) -> InvestigationResult:
     out.mkdir(parents=True, exist_ok=True)
     db_path = out / "incident.duckdb"
     for stale in (db_path, Path(str(db_path) + ".wal")):
@@ -83,4 +90,5 @@ def investigate(bundle: Path, out: Path, exclusions: Path | None = None, as_of: 
     finally:
         con.close()
     shutil.rmtree(Path(str(db_path) + ".tmp"), ignore_errors=True)
+    make_private(db_path)
     return InvestigationResult(out, counts, headline)

@@ -6,7 +6,6 @@ node_config (see queries/ingest/schema.sql), and returns the manifest's input en
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from forensics.errors import InputError
 from forensics.ingest.engine import EngineRows, parse_log, parse_requests_jsonl, store
 from forensics.ingest.gateway import load_gateway_file
 from forensics.ingest.pages import load_page_file
+from forensics.outputs import make_private, private_files, write_json
 
 
 @dataclass
@@ -109,6 +109,13 @@ def node_summary(con: duckdb.DuckDBPyConnection) -> list[tuple]:
 
 
 def ingest_bundle(bundle: Path, db: Path, exclusions: Path | None = None) -> IngestResult:
+    with private_files():  # the database and manifest hold customer identifiers
+        result = _ingest_bundle(bundle, db, exclusions)
+    make_private(db)
+    return result
+
+
+def _ingest_bundle(bundle: Path, db: Path, exclusions: Path | None) -> IngestResult:
     db.parent.mkdir(parents=True, exist_ok=True)
     if db.exists():
         db.unlink()
@@ -123,5 +130,5 @@ def ingest_bundle(bundle: Path, db: Path, exclusions: Path | None = None) -> Ing
     finally:
         con.close()
     manifest = db.parent / "manifest.json"
-    manifest.write_text(json.dumps({"inputs": [f.manifest_entry() for f in files]}, indent=2, sort_keys=True) + "\n")
+    write_json({"inputs": [f.manifest_entry() for f in files]}, manifest)
     return result

@@ -64,28 +64,48 @@ def _server_args(body: str) -> dict[str, Any]:
     return out
 
 
+INT64_MAX = (1 << 63) - 1
+
+
 def _int(v: Any) -> int | None:
+    """An int64, or None when `v` is not an integer or does not fit (no log line may overflow a column)."""
     try:
-        return int(v)
+        n = int(v)
     except (TypeError, ValueError):
         return None
+    return n if -INT64_MAX - 1 <= n <= INT64_MAX else None
+
+
+def _num(v: Any) -> int:
+    """An int64 from a field the regex matched as digits; ValueError when it does not fit."""
+    n = _int(v)
+    if n is None:
+        raise ValueError(f"number out of range: {str(v)[:40]}")
+    return n
+
+
+def _json_int(v: Any) -> bool:
+    """A JSON integer that fits int64 (JSON true/false are not integers)."""
+    return isinstance(v, int) and not isinstance(v, bool) and _int(v) is not None
 
 
 def _parse_message(msg: str, base: dict[str, Any], rows: EngineRows) -> str | None:
     """Add what `msg` says to rows; return its kind, or None for a line we do not read."""
     if m := OVERLENGTH.search(msg):
         rows.requests.append(base | {"rid": m.group("rid") or m.group("rid2"), "room": None, "kind": "overlength",
-                                      "input_len": int(m.group("L")), "output_len": None,
-                                      "max_input_len": int(m.group("M")), "detail": None})
+                                      "input_len": _num(m.group("L")), "output_len": None,
+                                      "max_input_len": _num(m.group("M")), "detail": None})
         return "overlength"
     if m := TIME_STATS.search(msg):
         room = m.group("room")
-        rows.requests.append(base | {"rid": m.group("rid").strip("'\""), "room": _int(room), "kind": "time_stats",
-                                      "input_len": int(m.group("inp")), "output_len": int(m.group("out")),
+        rows.requests.append(base | {"rid": m.group("rid").strip("'\""),
+                                      "room": None if room in (None, "None") else _num(room),
+                                      "kind": "time_stats",
+                                      "input_len": _num(m.group("inp")), "output_len": _num(m.group("out")),
                                       "max_input_len": None, "detail": m.group("type")})
         return "time_stats"
     if m := XFER_FAILED.search(msg):
-        rows.requests.append(base | {"rid": m.group("rid") or m.group("rid2"), "room": int(m.group("room")),
+        rows.requests.append(base | {"rid": m.group("rid") or m.group("rid2"), "room": _num(m.group("room")),
                                       "kind": f"{m.group('side').lower()}_{m.group('stage')}_failed",
                                       "input_len": None, "output_len": None, "max_input_len": None,
                                       "detail": (m.group("reason") or "")[:500]})
@@ -100,12 +120,12 @@ def _parse_message(msg: str, base: dict[str, Any], rows: EngineRows) -> str | No
         return "server_args"
     if m := KV_POOL.search(msg):
         rows.config.append(cfg | {"role": None, "page_size": None, "context_len": None,
-                                  "pool_tokens": int(m.group("n")), "max_total_num_tokens": None,
+                                  "pool_tokens": _num(m.group("n")), "max_total_num_tokens": None,
                                   "tp_size": None, "model_path": None})
         return "kv_pool"
     if m := MAX_TOTAL.search(msg):
-        rows.config.append(cfg | {"role": None, "page_size": None, "context_len": int(m.group("c")),
-                                  "pool_tokens": None, "max_total_num_tokens": int(m.group("n")),
+        rows.config.append(cfg | {"role": None, "page_size": None, "context_len": _num(m.group("c")),
+                                  "pool_tokens": None, "max_total_num_tokens": _num(m.group("n")),
                                   "tp_size": None, "model_path": None})
         return "max_total"
     return None
@@ -130,14 +150,19 @@ def parse_log(f: InputFile, tz: ZoneInfo, rows: EngineRows) -> None:
             if m:
                 try:
                     ts = _local_to_utc(m.group("ts"), m.group("ms"), tz)
-                except ValueError:
+                except (ValueError, OverflowError):
                     rows.rejected.append((f.file_id, lineno, f"bad timestamp in line prefix: {m.group('ts')}"))
                     continue
                 res = 1 if m.group("ms") else 1000
                 rank = m.group("rank").strip() or None
                 msg = m.group("msg")
             base = {"node": f.node, "file_id": f.file_id, "line": lineno, "ts": ts}
-            kind = _parse_message(msg, base, rows)
+            try:
+                kind = _parse_message(msg, base, rows)
+            except (ValueError, OverflowError) as err:
+                rows.rejected.append((f.file_id, lineno,
+                                      f"SGLang message with unusable fields ({err}): {msg[:120]}"))
+                continue
             if kind is None and any(k in msg for k in MARKERS):
                 rows.rejected.append((f.file_id, lineno, "looks like an SGLang message the analysis reads, "
                                       "but its fields could not be parsed: " + msg[:120]))
@@ -159,7 +184,7 @@ def parse_requests_jsonl(f: InputFile, tz: ZoneInfo, rows: EngineRows) -> None:
                 rec = json.loads(raw)
                 if not isinstance(rec, dict):
                     raise ValueError("not a JSON object")
-            except (ValueError, UnicodeDecodeError) as err:
+            except (ValueError, UnicodeDecodeError, RecursionError) as err:
                 rows.rejected.append((f.file_id, lineno, f"not a JSON object: {str(err)[:80]}"))
                 continue
             if rec.get("event") != "request.finished":
@@ -171,19 +196,19 @@ def parse_requests_jsonl(f: InputFile, tz: ZoneInfo, rows: EngineRows) -> None:
                 meta = rec.get("out", {}).get("meta_info", {})
                 obj = rec.get("obj") or {}
                 room = obj.get("bootstrap_room")
-                if room is not None and not isinstance(room, int):
+                if room is not None and not _json_int(room):
                     raise ValueError(f"bootstrap_room is not an integer: {str(room)[:40]}")
                 prompt, compl = meta.get("prompt_tokens"), meta.get("completion_tokens")
-                if not isinstance(prompt, int):
+                if not _json_int(prompt):
                     raise ValueError("out.meta_info.prompt_tokens missing or not an integer")
                 rows.requests.append({"node": f.node, "rid": str(rec.get("rid") or meta.get("id") or ""),
                                       "room": room, "kind": "finished", "input_len": prompt,
-                                      "output_len": compl if isinstance(compl, int) else None,
+                                      "output_len": compl if _json_int(compl) else None,
                                       "max_input_len": None,
                                       "detail": json.dumps(meta.get("finish_reason"), sort_keys=True)[:500],
                                       "ts": ts, "file_id": f.file_id, "line": lineno})
                 f.rows_loaded += 1
-            except (KeyError, ValueError, TypeError, AttributeError) as err:
+            except (KeyError, ValueError, TypeError, AttributeError, OverflowError) as err:
                 reason = f"request.finished record unusable: {str(err)[:120]}"
                 rows.rejected.append((f.file_id, lineno, reason))
     f.rows_rejected = f.rows_read - f.rows_loaded

@@ -36,6 +36,7 @@ def _stage_jsonl(con: duckdb.DuckDBPyConnection, f: InputFile) -> bool:
                      coalesce(CASE WHEN json_valid(line) THEN json_type(line) = 'OBJECT' END, false) AS ok FROM raw_lines))
         SELECT row,
             CASE WHEN NOT ok THEN CASE WHEN raw_line IS NULL OR trim(raw_line) = '' THEN 'empty line'
+                 WHEN starts_with(raw_line, chr(31)) THEN substr(raw_line, 2)
                  ELSE 'not a JSON object: ' || left(raw_line, 60) END END AS parse_error,
             {cols}
         FROM raw""")
@@ -45,9 +46,10 @@ def _stage_jsonl(con: duckdb.DuckDBPyConnection, f: InputFile) -> bool:
 
 def _stage_table(con: duckdb.DuckDBPyConnection, f: InputFile, reader: str, row_expr: str) -> bool:
     try:
-        names = [r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {reader}").fetchall()]
-    except duckdb.Error as err:
-        f.error = f"cannot read: {str(err).splitlines()[0][:200]}"
+        names = [r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {reader}").fetchall()
+                 if r[0] != "file_row_number"]
+    except duckdb.Error as err:  # the message names the file by its path in the bundle, not on this machine
+        f.error = f"cannot read: {str(err).splitlines()[0].replace(str(f.path), f.rel)[:200]}"
         return False
     missing = [c for c in ("ts", "request_id", "account_id", "status") if c not in names]
     if missing:

@@ -49,11 +49,12 @@ def _stage_parquet(con: duckdb.DuckDBPyConnection, f: InputFile) -> bool:
     try:
         types = {r[0]: r[1] for r in con.execute(f"DESCRIBE SELECT * FROM {src}").fetchall()}
     except duckdb.Error as err:
-        f.error = f"not a readable Parquet file: {str(err).splitlines()[0][:200]}"
+        f.error = f"not a readable Parquet file: {str(err).splitlines()[0].replace(str(f.path), f.rel)[:200]}"
         return False
     missing = [c for c in ("node", "seq", "ts", "op", "room", "start", "end") if c not in types]
     if missing:
-        f.error = f"wrong schema: missing column(s) {', '.join(missing)} (has {', '.join(sorted(types))})"
+        has = ", ".join(sorted(t for t in types if t != "file_row_number"))
+        f.error = f"wrong schema: missing column(s) {', '.join(missing)} (has {has})"
         return False
     seq, seq_raw = _int_expr("seq", types.get("seq"))
     room, room_raw = _int_expr("room", types.get("room"))
@@ -98,6 +99,7 @@ def _stage_jsonl(con: duckdb.DuckDBPyConnection, f: InputFile) -> bool:
                        coalesce(CASE WHEN json_valid(line) THEN json_type(line) = 'OBJECT' END, false) AS ok FROM raw_lines))
         SELECT row,
             CASE WHEN NOT ok THEN CASE WHEN raw_line IS NULL OR trim(raw_line) = '' THEN 'empty line'
+                 WHEN starts_with(raw_line, chr(31)) THEN substr(raw_line, 2)
                  ELSE 'not a JSON object: ' || left(raw_line, 60) END END AS parse_error,
             CASE WHEN ok THEN json_extract_string(line, '$.node') END AS node,
             CASE WHEN ok THEN {seq} END AS seq, CASE WHEN ok THEN {seq_raw} END AS seq_raw,

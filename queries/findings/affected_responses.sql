@@ -4,9 +4,17 @@
 -- grain: request_id; reads: exposures, exposure_segments, room_requests, room_flags, missing_rooms,
 --        signature_responses; params: none
 CREATE OR REPLACE TABLE affected_responses AS
-WITH seg AS (  -- distinct slots per recipient, whatever their source
-    SELECT rr.request_id, sum(seg_end - seg_start)::BIGINT AS exposed_slots
-    FROM (SELECT DISTINCT node, seg, seg_start, seg_end, recipient_room FROM exposure_segments) e
+WITH seg AS (  -- distinct slots per recipient, whatever their source: ranges merged
+    SELECT rr.request_id, sum(e - s)::BIGINT AS exposed_slots
+    FROM (
+        SELECT node, recipient_room, min(seg_start) AS s, max(seg_end) AS e FROM (
+            SELECT *, sum(CASE WHEN seg_start <= prev_end THEN 0 ELSE 1 END) OVER (
+                          PARTITION BY node, recipient_room ORDER BY seg_start, seg_end) AS island
+            FROM (SELECT node, recipient_room, seg_start, seg_end,
+                         max(seg_end) OVER (PARTITION BY node, recipient_room ORDER BY seg_start, seg_end
+                                            ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_end
+                  FROM exposure_segments))
+        GROUP BY node, recipient_room, island) e
     JOIN room_requests rr ON rr.node = e.node AND rr.room = e.recipient_room
     GROUP BY rr.request_id
 ), exposed AS (

@@ -1,24 +1,30 @@
 -- Engine hazards that leaked nothing by themselves: reads of never-written slots, writes into slots the
 -- writer does not hold, double allocation, frees of slots not held, reads of unallocated slots.
--- grain: node, room, kind; reads: read_provenance, write_effects, seg_state, segment_bounds; params: none
+-- grain: node, room, kind; reads: read_provenance, room_state, anomalous_writes, room_injected, holdings,
+--        node_index; params: none
+-- The range join alone, in its own statement, so the planner keeps its inequality join (with the
+-- node and slot filters inside, it hashes on node and compares every pair).
+CREATE OR REPLACE TEMP TABLE alloc_overlaps AS
+SELECT x.node, x.room, x.seg_start AS x_start, x.seg_end AS x_end, h.node AS h_node, h.room AS h_room,
+       h.seg_start AS h_start, h.seg_end AS h_end
+FROM (SELECT * FROM room_state WHERE op = 'alloc') x JOIN holdings h ON h.kg_a < x.kg AND h.kg_f > x.kg;
+
 CREATE OR REPLACE TABLE hazard_segments AS
 SELECT node, room, 'uninitialized_read' AS kind, seg_start, seg_end, '' AS note
 FROM read_provenance WHERE cls = 'unwritten' AND NOT uncertain
-UNION ALL
-SELECT node, room, 'read_unallocated', seg_start, seg_end, '' FROM read_provenance WHERE op = 'read' AND unheld
-UNION ALL
-SELECT node, room, 'write_after_free', seg_start, seg_end,
-       CASE WHEN op = 'xfer' THEN 'transfer' ELSE 'write' END || ' while '
-       || CASE WHEN holder IS NULL THEN 'nobody held them' ELSE 'room ' || holder || ' held them' END
-FROM write_effects WHERE holder IS DISTINCT FROM room
-UNION ALL
-SELECT s.node, s.room, CASE WHEN s.op = 'alloc' THEN 'double_alloc' ELSE 'free_not_held' END, b.b, n.b,
-       CASE WHEN s.a_pos > coalesce(s.f_pos, -1) THEN 'held by room ' || s.a_room ELSE 'held by nobody' END
-FROM seg_state s
-JOIN segment_bounds b ON b.node = s.node AND b.idx = s.seg
-JOIN segment_bounds n ON n.node = s.node AND n.idx = s.seg + 1
-WHERE (s.op = 'alloc' AND s.a_pos > coalesce(s.f_pos, -1))
-   OR (s.op = 'free' AND NOT (s.a_pos > coalesce(s.f_pos, -1) AND s.a_room = s.room));
+UNION ALL  -- reads and frees of slots the room does not hold
+SELECT node, room, CASE WHEN op = 'read' THEN 'read_unallocated' ELSE 'free_not_held' END, seg_start, seg_end, ''
+FROM room_state WHERE op IN ('read', 'free') AND NOT coalesce(a_k > coalesce(f_k, -1), false)
+UNION ALL  -- writes into slots the writer does not hold; who held them, if anyone
+SELECT w.node, w.room, 'write_after_free', w.seg_start, w.seg_end,
+       CASE WHEN w.op = 'xfer' THEN 'transfer' ELSE 'write' END || ' while '
+       || coalesce((SELECT 'room ' || string_agg(DISTINCT j.holder::VARCHAR, ', ' ORDER BY j.holder::VARCHAR) || ' held them'
+                    FROM room_injected j WHERE j.node = w.node AND j.room = w.room AND j.k = w.k
+                      AND j.start < w.seg_end AND j."end" > w.seg_start), 'nobody held them')
+FROM anomalous_writes w
+UNION ALL  -- allocations of slots another room still held (alloc_overlaps, built just before)
+SELECT node, room, 'double_alloc', greatest(x_start, h_start), least(x_end, h_end), 'held by room ' || h_room
+FROM alloc_overlaps WHERE h_node = node AND h_room <> room AND h_start < x_end AND h_end > x_start;
 
 CREATE OR REPLACE TABLE hazards AS
 WITH d AS (SELECT DISTINCT * FROM hazard_segments),

@@ -1,22 +1,33 @@
--- What each read found in each segment it attended: own data, shared prefix, another room's data, or
--- nothing ever written. `uncertain` when lost events (a seq gap between the last known write and the
--- read) or a transfer whose landing order the clock bounds cannot settle could change the answer.
--- grain: node, seg, pos (reads and shares); reads: seg_state, segment_bounds, seq_gaps, gap_rooms,
---        transfer_links; params: none
+-- What each read found in the slots whose content it did not write itself since allocating them:
+-- another room's data (stale, or a foreign write after its alloc), a shared prefix, its own older
+-- data, or nothing ever written. `uncertain` when lost events (a seq gap between the last known
+-- write and the read), a landing order the clock bounds cannot settle, or lost events of the room's
+-- own could change the answer. Reads fully covered by their own writes have no rows here.
+-- grain: node, room, pos, seg_start; reads: history_items, history_found, history_open, room_state,
+--        seq_gaps, gap_rooms, transfer_links; params: none
 CREATE OR REPLACE TABLE read_provenance AS
-SELECT s.node, s.seg, b.b AS seg_start, n.b AS seg_end, s.pos, s.op, s.room, s.ts,
-       s.w_room, s.w_pos, s.a_room, s.a_pos,
-       CASE WHEN s.w_room IS NULL THEN 'unwritten' WHEN s.w_room = s.room THEN 'own'
-            WHEN s.op = 'share' THEN 'shared' ELSE 'foreign' END AS cls,
-       CASE WHEN s.a_room = s.room AND s.w_pos > s.a_pos THEN 'foreign_write' ELSE 'stale' END AS kind,
-       coalesce(s.w_ambiguous, false)
-       OR EXISTS (SELECT 1 FROM gap_rooms gr WHERE gr.room = s.room AND (gr.node <> s.node OR s.op = 'read'
-                  AND NOT EXISTS (SELECT 1 FROM transfer_links t WHERE t.receiver = s.node AND t.room = s.room)))
-       OR EXISTS (
-           SELECT 1 FROM seq_gaps g WHERE g.node = s.node AND g.next_pos > coalesce(s.w_pos, -1) AND g.prev_pos < s.pos
-       ) AS uncertain,
-       (s.a_pos IS NULL OR s.a_pos < coalesce(s.f_pos, -1) OR s.a_room <> s.room) AS unheld
-FROM seg_state s
-JOIN segment_bounds b ON b.node = s.node AND b.idx = s.seg
-JOIN segment_bounds n ON n.node = s.node AND n.idx = s.seg + 1
-WHERE s.op IN ('read', 'share');
+WITH hist AS (
+    SELECT i.node, f.s AS seg_start, f.e AS seg_end, i.pos, i.op, i.room, i.ts, f.w_room, f.w_k, f.w_amb,
+           i.a_k, i.f_k
+    FROM (SELECT * FROM history_found
+          UNION ALL SELECT item, s, e, NULL, NULL, NULL, NULL FROM history_open) f
+    JOIN history_items i USING (item)
+), injected AS (  -- a foreign write injected after the room's alloc and after its own last write
+    SELECT node, seg_start, seg_end, pos, op, room, ts, i_room, i_k, i_amb, a_k, f_k
+    FROM room_state
+    WHERE op IN ('read', 'share') AND i_k > coalesce(a_k, -1) AND i_k > coalesce(w_k, -1)
+), base AS (
+    SELECT * FROM hist UNION ALL SELECT * FROM injected
+)
+SELECT b.node, b.seg_start, b.seg_end, b.pos, b.op, b.room, b.ts, b.w_room, b.w_k // 1048576 AS w_pos,
+       b.room AS a_room, b.a_k // 1048576 AS a_pos,
+       CASE WHEN b.w_room IS NULL THEN 'unwritten' WHEN b.w_room = b.room THEN 'own'
+            WHEN b.op = 'share' THEN 'shared' ELSE 'foreign' END AS cls,
+       CASE WHEN b.a_k IS NOT NULL AND b.w_k > b.a_k THEN 'foreign_write' ELSE 'stale' END AS kind,
+       coalesce(b.w_amb, false)
+       OR EXISTS (SELECT 1 FROM gap_rooms gr WHERE gr.room = b.room AND (gr.node <> b.node OR b.op = 'read'
+                  AND NOT EXISTS (SELECT 1 FROM transfer_links t WHERE t.receiver = b.node AND t.room = b.room)))
+       OR EXISTS (SELECT 1 FROM seq_gaps g WHERE g.node = b.node
+                  AND g.next_pos > coalesce(b.w_k // 1048576, -1) AND g.prev_pos < b.pos) AS uncertain,
+       (b.a_k IS NULL OR b.a_k < coalesce(b.f_k, -1)) AS unheld
+FROM base b;

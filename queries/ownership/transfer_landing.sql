@@ -2,8 +2,8 @@
 -- stamped at or before xts + lo and before every event stamped at or after xts + hi (receiver clock);
 -- an ordinary transfer also between its room's alloc and read. Between seq_lo and seq_hi the order is
 -- unknown: the landing is `ambiguous` when a receiver event touching the same slots lies in there.
--- grain: transfer row; reads: transfer_links, clock_bounds, page_events; params: none
-CREATE OR REPLACE TABLE transfer_landing AS
+-- grain: transfer row; reads: transfer_links, clock_bounds, page_events, node_index; params: none
+CREATE OR REPLACE TEMP TABLE landing_fixed AS
 WITH ev AS (SELECT node, ts, seq, room, start, "end" FROM page_events WHERE op <> 'transfer'),
 before_ts AS (  -- per receiver and stamp: the highest seq stamped at or before it
     SELECT DISTINCT node, ts, max(seq) OVER (PARTITION BY node ORDER BY ts RANGE UNBOUNDED PRECEDING) AS seq_max
@@ -33,10 +33,23 @@ fixed AS (  -- unbounded clocks or contradictory stamps: only causality (or noth
         CASE WHEN NOT bounded OR seq_lo0 >= seq_hi0 THEN CASE WHEN ordinary THEN rseq ELSE last_seq + 1 END
              ELSE seq_hi0 END AS seq_hi
     FROM placed)
+SELECT * FROM fixed;
+
+-- receiver events inside each landing window: the inequality join alone, in its own statement
+CREATE OR REPLACE TEMP TABLE landing_window_pairs AS
+SELECT g.sender, g.xseq, g.receiver, g.start, g."end", v.node, v.start AS v_start, v."end" AS v_end
+FROM (SELECT fx.sender, fx.xseq, fx.receiver, fx.start, fx."end", nx.base + fx.seq_lo AS sg_lo,
+             nx.base + fx.seq_hi AS sg_hi
+      FROM landing_fixed fx JOIN node_index nx ON nx.node = fx.receiver) g
+JOIN (SELECT e.node, e.start, e."end", ne.base + e.seq AS sg
+      FROM page_events e JOIN node_index ne USING (node) WHERE e.op <> 'transfer') v
+  ON v.sg > g.sg_lo AND v.sg < g.sg_hi;
+
+CREATE OR REPLACE TABLE transfer_landing AS
 SELECT f.sender, f.xseq, f.receiver, f.room, f.start, f."end", f.xts, f.ordinary, f.bounded,
        f.seq_lo, f.seq_hi,
        CASE WHEN f.ordinary THEN greatest(coalesce(f.land_lo, f.ats), f.ats) ELSE f.land_lo END AS land_lo,
        CASE WHEN f.ordinary THEN least(coalesce(f.land_hi, f.rts), f.rts) ELSE f.land_hi END AS land_hi,
-       EXISTS (SELECT 1 FROM ev WHERE ev.node = f.receiver AND ev.seq > f.seq_lo AND ev.seq < f.seq_hi
-               AND ev.start < f."end" AND ev."end" > f.start) AS ambiguous
-FROM fixed f;
+       (f.sender, f.xseq) IN (SELECT sender, xseq FROM landing_window_pairs
+                              WHERE node = receiver AND v_start < "end" AND v_end > start) AS ambiguous
+FROM landing_fixed f;

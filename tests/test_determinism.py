@@ -1,0 +1,53 @@
+"""Issue #8: the same evidence gives byte-identical findings and reports, run after run, on 1 or 2 threads."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from forensics.pipeline import investigate
+from forensics.simulate import build_config, simulate
+
+COMPARED = (
+    "affected_responses.csv",
+    "exposures.csv",
+    "accounts.csv",
+    "hazards.csv",
+    "coverage.csv",
+    "rejected.csv",
+    "notifications.csv",
+    "shared_prefix.csv",
+    "manifest.json",
+    "report.md",
+    "report.html",
+)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    tmp = tmp_path_factory.mktemp("determinism")
+    simulate(tmp / "sim", build_config("default", seed=11, requests=150))
+    bundle = tmp / "sim" / "bundle"
+    (bundle / "gateway" / "zz-junk.jsonl").write_text('not json\n{"request_id": 1}\n')  # rejected rows too
+    outs = []
+    for i, threads in enumerate((1, 2, 2)):
+        out = tmp / f"run{i}"
+        investigate(bundle, out, threads=threads)
+        outs.append(out)
+    return outs
+
+
+def test_findings_are_not_empty(runs: list[Path]) -> None:
+    assert len((runs[0] / "exposures.csv").read_text().splitlines()) > 1
+    assert len((runs[0] / "rejected.csv").read_text().splitlines()) == 3
+
+
+@pytest.mark.parametrize("name", COMPARED)
+def test_two_runs_and_thread_counts_give_identical_bytes(runs: list[Path], name: str) -> None:
+    first = (runs[0] / name).read_bytes()
+    for other in runs[1:]:
+        assert (other / name).read_bytes() == first, f"{name} differs between {runs[0].name} and {other.name}"
+    extra = sorted(p.name for p in runs[0].glob("blast_*.csv"))
+    for n in extra:
+        assert all((o / n).read_bytes() == (runs[0] / n).read_bytes() for o in runs[1:]), n
