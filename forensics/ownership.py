@@ -27,9 +27,16 @@ def rebuild_ownership(con: duckdb.DuckDBPyConnection) -> None:
     for step in PLACEMENT:
         run_query(con, "ownership", step)
     run_query(con, "ownership", "room_injected_empty")
-    run_query(con, "ownership", "room_local")
-    for step in ("holdings", "anomalous_writes", "room_injected", "room_local"):
+    run_query(con, "ownership", "room_local", holders_only=False)
+    con.execute("DROP TABLE IF EXISTS room_state")
+    con.execute("ALTER TABLE room_state_new RENAME TO room_state")
+    for step in ("holdings", "anomalous_writes", "room_injected"):
         run_query(con, "ownership", step)
+    # second pass: only the rooms that foreign writes hit, replayed with those writes
+    run_query(con, "ownership", "room_local", holders_only=True)
+    con.execute("DELETE FROM room_state WHERE (node, room) IN (SELECT node, holder FROM room_injected)")
+    con.execute("INSERT INTO room_state SELECT * FROM room_state_new")
+    con.execute("DROP TABLE room_state_new")
     run_query(con, "ownership", "history_items")
     for window in HISTORY_WINDOWS:
         if con.execute("SELECT count(*) FROM history_open").fetchone()[0] == 0:

@@ -4,10 +4,10 @@
 -- part takes the latest candidate covering it. Parts with no candidate stay open for a wider round.
 -- grain: item, part; reads: history_open, history_items, history_writes; params: hw
 CREATE OR REPLACE TEMP TABLE cand AS
-WITH o AS (
+WITH o AS (  -- one span per item over its open pieces: the join cost follows items, not pieces
     SELECT o.item, o.s, o.e, i.node, i.k AS q_k, i.qidx,
            CASE WHEN getvariable('hw') > 0 THEN greatest(i.qidx - getvariable('hw'), 0) ELSE 0 END AS lo_idx
-    FROM history_open o JOIN history_items i USING (item)
+    FROM (SELECT item, min(s) AS s, max(e) AS e FROM history_open GROUP BY item) o JOIN history_items i USING (item)
 ), ob AS (  -- the write-index buckets each open piece needs (hw > 0), or one catch-all bucket
     SELECT o.*, unnest(CASE WHEN getvariable('hw') > 0
                             THEN range(o.lo_idx // getvariable('hw'), (o.qidx - 1) // getvariable('hw') + 1)

@@ -2,11 +2,13 @@
 -- per room), plus foreign writes injected into the rooms holding the slots they hit (room_injected,
 -- empty on the first pass). Just before every event of the room: its last alloc, free, own write,
 -- read, and injected foreign write on that piece.
--- grain: node, room, rseg, k; reads: timeline, room_injected; params: none
-CREATE OR REPLACE TABLE room_state AS
+-- With holders_only, only the rooms something was injected into are replayed (the second pass).
+-- grain: node, room, rseg, k; reads: timeline, room_injected; params: holders_only
+CREATE OR REPLACE TABLE room_state_new AS
 WITH ev AS (
     SELECT node, room, k, kg, pos, op, start, "end", ambiguous, ts, ts_hi, NULL::BIGINT AS src_room,
            NULL::VARCHAR AS src_op FROM timeline
+    WHERE NOT getvariable('holders_only') OR (node, room) IN (SELECT node, holder FROM room_injected)
     UNION ALL
     SELECT node, holder, k, kg, pos, 'inj', start, "end", ambiguous, ts, ts_hi, room, op FROM room_injected
 ), bounds AS (
