@@ -48,18 +48,37 @@ ALLOC, FREE, WRITE, READ, SHARE, TRANSFER = range(6)
 SRC = ["prefill", "decode"]
 CHUNK_REQUESTS = 400_000
 
-PAGE_SCHEMA = pa.schema([
-    ("node", pa.string()), ("seq", pa.int64()), ("ts", pa.timestamp("us", tz="UTC")), ("op", pa.string()),
-    ("room", pa.int64()), ("start", pa.int64()), ("end", pa.int64()), ("peer", pa.string()),
-    ("src", pa.string()),
-])
-GATEWAY_SCHEMA = pa.schema([
-    ("ts", pa.timestamp("us", tz="UTC")), ("request_id", pa.string()), ("account_id", pa.string()),
-    ("api_token_id", pa.string()), ("client_ip", pa.string()), ("user_agent", pa.string()),
-    ("model", pa.string()), ("status", pa.int32()), ("prompt_tokens", pa.int64()),
-    ("completion_tokens", pa.int64()), ("duration_ms", pa.float64()), ("bootstrap_room", pa.int64()),
-    ("prefill_node", pa.string()), ("decode_node", pa.string()),
-])
+PAGE_SCHEMA = pa.schema(
+    [
+        ("node", pa.string()),
+        ("seq", pa.int64()),
+        ("ts", pa.timestamp("us", tz="UTC")),
+        ("op", pa.string()),
+        ("room", pa.int64()),
+        ("start", pa.int64()),
+        ("end", pa.int64()),
+        ("peer", pa.string()),
+        ("src", pa.string()),
+    ]
+)
+GATEWAY_SCHEMA = pa.schema(
+    [
+        ("ts", pa.timestamp("us", tz="UTC")),
+        ("request_id", pa.string()),
+        ("account_id", pa.string()),
+        ("api_token_id", pa.string()),
+        ("client_ip", pa.string()),
+        ("user_agent", pa.string()),
+        ("model", pa.string()),
+        ("status", pa.int32()),
+        ("prompt_tokens", pa.int64()),
+        ("completion_tokens", pa.int64()),
+        ("duration_ms", pa.float64()),
+        ("bootstrap_room", pa.int64()),
+        ("prefill_node", pa.string()),
+        ("decode_node", pa.string()),
+    ]
+)
 
 
 def requests_for_events(events: int) -> int:
@@ -70,8 +89,9 @@ def _strings(codes: np.ndarray, values: list[str]) -> pa.Array:
     """Small-int codes -> string array (null where code < 0), without Python objects per row."""
     codes = np.asarray(codes, dtype=np.int32)
     mask = codes < 0
-    arr = pa.DictionaryArray.from_arrays(pa.array(np.where(mask, 0, codes), pa.int32(),
-                                                  mask=mask if mask.any() else None), pa.array(values))
+    arr = pa.DictionaryArray.from_arrays(
+        pa.array(np.where(mask, 0, codes), pa.int32(), mask=mask if mask.any() else None), pa.array(values)
+    )
     return arr.cast(pa.string())
 
 
@@ -111,12 +131,20 @@ class _NodeWriter:
             seq = self.seq[j] + 1 + np.arange(m, dtype=np.int64)
             self.seq[j] += m
             ts = T0 + (cols["t"][a:b] + self.skews[j]).astype("timedelta64[us]")
-            table = pa.Table.from_arrays([
-                _strings(np.zeros(m, np.int32), [name]), pa.array(seq),
-                pa.array(ts, pa.timestamp("us", tz="UTC")), _strings(cols["op"][a:b], OPS),
-                pa.array(cols["room"][a:b]), pa.array(cols["start"][a:b]), pa.array(cols["end"][a:b]),
-                _strings(cols["peer"][a:b], peer_names), _strings(cols["src"][a:b], SRC),
-            ], schema=PAGE_SCHEMA)
+            table = pa.Table.from_arrays(
+                [
+                    _strings(np.zeros(m, np.int32), [name]),
+                    pa.array(seq),
+                    pa.array(ts, pa.timestamp("us", tz="UTC")),
+                    _strings(cols["op"][a:b], OPS),
+                    pa.array(cols["room"][a:b]),
+                    pa.array(cols["start"][a:b]),
+                    pa.array(cols["end"][a:b]),
+                    _strings(cols["peer"][a:b], peer_names),
+                    _strings(cols["src"][a:b], SRC),
+                ],
+                schema=PAGE_SCHEMA,
+            )
             self.writers[j].write_table(table, row_group_size=self.row_group)
 
     def close(self) -> dict[str, int]:
@@ -132,9 +160,16 @@ def _events(parts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
     return out
 
 
-def generate(out: Path, requests: int, seed: int = 1, nodes: int = 1, placeholder_rate: float = 0.01,
-             chunk: int = CHUNK_REQUESTS, row_group: int = 1_000_000,
-             verbose: bool = False) -> dict[str, int]:
+def generate(
+    out: Path,
+    requests: int,
+    seed: int = 1,
+    nodes: int = 1,
+    placeholder_rate: float = 0.01,
+    chunk: int = CHUNK_REQUESTS,
+    row_group: int = 1_000_000,
+    verbose: bool = False,
+) -> dict[str, int]:
     t_start = time.perf_counter()
     rng = np.random.default_rng(seed)
     N = nodes
@@ -181,54 +216,87 @@ def generate(out: Path, requests: int, seed: int = 1, nodes: int = 1, placeholde
         none = np.full(n, -1, np.int8)
 
         def ev(op, start, end, dt, node, src=none, peer=none, r=r, t=t, n=n, room=room):
-            return {"node": node, "r": r, "t": t + dt, "op": np.full(n, op, np.int8), "room": room,
-                    "start": start, "end": end, "src": src, "peer": peer}
+            return {
+                "node": node,
+                "r": r,
+                "t": t + dt,
+                "op": np.full(n, op, np.int8),
+                "room": room,
+                "start": start,
+                "end": end,
+                "src": src,
+                "peer": peer,
+            }
 
-        decode = _events([
-            ev(ALLOC, dec_start, dec_end, 0, dnode),
-            ev(READ, dec_start, dec_start + prompt, 20_000, dnode),
-            ev(ALLOC, dec_end, out_end, 20_100, dnode),
-            ev(WRITE, dec_end, dec_end + output, 30_000, dnode, src=np.full(n, 1, np.int8)),
-            ev(FREE, dec_start, dec_end, 30_100, dnode),
-            ev(FREE, dec_end, out_end, 30_100, dnode),
-        ])
-        prefill = _events([
-            ev(ALLOC, pre_start, pre_end, 1_000, pnode),
-            ev(WRITE, pre_start, pre_start + sent, 2_000, pnode, src=np.zeros(n, np.int8)),
-            ev(READ, pre_start, pre_start + sent, 2_000, pnode),
-            ev(TRANSFER, dec_start, dec_start + sent, xfer, pnode, peer=dnode.astype(np.int8)),
-            ev(FREE, pre_start, pre_end, xfer + 100, pnode),
-        ])
+        decode = _events(
+            [
+                ev(ALLOC, dec_start, dec_end, 0, dnode),
+                ev(READ, dec_start, dec_start + prompt, 20_000, dnode),
+                ev(ALLOC, dec_end, out_end, 20_100, dnode),
+                ev(WRITE, dec_end, dec_end + output, 30_000, dnode, src=np.full(n, 1, np.int8)),
+                ev(FREE, dec_start, dec_end, 30_100, dnode),
+                ev(FREE, dec_end, out_end, 30_100, dnode),
+            ]
+        )
+        prefill = _events(
+            [
+                ev(ALLOC, pre_start, pre_end, 1_000, pnode),
+                ev(WRITE, pre_start, pre_start + sent, 2_000, pnode, src=np.zeros(n, np.int8)),
+                ev(READ, pre_start, pre_start + sent, 2_000, pnode),
+                ev(TRANSFER, dec_start, dec_start + sent, xfer, pnode, peer=dnode.astype(np.int8)),
+                ev(FREE, pre_start, pre_end, xfer + 100, pnode),
+            ]
+        )
         # Events of the next chunk all happen at or after this time; later events wait for it.
         cutoff = None if k1 >= requests else (k1 // N) * TICK
         dec_w.add(decode, cutoff, dec_names)
         pre_w.add(prefill, cutoff, dec_names)
         gw_ts = T0 + (t - 2_000).astype("timedelta64[us]")
-        gw_w.write_table(pa.Table.from_arrays([
-            pa.array(gw_ts, pa.timestamp("us", tz="UTC")),
-            pc.binary_join_element_wise("req-", pc.utf8_lpad(pc.cast(pa.array(k), pa.string()), 9, "0"), ""),
-            accounts.take(pa.array(rng.zipf(1.3, n) % 5000)),
-            _strings(np.zeros(n), ["tok"]), _strings(np.zeros(n), ["203.0.113.9"]),
-            _strings(np.zeros(n), ["bench"]), _strings(np.zeros(n), ["glm-5.3"]),
-            pa.array(np.full(n, 200, np.int32)), pa.array(prompt), pa.array(output),
-            pa.array(np.full(n, 32.0)), pa.array(room),
-            _strings(pnode, pre_names), _strings(dnode, dec_names),
-        ], schema=GATEWAY_SCHEMA))
+        gw_w.write_table(
+            pa.Table.from_arrays(
+                [
+                    pa.array(gw_ts, pa.timestamp("us", tz="UTC")),
+                    pc.binary_join_element_wise("req-", pc.utf8_lpad(pc.cast(pa.array(k), pa.string()), 9, "0"), ""),
+                    accounts.take(pa.array(rng.zipf(1.3, n) % 5000)),
+                    _strings(np.zeros(n), ["tok"]),
+                    _strings(np.zeros(n), ["203.0.113.9"]),
+                    _strings(np.zeros(n), ["bench"]),
+                    _strings(np.zeros(n), ["glm-5.3"]),
+                    pa.array(np.full(n, 200, np.int32)),
+                    pa.array(prompt),
+                    pa.array(output),
+                    pa.array(np.full(n, 32.0)),
+                    pa.array(room),
+                    _strings(pnode, pre_names),
+                    _strings(dnode, dec_names),
+                ],
+                schema=GATEWAY_SCHEMA,
+            )
+        )
         if verbose:
             print(f"  {k1}/{requests} requests, {time.perf_counter() - t_start:.1f} s", flush=True)
     counts = dec_w.close() | pre_w.close()
     gw_w.close()
-    for node, role, pool in [(n, "decode", DECODE_POOL) for n in dec_names] + \
-                            [(n, "prefill", PREFILL_POOL) for n in pre_names]:
+    for node, role, pool in [(n, "decode", DECODE_POOL) for n in dec_names] + [
+        (n, "prefill", PREFILL_POOL) for n in pre_names
+    ]:
         d = bundle / "engine" / node
         d.mkdir(parents=True, exist_ok=True)
         (d / "server.log").write_text(
             f"[2026-08-26 23:00:00.000 TP0] server_args=ServerArgs(model_path='zai-org/GLM-5.3', "
             f"context_length=1048576, page_size={PAGE}, tp_size=8, disaggregation_mode='{role}')\n"
-            f"[2026-08-26 23:00:00.000 TP0] KV Cache is allocated. #tokens: {pool}, KV size: 40.00 GB\n")
-    meta = {"requests": requests, "seed": seed, "nodes": nodes, "placeholder_rate": placeholder_rate,
-            "placeholders": placeholders, "events": sum(counts.values()), "counts": counts,
-            "seconds": round(time.perf_counter() - t_start, 2)}
+            f"[2026-08-26 23:00:00.000 TP0] KV Cache is allocated. #tokens: {pool}, KV size: 40.00 GB\n"
+        )
+    meta = {
+        "requests": requests,
+        "seed": seed,
+        "nodes": nodes,
+        "placeholder_rate": placeholder_rate,
+        "placeholders": placeholders,
+        "events": sum(counts.values()),
+        "counts": counts,
+        "seconds": round(time.perf_counter() - t_start, 2),
+    }
     (out / "counts.json").write_text(json.dumps(meta, indent=1))
     return counts
 
@@ -238,10 +306,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("out", type=Path)
     size = ap.add_mutually_exclusive_group()
     size.add_argument("--requests", type=int, help="number of requests (default 100000)")
-    size.add_argument("--events", type=int,
-                      help=f"about this many page events ({EVENTS_PER_REQUEST} per request)")
-    ap.add_argument("--nodes", type=int, default=1,
-                    help="decode nodes, and as many prefill nodes (default 1)")
+    size.add_argument("--events", type=int, help=f"about this many page events ({EVENTS_PER_REQUEST} per request)")
+    ap.add_argument("--nodes", type=int, default=1, help="decode nodes, and as many prefill nodes (default 1)")
     ap.add_argument("--placeholder-rate", type=float, default=0.01, help="share of placeholder prompts")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--chunk", type=int, default=CHUNK_REQUESTS, help="requests generated per chunk")

@@ -55,15 +55,18 @@ def load(bundle: Path) -> tuple[list[str], dict[str, dict[str, np.ndarray]]]:
     seq = t["seq"].to_numpy()
     order = np.lexsort((seq, node))
     cols = {
-        "node": node[order], "seq": seq[order],
+        "node": node[order],
+        "seq": seq[order],
         "ts": t["ts"].cast(pa.int64()).to_numpy()[order],
         "op": _codes(t["op"], list(OPS))[order],
-        "room": t["room"].to_numpy()[order], "start": t["start"].to_numpy()[order],
-        "end": t["end"].to_numpy()[order], "peer": _codes(t["peer"], nodes)[order],
+        "room": t["room"].to_numpy()[order],
+        "start": t["start"].to_numpy()[order],
+        "end": t["end"].to_numpy()[order],
+        "peer": _codes(t["peer"], nodes)[order],
     }
     del t
     bounds = np.searchsorted(cols["node"], np.arange(len(nodes) + 1))
-    per_node = {n: {k: v[bounds[i]:bounds[i + 1]] for k, v in cols.items()} for i, n in enumerate(nodes)}
+    per_node = {n: {k: v[bounds[i] : bounds[i + 1]] for k, v in cols.items()} for i, n in enumerate(nodes)}
     return nodes, per_node
 
 
@@ -146,10 +149,10 @@ def replay_node(ev: dict[str, np.ndarray], exposures: dict, hazards: dict, node:
     reader = np.zeros(size, np.int64)
     n = len(ev["op"])
     for base in range(0, n, STEP):
-        ops = ev["op"][base:base + STEP].tolist()
-        rooms = ev["room"][base:base + STEP].tolist()
-        starts = ev["start"][base:base + STEP].tolist()
-        ends = ev["end"][base:base + STEP].tolist()
+        ops = ev["op"][base : base + STEP].tolist()
+        rooms = ev["room"][base : base + STEP].tolist()
+        starts = ev["start"][base : base + STEP].tolist()
+        ends = ev["end"][base : base + STEP].tolist()
         for j, op in enumerate(ops):
             idx = base + j
             room, s, e = rooms[j], starts[j], ends[j]
@@ -222,8 +225,16 @@ def main(argv: list[str] | None = None) -> int:
     exposures, hazards, events = replay(a.bundle)
     if a.out:
         write_csv(exposures, a.out)
-    print(json.dumps({"events": events, "exposure_pairs": len(exposures), "hazard_reads": len(hazards),
-                      "seconds": round(time.perf_counter() - t0, 3)}))
+    print(
+        json.dumps(
+            {
+                "events": events,
+                "exposure_pairs": len(exposures),
+                "hazard_reads": len(hazards),
+                "seconds": round(time.perf_counter() - t0, 3),
+            }
+        )
+    )
     return 0
 
 

@@ -37,8 +37,10 @@ ROOT = HERE.parent
 PY = sys.executable
 BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
 
-SCAN_SQL = ('SELECT count(*), sum(seq), sum(start), sum("end"), count(DISTINCT op), sum(room), '
-            'count(DISTINCT node), max(ts) FROM read_parquet({files})')
+SCAN_SQL = (
+    'SELECT count(*), sum(seq), sum(start), sum("end"), count(DISTINCT op), sum(room), '
+    "count(DISTINCT node), max(ts) FROM read_parquet({files})"
+)
 SCAN_SCRIPT = """
 import duckdb, json, statistics, sys, time
 files = json.loads(sys.argv[1])
@@ -68,8 +70,7 @@ def fmt_size(n: int) -> str:
 def measure(cmd: list[str], timeout: float, cwd: Path = ROOT) -> dict:
     """Run cmd; wall time, peak RSS (MB) of the child (os.wait4), exit code; kill its group on timeout."""
     t0 = time.perf_counter()
-    p = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                         start_new_session=True)
+    p = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     timed_out = threading.Event()
 
     def kill():
@@ -88,20 +89,32 @@ def measure(cmd: list[str], timeout: float, cwd: Path = ROOT) -> dict:
     finally:
         timer.cancel()
     p.returncode = os.waitstatus_to_exitcode(status)
-    return {"wall": time.perf_counter() - t0, "rss_mb": usage.ru_maxrss / 1024, "rc": p.returncode,
-            "timeout": timed_out.is_set(), "output": out.decode(errors="replace")[-2000:]}
+    return {
+        "wall": time.perf_counter() - t0,
+        "rss_mb": usage.ru_maxrss / 1024,
+        "rc": p.returncode,
+        "timeout": timed_out.is_set(),
+        "output": out.decode(errors="replace")[-2000:],
+    }
 
 
 def median_runs(runs: list[dict]) -> dict:
     if any(r["timeout"] for r in runs):  # the peak RSS until the kill is still worth keeping
-        return {"status": "timeout", "limit": round(max(r["wall"] for r in runs)),
-                "rss_mb": max(r["rss_mb"] for r in runs), "runs": [r["wall"] for r in runs]}
+        return {
+            "status": "timeout",
+            "limit": round(max(r["wall"] for r in runs)),
+            "rss_mb": max(r["rss_mb"] for r in runs),
+            "runs": [r["wall"] for r in runs],
+        }
     if any(r["rc"] != 0 for r in runs):
         bad = next(r for r in runs if r["rc"] != 0)
-        return {"status": f"failed (rc {bad['rc']})", "runs": [r["wall"] for r in runs],
-                "output": bad["output"]}
-    return {"status": "ok", "wall": statistics.median(r["wall"] for r in runs),
-            "rss_mb": max(r["rss_mb"] for r in runs), "runs": [round(r["wall"], 2) for r in runs]}
+        return {"status": f"failed (rc {bad['rc']})", "runs": [r["wall"] for r in runs], "output": bad["output"]}
+    return {
+        "status": "ok",
+        "wall": statistics.median(r["wall"] for r in runs),
+        "rss_mb": max(r["rss_mb"] for r in runs),
+        "runs": [round(r["wall"], 2) for r in runs],
+    }
 
 
 def ensure_bundle(work: Path, events: int, nodes: int, rate: float, seed: int, log) -> tuple[Path, dict]:
@@ -114,8 +127,22 @@ def ensure_bundle(work: Path, events: int, nodes: int, rate: float, seed: int, l
             return d, meta
     shutil.rmtree(d, ignore_errors=True)
     log(f"  generating {d} ...")
-    r = measure([PY, str(HERE / "gen_bundle.py"), str(d), "--events", str(events), "--nodes", str(nodes),
-                 "--placeholder-rate", str(rate), "--seed", str(seed)], timeout=7200)
+    r = measure(
+        [
+            PY,
+            str(HERE / "gen_bundle.py"),
+            str(d),
+            "--events",
+            str(events),
+            "--nodes",
+            str(nodes),
+            "--placeholder-rate",
+            str(rate),
+            "--seed",
+            str(seed),
+        ],
+        timeout=7200,
+    )
     if r["rc"] != 0:
         raise SystemExit(f"generator failed:\n{r['output']}")
     meta = json.loads(meta_f.read_text())
@@ -135,11 +162,17 @@ def run_size(events: int, a, log) -> dict:
     bundle = d / "bundle"
     repeat = a.repeat or (3 if events <= 10_000_000 else 1)
     files = sorted(str(f) for f in (bundle / "pages").glob("*.parquet"))
-    row: dict = {"events": meta["events"], "requests": meta["requests"], "nodes": a.nodes,
-                 "placeholder_rate": a.placeholder_rate, "placeholders": meta["placeholders"],
-                 "gen_wall": meta.get("gen_wall"), "repeat": repeat,
-                 "pages_mb": round(sum(os.path.getsize(f) for f in files) / 2**20, 1),
-                 "date": time.strftime("%Y-%m-%d %H:%M")}
+    row: dict = {
+        "events": meta["events"],
+        "requests": meta["requests"],
+        "nodes": a.nodes,
+        "placeholder_rate": a.placeholder_rate,
+        "placeholders": meta["placeholders"],
+        "gen_wall": meta.get("gen_wall"),
+        "repeat": repeat,
+        "pages_mb": round(sum(os.path.getsize(f) for f in files) / 2**20, 1),
+        "date": time.strftime("%Y-%m-%d %H:%M"),
+    }
     # scan first: it also warms the page cache for investigate
     r = measure([PY, "-c", SCAN_SCRIPT.format(sql=SCAN_SQL), json.dumps(files)], timeout=a.timeout)
     row["scan"] = json.loads(r["output"].strip().splitlines()[-1])["median"] if r["rc"] == 0 else None
@@ -149,8 +182,10 @@ def run_size(events: int, a, log) -> dict:
     for i in range(repeat):
         shutil.rmtree(out, ignore_errors=True)
         res = measure([forensics_bin(), "investigate", str(bundle), "--out", str(out)], timeout=a.timeout)
-        log(f"  investigate run {i + 1}/{repeat}: {res['wall']:.1f} s, {res['rss_mb']:.0f} MB, rc {res['rc']}"
-            + (" TIMEOUT" if res["timeout"] else ""))
+        log(
+            f"  investigate run {i + 1}/{repeat}: {res['wall']:.1f} s, {res['rss_mb']:.0f} MB, rc {res['rc']}"
+            + (" TIMEOUT" if res["timeout"] else "")
+        )
         runs.append(res)
         if res["timeout"] or res["rc"] != 0:
             if res["rc"] != 0 and not res["timeout"]:
@@ -165,8 +200,10 @@ def run_size(events: int, a, log) -> dict:
         pruns = []
         for i in range(a.peer_repeat or repeat):
             res = measure([PY, str(HERE / "replay_peer.py"), str(bundle)], timeout=a.timeout)
-            log(f"  peer run {i + 1}: {res['wall']:.1f} s, {res['rss_mb']:.0f} MB, rc {res['rc']}"
-                + (" TIMEOUT" if res["timeout"] else ""))
+            log(
+                f"  peer run {i + 1}: {res['wall']:.1f} s, {res['rss_mb']:.0f} MB, rc {res['rc']}"
+                + (" TIMEOUT" if res["timeout"] else "")
+            )
             pruns.append(res)
             if res["timeout"] or res["rc"] != 0:
                 break
@@ -193,52 +230,80 @@ def machine() -> dict:
         pass
     try:
         import duckdb
+
         ddb = duckdb.__version__
     except ImportError:
         ddb = "?"
-    return {"nproc": os.cpu_count(), "memory": mem, "cpu": model, "python": platform.python_version(),
-            "duckdb": ddb, "kernel": platform.release()}
+    return {
+        "nproc": os.cpu_count(),
+        "memory": mem,
+        "cpu": model,
+        "python": platform.python_version(),
+        "duckdb": ddb,
+        "kernel": platform.release(),
+    }
 
 
 # ---------------------------------------------------------------- rendering
 
+
 def _cell(x: dict, key: str = "wall", fmt: str = "{:.1f}") -> str:
     if x and x.get("status") == "timeout":
-        return f"timeout (>{x.get('limit', '?')} s)" if key == "wall" else \
-            (f">{x['rss_mb']:.0f} at kill" if "rss_mb" in x else "-")
+        return (
+            f"timeout (>{x.get('limit', '?')} s)"
+            if key == "wall"
+            else (f">{x['rss_mb']:.0f} at kill" if "rss_mb" in x else "-")
+        )
     if not x or x.get("status") != "ok":
         return (x or {}).get("status", "-")
     return fmt.format(x[key])
 
 
 def table(rows: list[dict]) -> str:
-    out = ["| events | nodes (P+D) | placeholders | investigate s | peak RSS MB | scan s | R | "
-           "peer s | peer RSS MB | peer / investigate | gen s |",
-           "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    out = [
+        "| events | nodes (P+D) | placeholders | investigate s | peak RSS MB | scan s | R | "
+        "peer s | peer RSS MB | peer / investigate | gen s |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for r in sorted(rows, key=lambda r: (r["events"], r["nodes"])):
         inv, peer = r["investigate"], r.get("peer", {})
-        R = (f"{inv['wall'] / r['scan']:.0f}" if inv.get("status") == "ok" and r.get("scan") else "-")
-        pr = (f"{peer['wall'] / inv['wall']:.1f}x" if peer.get("status") == "ok" and inv.get("status") == "ok"
-              else "-")
-        out.append(" | ".join([
-            f"| {r['events']:,}", f"{r['nodes']}+{r['nodes']}",
-            f"{r['placeholders']:,} ({r['placeholder_rate']:g})",
-            _cell(inv) + (f" (n={len(inv.get('runs', []))})" if inv.get("status") == "ok" else ""),
-            _cell(inv, "rss_mb", "{:.0f}"), f"{r['scan']:.2f}" if r.get("scan") else "-", R,
-            _cell(peer), _cell(peer, "rss_mb", "{:.0f}"), pr,
-            f"{r['gen_wall']:.0f}" if r.get("gen_wall") else "-"]) + " |")
+        R = f"{inv['wall'] / r['scan']:.0f}" if inv.get("status") == "ok" and r.get("scan") else "-"
+        pr = f"{peer['wall'] / inv['wall']:.1f}x" if peer.get("status") == "ok" and inv.get("status") == "ok" else "-"
+        out.append(
+            " | ".join(
+                [
+                    f"| {r['events']:,}",
+                    f"{r['nodes']}+{r['nodes']}",
+                    f"{r['placeholders']:,} ({r['placeholder_rate']:g})",
+                    _cell(inv) + (f" (n={len(inv.get('runs', []))})" if inv.get("status") == "ok" else ""),
+                    _cell(inv, "rss_mb", "{:.0f}"),
+                    f"{r['scan']:.2f}" if r.get("scan") else "-",
+                    R,
+                    _cell(peer),
+                    _cell(peer, "rss_mb", "{:.0f}"),
+                    pr,
+                    f"{r['gen_wall']:.0f}" if r.get("gen_wall") else "-",
+                ]
+            )
+            + " |"
+        )
     return "\n".join(out)
 
 
 def svg(rows: list[dict], path: Path) -> None:
     """Log-log plot of seconds vs events, one polyline per series."""
-    series = {"investigate": ("#c0392b", lambda r: r["investigate"].get("wall")),
-              "scan (DuckDB)": ("#2471a3", lambda r: r.get("scan")),
-              "replay peer": ("#229954", lambda r: r.get("peer", {}).get("wall"))}
+    series = {
+        "investigate": ("#c0392b", lambda r: r["investigate"].get("wall")),
+        "scan (DuckDB)": ("#2471a3", lambda r: r.get("scan")),
+        "replay peer": ("#229954", lambda r: r.get("peer", {}).get("wall")),
+    }
     pts = {name: sorted((r["events"], f(r)) for r in rows if f(r)) for name, (_c, f) in series.items()}
     # investigate runs killed at the timeout: hollow markers at the limit (a lower bound)
-    killed = sorted((r["events"], r["investigate"]["limit"]) for r in rows
-                    if r["investigate"].get("status") == "timeout" and r["investigate"].get("limit"))
+    killed = sorted(
+        (r["events"], r["investigate"]["limit"])
+        for r in rows
+        if r["investigate"].get("status") == "timeout" and r["investigate"].get("limit")
+    )
     xs = [x for p in pts.values() for x, _ in p] + [x for x, _ in killed] or [1e6, 1e7]
     ys = [y for p in pts.values() for _, y in p] + [y for _, y in killed] or [0.1, 10]
     x0, x1 = math.floor(math.log10(min(xs))), math.ceil(math.log10(max(xs)))
@@ -252,9 +317,11 @@ def svg(rows: list[dict], path: Path) -> None:
     def py(y):
         return H - B - (math.log10(y) - y0) / (y1 - y0) * (H - B - T)
 
-    el = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" '
-          f'font-size="12"><rect width="{W}" height="{H}" fill="white"/>',
-          f'<text x="{L}" y="18" font-size="14">KV Forensics: wall time vs page events (log-log)</text>']
+    el = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" '
+        f'font-size="12"><rect width="{W}" height="{H}" fill="white"/>',
+        f'<text x="{L}" y="18" font-size="14">KV Forensics: wall time vs page events (log-log)</text>',
+    ]
     for e in range(x0, x1 + 1):
         x = px(10**e)
         el.append(f'<line x1="{x:.1f}" y1="{T}" x2="{x:.1f}" y2="{H - B}" stroke="#ddd"/>')
@@ -272,33 +339,59 @@ def svg(rows: list[dict], path: Path) -> None:
             el.append(f'<polyline points="{coords}" fill="none" stroke="{color}" stroke-width="2"/>')
             el += [f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="3.5" fill="{color}"/>' for x, y in p]
         if name == "investigate":
-            el += [f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="5" fill="white" stroke="{color}" '
-                   f'stroke-width="2"/><text x="{px(x) + 8:.1f}" y="{py(y) - 8:.1f}" fill="{color}">'
-                   f'&gt;{y:g} s (killed)</text>' for x, y in killed]
+            el += [
+                f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="5" fill="white" stroke="{color}" '
+                f'stroke-width="2"/><text x="{px(x) + 8:.1f}" y="{py(y) - 8:.1f}" fill="{color}">'
+                f"&gt;{y:g} s (killed)</text>"
+                for x, y in killed
+            ]
         ly = T + 20 + 20 * i
-        el.append(f'<line x1="{W - Rm + 15}" y1="{ly}" x2="{W - Rm + 40}" y2="{ly}" stroke="{color}" '
-                  f'stroke-width="2"/><text x="{W - Rm + 46}" y="{ly + 4}">{name}</text>')
+        el.append(
+            f'<line x1="{W - Rm + 15}" y1="{ly}" x2="{W - Rm + 40}" y2="{ly}" stroke="{color}" '
+            f'stroke-width="2"/><text x="{W - Rm + 46}" y="{ly + 4}">{name}</text>'
+        )
     el.append("</svg>")
     path.write_text("\n".join(el) + "\n")
 
 
-def render_readme(rows: list[dict], mach: dict, commands: list[str], readme: Path,
-                  notes: list[str] = ()) -> None:
-    body = [BEGIN, "", "## Results", "",
+def render_readme(rows: list[dict], mach: dict, commands: list[str], readme: Path, notes: list[str] = ()) -> None:
+    body = (
+        [
+            BEGIN,
+            "",
+            "## Results",
+            "",
             f"Machine: {mach['nproc']} cores ({mach['cpu']}), {mach['memory']} RAM; Python {mach['python']}, "
-            f"DuckDB {mach['duckdb']}, Linux {mach['kernel']}.", "",
+            f"DuckDB {mach['duckdb']}, Linux {mach['kernel']}.",
+            "",
             "Bundles from `gen_bundle.py --events N --nodes 2 --placeholder-rate 0.002` unless the row says "
             "otherwise (P+D = prefill + decode nodes). Times are seconds of wall clock: investigate and peer "
             "are whole processes (median of n runs; peak RSS of the process); scan is the median of 3 warm "
-            "runs of the query below; R = investigate / scan.", "",
-            table(rows), ""] + [f"- {n}" for n in notes] + (["" ] if notes else []) + [
-            "Scan query (one DuckDB process, default threads):", "", "```sql",
-            SCAN_SQL.format(files="[...pages/*.parquet]"), "```", "",
-            "Produced by:", "", "```"] + commands + ["```", "", "![time vs events](results.svg)", "", END]
+            "runs of the query below; R = investigate / scan.",
+            "",
+            table(rows),
+            "",
+        ]
+        + [f"- {n}" for n in notes]
+        + ([""] if notes else [])
+        + [
+            "Scan query (one DuckDB process, default threads):",
+            "",
+            "```sql",
+            SCAN_SQL.format(files="[...pages/*.parquet]"),
+            "```",
+            "",
+            "Produced by:",
+            "",
+            "```",
+        ]
+        + commands
+        + ["```", "", "![time vs events](results.svg)", "", END]
+    )
     text = readme.read_text() if readme.is_file() else ""
     block = "\n".join(body)
     if BEGIN in text and END in text:
-        text = text[:text.index(BEGIN)] + block + text[text.index(END) + len(END):]
+        text = text[: text.index(BEGIN)] + block + text[text.index(END) + len(END) :]
     else:
         text = text.rstrip() + "\n\n" + block + "\n"
     readme.write_text(text)
@@ -323,8 +416,7 @@ def main(argv: list[str] | None = None) -> int:
     a.work.mkdir(parents=True, exist_ok=True)
     if a.render_only:
         stored = json.loads(a.results.read_text())
-        render_readme(stored["rows"], stored["machine"], stored["commands"], a.readme,
-                      stored.get("notes", []))
+        render_readme(stored["rows"], stored["machine"], stored["commands"], a.readme, stored.get("notes", []))
         svg(stored["rows"], a.svg)
         print(table(stored["rows"]))
         return 0
@@ -337,16 +429,19 @@ def main(argv: list[str] | None = None) -> int:
     for size in [parse_size(s) for s in a.sizes.split(",") if s.strip()]:
         log(f"== {fmt_size(size)} page events")
         row = run_size(size, a, log)
-        stored["rows"] = [r for r in stored["rows"] if (r["events"], r["nodes"], r["placeholder_rate"])
-                          != (row["events"], row["nodes"], row["placeholder_rate"])] + [row]
+        stored["rows"] = [
+            r
+            for r in stored["rows"]
+            if (r["events"], r["nodes"], r["placeholder_rate"])
+            != (row["events"], row["nodes"], row["placeholder_rate"])
+        ] + [row]
         a.results.write_text(json.dumps(stored, indent=1))
     stored["machine"] = machine()
     if cmd.strip() not in stored["commands"]:
         stored["commands"].append(cmd.strip())
     a.results.write_text(json.dumps(stored, indent=1))
     print(table(stored["rows"]))
-    render_readme(stored["rows"], stored["machine"], stored["commands"], a.readme,
-                      stored.get("notes", []))
+    render_readme(stored["rows"], stored["machine"], stored["commands"], a.readme, stored.get("notes", []))
     svg(stored["rows"], a.svg)
     log(f"wrote {a.readme}, {a.svg}, {a.results}")
     return 0

@@ -30,6 +30,4 @@ BLAST_FILES = {
 def write_blast_files(con: duckdb.DuckDBPyConnection, out: Path) -> dict[str, int]:
     run_query(con, "report", "report_affected")
     con.execute("SET VARIABLE bucket = 'hour'")
-    return {
-        name: write_csv(con, load_query("report", query), out / name) for name, query in BLAST_FILES.items()
-    }
+    return {name: write_csv(con, load_query("report", query), out / name) for name, query in BLAST_FILES.items()}

@@ -154,7 +154,9 @@ def load_bundle_config(bundle: Path) -> BundleConfig:
         if allowed is not None:
             for key in value:
                 if key not in allowed:
-                    raise InputError(f"{path}: unknown key {key!r} in [{section}] (known: {', '.join(sorted(allowed))})")
+                    raise InputError(
+                        f"{path}: unknown key {key!r} in [{section}] (known: {', '.join(sorted(allowed))})"
+                    )
     incident = dict(data.get("incident", {}))
     tz_name = data.get("engine", {}).get("log_timezone", "UTC")
     try:

@@ -48,9 +48,7 @@ def preview(bundle: Path, exclusions: Path | None = None) -> dict[str, Any]:
         cohorts = rows(con, "cohort_preview_counts")
         rule_rows = rows(con, "cohort_preview_rules")
         won = {
-            r["label"]: [
-                x["request_id"] for x in rows(con, "cohort_preview_won", label=r["label"], n=SAMPLES)
-            ]
+            r["label"]: [x["request_id"] for x in rows(con, "cohort_preview_won", label=r["label"], n=SAMPLES)]
             for r in rule_rows
         }
     finally:
@@ -83,10 +81,7 @@ def as_text(p: dict[str, Any]) -> str:
         "",
         f"{'cohort':24} {'kind':11} {'requests':>10} {'accounts':>9}",
     ]
-    lines += [
-        f"{_clean(c['cohort']):24} {c['kind']:11} {c['requests']:>10,} {c['accounts']:>9,}"
-        for c in p["cohorts"]
-    ]
+    lines += [f"{_clean(c['cohort']):24} {c['kind']:11} {c['requests']:>10,} {c['accounts']:>9,}" for c in p["cohorts"]]
     if p["rules"]:
         lines += ["", f"{'rule':28} {'matched':>9} {'won':>9}  match / sample request ids"]
         for r in p["rules"]:

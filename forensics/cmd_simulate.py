@@ -13,34 +13,18 @@ from forensics.cli import app
 def simulate(
     out: Path = typer.Argument(..., help="Output folder: OUT/bundle and OUT/truth are written."),  # noqa: B008
     seed: int = typer.Option(0, "--seed", help="RNG seed; same seed and options give byte-identical files."),
-    requests: int | None = typer.Option(
-        None, "--requests", help="Client requests (default 2000; incident 4000)."
-    ),
-    page_size: int | None = typer.Option(
-        None, "--page-size", help="KV page size in tokens (16; incident 64)."
-    ),
-    preset: str = typer.Option(
-        "default", "--preset", help="default (small, fast) or incident (GLM-5.3 sample)."
-    ),
+    requests: int | None = typer.Option(None, "--requests", help="Client requests (default 2000; incident 4000)."),
+    page_size: int | None = typer.Option(None, "--page-size", help="KV page size in tokens (16; incident 64)."),
+    preset: str = typer.Option("default", "--preset", help="default (small, fast) or incident (GLM-5.3 sample)."),
     context_len: int | None = typer.Option(None, "--context-len", help="Model context length in tokens."),
-    prefill_pool: int | None = typer.Option(
-        None, "--prefill-pool", help="Prefill KV pool size in token slots."
-    ),
+    prefill_pool: int | None = typer.Option(None, "--prefill-pool", help="Prefill KV pool size in token slots."),
     decode_pool: int | None = typer.Option(None, "--decode-pool", help="Decode KV pool size in token slots."),
-    abort_rate: float | None = typer.Option(
-        None, "--abort-rate", help="Share of requests the client aborts."
-    ),
-    long_rate: float | None = typer.Option(
-        None, "--long-rate", help="Share of customer prompts too long for prefill."
-    ),
-    no_telemetry: str | None = typer.Option(
-        None, "--no-telemetry", help="Decode node without page events ('' none)."
-    ),
+    abort_rate: float | None = typer.Option(None, "--abort-rate", help="Share of requests the client aborts."),
+    long_rate: float | None = typer.Option(None, "--long-rate", help="Share of customer prompts too long for prefill."),
+    no_telemetry: str | None = typer.Option(None, "--no-telemetry", help="Decode node without page events ('' none)."),
     gap_node: str | None = typer.Option(None, "--gap-node", help="Node whose page events lose a block."),
     gap_events: int = typer.Option(0, "--gap-events", help="Consecutive page events dropped on --gap-node."),
-    gap_at: float = typer.Option(
-        0.5, "--gap-at", help="Where the gap starts, as a fraction of that node's events."
-    ),
+    gap_at: float = typer.Option(0.5, "--gap-at", help="Where the gap starts, as a fraction of that node's events."),
 ) -> None:
     """Write a simulated incident bundle and its ground truth."""
     from forensics.simulate import build_config

@@ -72,7 +72,9 @@ def _parse_match(table: Any, where: str) -> dict[str, Any]:
                 try:
                     nets.append(ipaddress.ip_network(c, strict=False))
                 except ValueError:
-                    raise InputError(f"{where}: client_cidrs: {c!r} is not an IP network (e.g. 198.51.100.0/24)") from None
+                    raise InputError(
+                        f"{where}: client_cidrs: {c!r} is not an IP network (e.g. 198.51.100.0/24)"
+                    ) from None
             out[key] = nets
         else:
             out[key] = _strings(value, f"{where}: {key}")
@@ -149,8 +151,13 @@ def _cidr_hits(con: duckdb.DuckDBPyConnection, rules: list[Rule]) -> None:
             parsed.append((ip, ipaddress.ip_address(ip.strip())))
         except ValueError:
             continue  # not an address: matches no CIDR
-    hits = [(i, ip) for i, r in enumerate(rules) if "client_cidrs" in r.keys
-            for ip, addr in parsed if any(addr in net for net in r.keys["client_cidrs"])]
+    hits = [
+        (i, ip)
+        for i, r in enumerate(rules)
+        if "client_cidrs" in r.keys
+        for ip, addr in parsed
+        if any(addr in net for net in r.keys["client_cidrs"])
+    ]
     if hits:
         con.executemany("INSERT INTO cidr_hits VALUES (?, ?)", hits)
 
@@ -160,24 +167,32 @@ def assign_cohorts(con: duckdb.DuckDBPyConnection, rules: list[Rule]) -> None:
     params: list[Any] = []
     preds = [_predicate(r, i, params) for i, r in enumerate(rules)]
     hit_cols = ", ".join(f"{p} AS m{i}" for i, p in enumerate(preds)) or "NULL AS m_none"
-    con.execute(f"CREATE OR REPLACE TEMP TABLE rule_hits AS SELECT request_id, file_id, row, {hit_cols} FROM gateway",
-                params)
+    con.execute(
+        f"CREATE OR REPLACE TEMP TABLE rule_hits AS SELECT request_id, file_id, row, {hit_cols} FROM gateway", params
+    )
     if rules:
         winner = "CASE " + " ".join(f"WHEN m{i} THEN {i}" for i in range(len(rules))) + " END"
     else:
         winner = "NULL::INTEGER"
-    con.execute("CREATE OR REPLACE TABLE rule_defs (rule_id INTEGER, cohort VARCHAR, kind VARCHAR, label VARCHAR, "
-                "match VARCHAR)")
+    con.execute(
+        "CREATE OR REPLACE TABLE rule_defs (rule_id INTEGER, cohort VARCHAR, kind VARCHAR, label VARCHAR, "
+        "match VARCHAR)"
+    )
     if rules:
-        con.executemany("INSERT INTO rule_defs VALUES (?, ?, ?, ?, ?)",
-                        [(i, r.cohort, r.kind, r.label, r.describe()) for i, r in enumerate(rules)])
+        con.executemany(
+            "INSERT INTO rule_defs VALUES (?, ?, ?, ?, ?)",
+            [(i, r.cohort, r.kind, r.label, r.describe()) for i, r in enumerate(rules)],
+        )
     con.execute(f"""CREATE OR REPLACE TABLE request_cohort AS
         SELECT h.request_id, h.file_id, h.row, coalesce(d.cohort, 'customer') AS cohort,
                coalesce(d.kind, 'customer') AS cohort_kind, d.label AS rule
         FROM (SELECT *, {winner} AS rule_id FROM rule_hits) h LEFT JOIN rule_defs d USING (rule_id)""")
-    counts = " UNION ALL ".join(
-        f"SELECT {i} AS rule_id, count(*) FILTER (WHERE m{i}) AS matched FROM rule_hits" for i in range(len(rules))
-    ) or "SELECT NULL::INTEGER AS rule_id, 0 AS matched WHERE false"
+    counts = (
+        " UNION ALL ".join(
+            f"SELECT {i} AS rule_id, count(*) FILTER (WHERE m{i}) AS matched FROM rule_hits" for i in range(len(rules))
+        )
+        or "SELECT NULL::INTEGER AS rule_id, 0 AS matched WHERE false"
+    )
     con.execute(f"""CREATE OR REPLACE TABLE cohort_rules AS
         SELECT d.*, c.matched, (SELECT count(*) FROM request_cohort r WHERE r.rule = d.label) AS won
         FROM rule_defs d JOIN ({counts}) c USING (rule_id) ORDER BY rule_id""")

@@ -35,3 +35,15 @@ def run_query(con: duckdb.DuckDBPyConnection, stage: str, name: str, **params: A
     for key, value in params.items():
         con.execute(f"SET VARIABLE {key} = ?", [value])
     con.execute(load_query(stage, name))
+
+
+def one(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None) -> tuple[Any, ...]:
+    """The single row a query returns (an aggregate); a missing row is a bug, not an input problem."""
+    row = con.execute(sql, params or []).fetchone()
+    if row is None:
+        raise RuntimeError(f"query returned no row: {sql[:80]}")
+    return row
+
+
+def scalar(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None) -> Any:
+    return one(con, sql, params)[0]

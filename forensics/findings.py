@@ -15,9 +15,21 @@ import duckdb
 from forensics.db import run_query
 from forensics.outputs import write_csv
 
-STEPS = ("gap_rooms", "read_provenance", "write_effects", "exposure_segments", "room_flags", "room_requests",
-         "signature_responses", "missing_rooms", "exposures", "affected_responses", "hazards", "coverage",
-         "accounts")
+STEPS = (
+    "gap_rooms",
+    "read_provenance",
+    "write_effects",
+    "exposure_segments",
+    "room_flags",
+    "room_requests",
+    "signature_responses",
+    "missing_rooms",
+    "exposures",
+    "affected_responses",
+    "hazards",
+    "coverage",
+    "accounts",
+)
 
 OUTPUTS = {
     "affected_responses.csv": """SELECT request_id, account_id, cohort, status, evidence, kinds, first_exposed_at,

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import duckdb
 
-from forensics.db import run_query
+from forensics.db import run_query, scalar
 
 PLACEMENT = ("telemetry_nodes", "seq_gaps", "node_index", "transfer_bounds", "transfer_landing", "timeline")
 # History windows, in writes before the read: most reads resolve in the first; 0 means all.
@@ -39,6 +39,6 @@ def rebuild_ownership(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("DROP TABLE room_state_new")
     run_query(con, "ownership", "history_items")
     for window in HISTORY_WINDOWS:
-        if con.execute("SELECT count(*) FROM history_open").fetchone()[0] == 0:
+        if scalar(con, "SELECT count(*) FROM history_open") == 0:
             break
         run_query(con, "ownership", "history_round", hw=window)

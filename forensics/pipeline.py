@@ -12,7 +12,7 @@ import duckdb
 import forensics
 from forensics.bundle import sha256_file
 from forensics.cohorts import assign_cohorts, load_exclusions
-from forensics.db import connect
+from forensics.db import connect, one
 from forensics.findings import compute_findings, write_findings
 from forensics.ingest import ingest_into, node_summary
 from forensics.outputs import make_private, private_files, write_json
@@ -27,20 +27,23 @@ class InvestigationResult:
 
     def summary(self) -> str:
         h = self.headline
-        return "\n".join([
-            f"Affected responses: {h['affected']} ({h['confirmed']} confirmed, {h['indeterminate']} indeterminate); "
-            f"customer cohort: {h['customer']}",
-            f"Exposure pairs: {h['pairs']}; hazards: {self.counts.get('hazards.csv', 0)}; "
-            f"rejected input rows: {self.counts.get('rejected.csv', 0)}",
-            f"Findings written to {self.out}/",
-            f"Report: {self.out / 'report.html'}",
-        ])
+        return "\n".join(
+            [
+                f"Affected responses: {h['affected']} ({h['confirmed']} confirmed, "
+                f"{h['indeterminate']} indeterminate); "
+                f"customer cohort: {h['customer']}",
+                f"Exposure pairs: {h['pairs']}; hazards: {self.counts.get('hazards.csv', 0)}; "
+                f"rejected input rows: {self.counts.get('rejected.csv', 0)}",
+                f"Findings written to {self.out}/",
+                f"Report: {self.out / 'report.html'}",
+            ]
+        )
 
 
 def _headline(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
-    row = con.execute("""SELECT count(*), count(*) FILTER (WHERE status = 'confirmed'),
+    row = one(con, """SELECT count(*), count(*) FILTER (WHERE status = 'confirmed'),
         count(*) FILTER (WHERE status = 'indeterminate'), count(*) FILTER (WHERE cohort = 'customer'),
-        (SELECT count(*) FROM exposures) FROM affected_responses""").fetchone()
+        (SELECT count(*) FROM exposures) FROM affected_responses""")
     return dict(zip(("affected", "confirmed", "indeterminate", "customer", "pairs"), row, strict=True))
 
 
@@ -56,14 +59,21 @@ def analyze(con: duckdb.DuckDBPyConnection, bundle: Path, exclusions: Path | Non
     return files, config, rules, excl
 
 
-def investigate(bundle: Path, out: Path, exclusions: Path | None = None, as_of: str | None = None,
-                memory_limit: str | None = None, threads: int | None = None) -> InvestigationResult:
+def investigate(
+    bundle: Path,
+    out: Path,
+    exclusions: Path | None = None,
+    as_of: str | None = None,
+    memory_limit: str | None = None,
+    threads: int | None = None,
+) -> InvestigationResult:
     with private_files():
         return _investigate(bundle, out, exclusions, as_of, memory_limit, threads)
 
 
-def _investigate(bundle: Path, out: Path, exclusions: Path | None, as_of: str | None,
-                 memory_limit: str | None, threads: int | None) -> InvestigationResult:
+def _investigate(
+    bundle: Path, out: Path, exclusions: Path | None, as_of: str | None, memory_limit: str | None, threads: int | None
+) -> InvestigationResult:
     out.mkdir(parents=True, exist_ok=True)
     db_path = out / "incident.duckdb"
     for stale in (db_path, Path(str(db_path) + ".wal")):
@@ -78,12 +88,20 @@ def _investigate(bundle: Path, out: Path, exclusions: Path | None, as_of: str | 
         render_report(con, out, config=config, files=files, rules=rules, as_of=as_of)
         manifest = {
             "inputs": [f.manifest_entry() for f in files],
-            "exclusions": {"path": str(excl.name) if excl.is_file() else None,
-                           "sha256": sha256_file(excl)[0] if excl.is_file() else None},
-            "tool": {"name": "kv-forensics", "version": forensics.__version__, "duckdb": duckdb.__version__,
-                     "python": platform.python_version()},
-            "nodes": [dict(zip(("node", "role", "pool_tokens", "page_size", "context_len", "page_events"), n,
-                               strict=True)) for n in node_summary(con)],
+            "exclusions": {
+                "path": str(excl.name) if excl.is_file() else None,
+                "sha256": sha256_file(excl)[0] if excl.is_file() else None,
+            },
+            "tool": {
+                "name": "kv-forensics",
+                "version": forensics.__version__,
+                "duckdb": duckdb.__version__,
+                "python": platform.python_version(),
+            },
+            "nodes": [
+                dict(zip(("node", "role", "pool_tokens", "page_size", "context_len", "page_events"), n, strict=True))
+                for n in node_summary(con)
+            ],
             "outputs": counts,
         }
         write_json(manifest, out / "manifest.json")

@@ -17,11 +17,15 @@ class Findings:
         return self.con.execute(query).fetchall()
 
     def affected(self) -> dict[str, tuple]:
-        return {r[0]: r[1:] for r in self.rows(
-            "SELECT request_id, status, evidence, kinds, exposed_slots FROM affected_responses")}
+        return {
+            r[0]: r[1:]
+            for r in self.rows("SELECT request_id, status, evidence, kinds, exposed_slots FROM affected_responses")
+        }
 
     def exposures(self) -> set[tuple]:
-        return set(self.rows("SELECT recipient_request_id, source_request_id, node, kind, slots, status FROM exposures"))
+        return set(
+            self.rows("SELECT recipient_request_id, source_request_id, node, kind, slots, status FROM exposures")
+        )
 
     def hazards(self) -> set[tuple]:
         return set(self.rows("SELECT node, room, kind, slots FROM hazards"))

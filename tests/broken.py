@@ -120,8 +120,7 @@ def _engine_garbage(rng: random.Random) -> tuple[bytes, dict[int | None, str], i
         lines.append(rng.randbytes(rng.randint(1, 300)).replace(b"\n", b""))
     lines.append(b"\x00\x01\x02ELF\x00garbage")
     lines.append(
-        b"[2026-13-45 99:99:99 TP0] Req Time Stats(rid=z, bootstrap_room=1, input len=1, output len=1, "
-        b"type=decode): x"
+        b"[2026-13-45 99:99:99 TP0] Req Time Stats(rid=z, bootstrap_room=1, input len=1, output len=1, type=decode): x"
     )
     lines.append(
         b"[2026-08-29 10:40:00 TP0] Req Time Stats(rid=z, bootstrap_room=99999999999999999999999, "
@@ -324,9 +323,7 @@ def garbage_cases(seed: int = 8) -> list[Case]:
     d = zlib.decompressobj(16 + zlib.MAX_WBITS)
     got = d.decompress(cut)
     kept = got[: got.rfind(b"\n") + 1].count(b"\n")
-    cases.append(
-        Case("pages: gzip cut in half", "pages/zz-cut.jsonl.gz", cut, {None: "cut short"}, loaded=kept)
-    )
+    cases.append(Case("pages: gzip cut in half", "pages/zz-cut.jsonl.gz", cut, {None: "cut short"}, loaded=kept))
     data, rejected, loaded = _engine_garbage(rng)
     cases.append(Case("engine log: binary garbage", "engine/decode-0/zz-garbage.log", data, rejected, loaded))
     cases.append(

@@ -12,17 +12,51 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-GATEWAY_FIELDS = ["ts", "request_id", "account_id", "api_token_id", "client_ip", "user_agent", "model", "status",
-                  "prompt_tokens", "completion_tokens", "duration_ms", "bootstrap_room", "prefill_node",
-                  "decode_node", "headers"]
+GATEWAY_FIELDS = [
+    "ts",
+    "request_id",
+    "account_id",
+    "api_token_id",
+    "client_ip",
+    "user_agent",
+    "model",
+    "status",
+    "prompt_tokens",
+    "completion_tokens",
+    "duration_ms",
+    "bootstrap_room",
+    "prefill_node",
+    "decode_node",
+    "headers",
+]
 
 
-def gw(request_id: str, room: int | None, account: str = "acct-x", status: int = 200, ts: str = "2026-08-29T10:00:00Z",
-       decode: str = "decode-0", prefill: str = "prefill-0", **extra: Any) -> dict[str, Any]:
-    row = {"ts": ts, "request_id": request_id, "account_id": account, "api_token_id": "tok-" + account,
-           "client_ip": "203.0.113.7", "user_agent": "curl/8", "model": "glm", "status": status,
-           "prompt_tokens": 10, "completion_tokens": 2, "duration_ms": 10.0, "bootstrap_room": room,
-           "prefill_node": prefill, "decode_node": decode}
+def gw(
+    request_id: str,
+    room: int | None,
+    account: str = "acct-x",
+    status: int = 200,
+    ts: str = "2026-08-29T10:00:00Z",
+    decode: str = "decode-0",
+    prefill: str = "prefill-0",
+    **extra: Any,
+) -> dict[str, Any]:
+    row = {
+        "ts": ts,
+        "request_id": request_id,
+        "account_id": account,
+        "api_token_id": "tok-" + account,
+        "client_ip": "203.0.113.7",
+        "user_agent": "curl/8",
+        "model": "glm",
+        "status": status,
+        "prompt_tokens": 10,
+        "completion_tokens": 2,
+        "duration_ms": 10.0,
+        "bootstrap_room": room,
+        "prefill_node": prefill,
+        "decode_node": decode,
+    }
     row.update(extra)
     return row
 
@@ -63,9 +97,19 @@ def write_parquet(path: Path, rows: list[dict[str, Any]], schema: pa.Schema | No
     return path
 
 
-PAGE_SCHEMA = pa.schema([("node", pa.string()), ("seq", pa.int64()), ("ts", pa.timestamp("us", tz="UTC")),
-                         ("op", pa.string()), ("room", pa.int64()), ("start", pa.int64()), ("end", pa.int64()),
-                         ("peer", pa.string()), ("src", pa.string())])
+PAGE_SCHEMA = pa.schema(
+    [
+        ("node", pa.string()),
+        ("seq", pa.int64()),
+        ("ts", pa.timestamp("us", tz="UTC")),
+        ("op", pa.string()),
+        ("room", pa.int64()),
+        ("start", pa.int64()),
+        ("end", pa.int64()),
+        ("peer", pa.string()),
+        ("src", pa.string()),
+    ]
+)
 
 
 class Node:
@@ -75,8 +119,17 @@ class Node:
         self.name, self.seq, self.t = name, seq, t0
         self.rows: list[dict[str, Any]] = []
 
-    def ev(self, op: str, room: int, start: int, end: int, t: float | None = None, peer: str | None = None,
-           src: str | None = None, skip: int = 0) -> Node:
+    def ev(
+        self,
+        op: str,
+        room: int,
+        start: int,
+        end: int,
+        t: float | None = None,
+        peer: str | None = None,
+        src: str | None = None,
+        skip: int = 0,
+    ) -> Node:
         self.seq += skip
         if t is not None:
             self.t = t
@@ -84,8 +137,15 @@ class Node:
             self.t += 0.01
         sec = int(self.t)
         ms = round((self.t - sec) * 1000)
-        row = {"node": self.name, "seq": self.seq, "ts": f"2026-08-29T10:{sec // 60:02d}:{sec % 60:02d}.{ms:03d}Z",
-               "op": op, "room": room, "start": start, "end": end}
+        row = {
+            "node": self.name,
+            "seq": self.seq,
+            "ts": f"2026-08-29T10:{sec // 60:02d}:{sec % 60:02d}.{ms:03d}Z",
+            "op": op,
+            "room": room,
+            "start": start,
+            "end": end,
+        }
         if peer:
             row["peer"] = peer
         if src:
@@ -104,11 +164,14 @@ ENGINE_HEAD = (
 )
 
 
-def engine_log(bundle: Path, node: str, role: str, pool: int, ctx: int = 8192, page: int = 16,
-               lines: list[str] = ()) -> Path:
+def engine_log(
+    bundle: Path, node: str, role: str, pool: int, ctx: int = 8192, page: int = 16, lines: list[str] = ()
+) -> Path:
     path = bundle / "engine" / node / "server.log"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(ENGINE_HEAD.format(ctx=ctx, page=page, role=role, pool=pool) + "".join(l + "\n" for l in lines))
+    path.write_text(
+        ENGINE_HEAD.format(ctx=ctx, page=page, role=role, pool=pool) + "".join(line + "\n" for line in lines)
+    )
     return path
 
 

@@ -337,9 +337,7 @@ def test_lmdeploy_block_manager() -> None:
 
 def test_lmdeploy_blocks_without_block_length_is_unknown(tmp_path: Path) -> None:
     log = tmp_path / "tm.log"
-    log.write_text(
-        "[TM][INFO] [BlockManager] block_size = 64 MB\n[TM][INFO] [BlockManager] max_block_count = 159\n"
-    )
+    log.write_text("[TM][INFO] [BlockManager] block_size = 64 MB\n[TM][INFO] [BlockManager] max_block_count = 159\n")
     audit = audit_paths([log], context_length=2048)[0]
     assert (audit.engine, audit.pool_tokens, audit.verdict) == ("lmdeploy", None, UNKNOWN)
 
@@ -357,9 +355,7 @@ def test_folder_of_files_is_one_server_and_empty_folder_unknown(tmp_path: Path) 
     node = tmp_path / "node"
     node.mkdir()
     shutil.copy(DATA / "pd_30233" / "prefill-0" / "server.log", node / "a.log")
-    (node / "b.log").write_text(
-        "[2026-02-11 14:04:41 DP7 TP7] KV Cache is allocated. #tokens: 1000, KV size: 1 GB\n"
-    )
+    (node / "b.log").write_text("[2026-02-11 14:04:41 DP7 TP7] KV Cache is allocated. #tokens: 1000, KV size: 1 GB\n")
     audits = audit_paths([node])
     assert len(audits) == 1 and audits[0].pool_tokens == 1000 and audits[0].node == "node"
     assert any(e.file.endswith("b.log") for e in audits[0].evidence)
@@ -462,9 +458,7 @@ def test_pool_without_context_is_unknown_for_sglang_and_vllm(tmp_path: Path) -> 
     sg = tmp_path / "sg.log"
     sg.write_text("[2026-01-01 00:00:00 TP0] KV Cache is allocated. #tokens: 5000, KV size: 0.1 GB\n")
     vl = tmp_path / "vl.log"
-    vl.write_text(
-        "(EngineCore_DP0 pid=1) INFO 01-01 00:00:00 [kv_cache_utils.py:1] GPU KV cache size: 5,000 tokens\n"
-    )
+    vl.write_text("(EngineCore_DP0 pid=1) INFO 01-01 00:00:00 [kv_cache_utils.py:1] GPU KV cache size: 5,000 tokens\n")
     audits = audit_paths([sg, vl])
     assert [(a.engine, a.pool_tokens, a.verdict) for a in audits] == [
         ("sglang", 5000, UNKNOWN),

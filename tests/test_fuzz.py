@@ -32,9 +32,7 @@ INT64 = (-(1 << 63), (1 << 63) - 1)
 
 def _real_lines() -> list[str]:
     lines: list[str] = []
-    for p in sorted((DATA / "example" / "bundle" / "engine").rglob("*.log")) + sorted(
-        (DATA / "audit").glob("sglang*")
-    ):
+    for p in sorted((DATA / "example" / "bundle" / "engine").rglob("*.log")) + sorted((DATA / "audit").glob("sglang*")):
         if p.is_file():
             lines += p.read_text(encoding="utf-8", errors="replace").splitlines()[:40]
     lines += [
@@ -101,9 +99,7 @@ def _check_engine_rows(rows: engine.EngineRows) -> None:
             assert v is None or (type(v) is int and INT64[0] <= v <= INT64[1]), (key, v)
     for ln in rows.lines:
         assert isinstance(ln["message"], str) and isinstance(ln["line"], int)
-        assert ln["ts"] is None or (
-            isinstance(ln["ts"], datetime) and ln["ts"].utcoffset().total_seconds() == 0
-        )
+        assert ln["ts"] is None or (isinstance(ln["ts"], datetime) and ln["ts"].utcoffset().total_seconds() == 0)
     for file_id, row, reason in rows.rejected:
         assert isinstance(file_id, int) and isinstance(row, int) and isinstance(reason, str) and reason
 
@@ -137,9 +133,7 @@ def test_engine_log_file_parser(data: bytes, zone: ZoneInfo) -> None:
     finally:
         f.path.unlink()
     assert (
-        f.rows_read
-        == f.rows_loaded + f.rows_rejected
-        == data.count(b"\n") + (not data.endswith(b"\n") and bool(data))
+        f.rows_read == f.rows_loaded + f.rows_rejected == data.count(b"\n") + (not data.endswith(b"\n") and bool(data))
     )
     assert len(rows.rejected) == f.rows_rejected and len(rows.lines) == f.rows_loaded
     _check_engine_rows(rows)
@@ -182,9 +176,7 @@ RECORDS = st.fixed_dictionaries(
 
 @FUZZ_FILES
 @given(
-    records=st.lists(
-        st.one_of(RECORDS.map(lambda r: json.dumps(r).encode()), st.binary(max_size=60)), max_size=4
-    ),
+    records=st.lists(st.one_of(RECORDS.map(lambda r: json.dumps(r).encode()), st.binary(max_size=60)), max_size=4),
     zone=st.sampled_from(ZONES),
 )
 def test_engine_requests_jsonl_parser(records: list[bytes], zone: ZoneInfo) -> None:

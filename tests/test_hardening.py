@@ -25,9 +25,7 @@ FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "forensics", *args], capture_output=True, text=True, timeout=120
-    )
+    return subprocess.run([sys.executable, "-m", "forensics", *args], capture_output=True, text=True, timeout=120)
 
 
 def cli_many(*arg_lists: list[str]) -> list[subprocess.CompletedProcess[str]]:
@@ -75,9 +73,7 @@ def test_broken_corpus_case(runs: dict, case) -> None:
     manifest = {e["path"]: e for e in json.loads((out / "manifest.json").read_text())["inputs"]}
     entry = manifest[case.path]
     rejected = {
-        (int(r["row"]) if r["row"] else None): r["reason"]
-        for r in _csv(out / "rejected.csv")
-        if r["file"] == case.path
+        (int(r["row"]) if r["row"] else None): r["reason"] for r in _csv(out / "rejected.csv") if r["file"] == case.path
     }
     if case.unreadable:
         assert case.unreadable in entry.get("error", ""), entry

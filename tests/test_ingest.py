@@ -62,8 +62,12 @@ def test_manifest_hashes_and_accounting(tmp_path: Path, example_bundle: Path) ->
     res = ingest_bundle(example_bundle, tmp_path / "incident.duckdb")
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     entries = {e["path"]: e for e in manifest["inputs"]}
-    assert set(entries) == {"gateway/gateway.jsonl", "engine/decode-0/server.log", "engine/prefill-0/server.log",
-                            "pages/events.jsonl"}
+    assert set(entries) == {
+        "gateway/gateway.jsonl",
+        "engine/decode-0/server.log",
+        "engine/prefill-0/server.log",
+        "pages/events.jsonl",
+    }
     for rel, e in entries.items():
         data = (example_bundle / rel).read_bytes()
         assert e["sha256"] == hashlib.sha256(data).hexdigest()
@@ -76,8 +80,12 @@ def test_manifest_hashes_and_accounting(tmp_path: Path, example_bundle: Path) ->
 
 def test_engine_facts_parsed(tmp_path: Path, example_bundle: Path) -> None:
     res, con = _ingest(example_bundle, tmp_path)
-    cfg = {r[0]: r[1:] for r in con.execute(
-        "SELECT node, role, pool_tokens, page_size, context_len, max_total_num_tokens FROM node_config").fetchall()}
+    cfg = {
+        r[0]: r[1:]
+        for r in con.execute(
+            "SELECT node, role, pool_tokens, page_size, context_len, max_total_num_tokens FROM node_config"
+        ).fetchall()
+    }
     assert cfg == {"decode-0": ("decode", 8192, 16, 8192, 8192), "prefill-0": ("prefill", 4096, 16, 8192, 4096)}
     over = con.execute("SELECT rid, input_len, max_input_len FROM engine_requests WHERE kind = 'overlength'").fetchall()
     assert over == [("p0b", 5000, 4090)]
@@ -85,7 +93,9 @@ def test_engine_facts_parsed(tmp_path: Path, example_bundle: Path) -> None:
                            WHERE kind = 'time_stats' ORDER BY node, rid""").fetchall()
     assert ("prefill-0", "p0b", 2002, 1, "prefill") in links
     assert ("decode-0", "d0b", 2002, 5000, "decode") in links
-    failed = con.execute("SELECT rid, room, detail FROM engine_requests WHERE kind = 'decode_transfer_failed'").fetchall()
+    failed = con.execute(
+        "SELECT rid, room, detail FROM engine_requests WHERE kind = 'decode_transfer_failed'"
+    ).fetchall()
     assert failed == [("d0c", 3003, "Aborted by AbortReq.")]
     ts = con.execute("SELECT ts FROM engine_lines WHERE node = 'decode-0' AND line = 4").fetchone()[0]
     assert (ts.hour, ts.minute, ts.second, ts.microsecond) == (10, 40, 0, 201000)
@@ -95,20 +105,41 @@ def test_engine_prefix_variants_and_timezone(tmp_path: Path) -> None:
     b = tmp_path / "b"
     write_jsonl(b / "gateway" / "g.jsonl", [gw("r1", 7)])
     (b / "bundle.toml").write_text('[engine]\nlog_timezone = "Europe/Berlin"\n')
-    engine_log(b, "decode-0", "decode", 9000, lines=[
-        "[2026-08-29 12:00:01 DP1 TP3] Req Time Stats(rid=abc, bootstrap_room=7, input len=40, output len=6, "
-        "type=decode): forward_duration=0.1",
-        "[2026-08-29 12:00:02] Req Time Stats(rid=abd, input len=4, output len=1, type=decode): x",
-        "[2026-08-29 12:00:03.5 TP0] Req Time Stats(rid=bad, bootstrap_room=notanumber, input len=x)",
-        "plain continuation line without a prefix",
-    ])
+    engine_log(
+        b,
+        "decode-0",
+        "decode",
+        9000,
+        lines=[
+            "[2026-08-29 12:00:01 DP1 TP3] Req Time Stats(rid=abc, bootstrap_room=7, input len=40, output len=6, "
+            "type=decode): forward_duration=0.1",
+            "[2026-08-29 12:00:02] Req Time Stats(rid=abd, input len=4, output len=1, type=decode): x",
+            "[2026-08-29 12:00:03.5 TP0] Req Time Stats(rid=bad, bootstrap_room=notanumber, input len=x)",
+            "plain continuation line without a prefix",
+        ],
+    )
     (b / "engine" / "decode-0" / "requests.jsonl").write_text(
-        json.dumps({"timestamp": "2026-08-29T12:00:01.500000", "event": "request.finished", "rid": "abc",
-                    "obj": {"bootstrap_room": 7},
-                    "out": {"meta_info": {"prompt_tokens": 40, "completion_tokens": 6,
-                                          "finish_reason": {"type": "length", "length": 0}}}}) + "\n{broken\n")
+        json.dumps(
+            {
+                "timestamp": "2026-08-29T12:00:01.500000",
+                "event": "request.finished",
+                "rid": "abc",
+                "obj": {"bootstrap_room": 7},
+                "out": {
+                    "meta_info": {
+                        "prompt_tokens": 40,
+                        "completion_tokens": 6,
+                        "finish_reason": {"type": "length", "length": 0},
+                    }
+                },
+            }
+        )
+        + "\n{broken\n"
+    )
     res, con = _ingest(b, tmp_path)
-    rows = con.execute("""SELECT rid, room, ts FROM engine_requests WHERE kind = 'time_stats' ORDER BY rid""").fetchall()
+    rows = con.execute(
+        """SELECT rid, room, ts FROM engine_requests WHERE kind = 'time_stats' ORDER BY rid"""
+    ).fetchall()
     assert [(r[0], r[1]) for r in rows] == [("abc", 7), ("abd", None)]
     assert rows[0][2].hour == 10  # 12:00 in Berlin (CEST) is 10:00 UTC
     log = _file(res, "engine/decode-0/server.log")
@@ -130,14 +161,46 @@ def test_page_events_formats_and_rejections(tmp_path: Path) -> None:
     p = Node("prefill-0", seq=10)
     p.ev("alloc", 1, 16, 32).ev("write", 1, 16, 20, src="prefill").ev("transfer", 1, 16, 20, peer="decode-0")
     bad = list(p.rows) + [
-        {"node": "prefill-0", "seq": 20, "ts": "2026-08-29T10:00:00Z", "op": "alloc", "room": 1, "start": 50, "end": 40},
-        {"node": "prefill-0", "seq": 21, "ts": "2026-08-29T10:00:00Z", "op": "teleport", "room": 1, "start": 0, "end": 1},
+        {
+            "node": "prefill-0",
+            "seq": 20,
+            "ts": "2026-08-29T10:00:00Z",
+            "op": "alloc",
+            "room": 1,
+            "start": 50,
+            "end": 40,
+        },
+        {
+            "node": "prefill-0",
+            "seq": 21,
+            "ts": "2026-08-29T10:00:00Z",
+            "op": "teleport",
+            "room": 1,
+            "start": 0,
+            "end": 1,
+        },
         {"node": "prefill-0", "seq": 1.5, "ts": "2026-08-29T10:00:00Z", "op": "read", "room": 1, "start": 0, "end": 1},
         {"node": "prefill-0", "seq": 22, "ts": "yesterday", "op": "read", "room": 1, "start": 0, "end": 1},
         {"node": "prefill-0", "seq": 23, "ts": "2026-08-29T10:00:00Z", "op": "read", "start": 0, "end": 1},
-        {"node": "prefill-0", "seq": 24, "ts": "2026-08-29T10:00:00Z", "op": "transfer", "room": 1, "start": 0, "end": 1},
+        {
+            "node": "prefill-0",
+            "seq": 24,
+            "ts": "2026-08-29T10:00:00Z",
+            "op": "transfer",
+            "room": 1,
+            "start": 0,
+            "end": 1,
+        },
         p.rows[0],  # a duplicate of (prefill-0, 10)
-        {"node": "decode-0", "seq": 99, "ts": "2026-08-29T10:00:00Z", "op": "alloc", "room": 2, "start": 4096, "end": 4112},
+        {
+            "node": "decode-0",
+            "seq": 99,
+            "ts": "2026-08-29T10:00:00Z",
+            "op": "alloc",
+            "room": 2,
+            "start": 4096,
+            "end": 4112,
+        },
         "[1, 2]",
     ]
     write_jsonl(b / "pages" / "prefill.jsonl.gz", bad, gz=True)
@@ -146,7 +209,9 @@ def test_page_events_formats_and_rejections(tmp_path: Path) -> None:
     assert (pq_file.rows_read, pq_file.rows_loaded, pq_file.rows_rejected) == (3, 3, 0)
     js = _file(res, "pages/prefill.jsonl.gz")
     assert (js.rows_read, js.rows_loaded, js.rows_rejected) == (12, 3, 9)
-    reasons = dict(con.execute("SELECT row, reason FROM rejected WHERE file_id = ? ORDER BY row", [js.file_id]).fetchall())
+    reasons = dict(
+        con.execute("SELECT row, reason FROM rejected WHERE file_id = ? ORDER BY row", [js.file_id]).fetchall()
+    )
     assert "inverted" in reasons[4]
     assert "unknown op teleport" in reasons[5]
     assert "seq" in reasons[6]

@@ -56,9 +56,7 @@ def hostile_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
             r["account_id"] = '=HYPERLINK("http://evil")'
     gateway.write_text("".join(json.dumps(r) + "\n" for r in rows))
     with (bundle / "bundle.toml").open("a") as fh:
-        fh.write(
-            '\n[remediation]\ncontainment = "<img src=x onerror=alert(2)>"\nfix = ["zero pages", "salt"]\n'
-        )
+        fh.write('\n[remediation]\ncontainment = "<img src=x onerror=alert(2)>"\nfix = ["zero pages", "salt"]\n')
     investigate(bundle, base / "out")
     return base / "out"
 
@@ -77,9 +75,7 @@ def test_report_md_matches_golden(example_out: Path) -> None:
     if got != want:
         diff = difflib.unified_diff(want.splitlines(True), got.splitlines(True), "golden", "report.md")
         print("".join(diff))
-        pytest.fail(
-            "report.md differs from tests/golden/report_example.md (diff above; UPDATE_GOLDEN=1 to accept)"
-        )
+        pytest.fail("report.md differs from tests/golden/report_example.md (diff above; UPDATE_GOLDEN=1 to accept)")
 
 
 def test_headline_equals_customer_rows_of_affected_responses(example_out: Path) -> None:
@@ -128,9 +124,7 @@ def test_notifications_both_directions(example_out: Path) -> None:
     assert rows["acct-charlie"]["exposed_request_ids"] == "req-C"
     assert rows["acct-charlie"]["recipient_cohorts"] == "internal-test"
     assert rows["acct-charlie"]["exposed_first_at"] == "2026-08-29T10:40:20.691Z"
-    matrix = {
-        (r["recipient_cohort"], r["source_cohort"]): r for r in read_csv(example_out / "blast_matrix.csv")
-    }
+    matrix = {(r["recipient_cohort"], r["source_cohort"]): r for r in read_csv(example_out / "blast_matrix.csv")}
     assert set(matrix) == {("customer", "customer"), ("internal-test", "customer")}
     assert matrix[("internal-test", "customer")]["slots"] == "20"
 

@@ -119,9 +119,7 @@ def test_ordinary_transfers_land_in_slots_the_room_holds(clean: Path) -> None:
     evs = events(clean / "bundle")
     off = summary(clean)["clock_offsets_us"]
     aborted = {int(r["room"]) for r in truth(clean, "responses.csv") if r["aborted"] == "1"}
-    held: dict[
-        tuple[str, int], list[tuple[int, int, int, int]]
-    ] = {}  # (node, room) -> (a, b, alloc_ts, free_ts)
+    held: dict[tuple[str, int], list[tuple[int, int, int, int]]] = {}  # (node, room) -> (a, b, alloc_ts, free_ts)
     first_read: dict[tuple[str, int], int] = {}
     for node, _s, ts, op, room, a, b, *_ in evs:
         if op == "alloc":
@@ -322,9 +320,7 @@ def test_gap_and_no_telemetry(gappy: Path) -> None:
     assert all(r["decode_node"] != "decode-2" for r in resp if r["aborted"] == "1")
     assert all(r["evidence"] == ("signature" if r["decode_node"] == "decode-2" else "pages") for r in resp)
     assert all(
-        r["allowed_indeterminate"] == "1"
-        for r in resp
-        if r["evidence"] == "signature" and r["placeholder"] == "1"
+        r["allowed_indeterminate"] == "1" for r in resp if r["evidence"] == "signature" and r["placeholder"] == "1"
     )
     g = s["gap"]
     dropped = {e for e in range(g["seq_first_dropped"], g["seq_last_dropped"] + 1)}

@@ -11,8 +11,8 @@ from analysis import Findings
 
 @dataclass
 class Comparison:
-    missed: list[str] = field(default_factory=list)            # truly exposed, not reported
-    false_confirmed: list[str] = field(default_factory=list)   # confirmed, not truly exposed
+    missed: list[str] = field(default_factory=list)  # truly exposed, not reported
+    false_confirmed: list[str] = field(default_factory=list)  # confirmed, not truly exposed
     bad_indeterminate: list[str] = field(default_factory=list)  # indeterminate where truth decides "clean"
     pair_precision: float = 1.0
     pair_recall: float = 1.0
@@ -28,12 +28,16 @@ def _read(path: Path) -> list[dict[str, str]]:
 
 def compare(sim_out: Path) -> Comparison:
     truth = {r["request_id"]: r for r in _read(sim_out / "truth" / "responses.csv")}
-    tpairs = {(r["recipient_request_id"], r["source_request_id"], r["node"], r["kind"]): int(r["slots"])
-              for r in _read(sim_out / "truth" / "exposures.csv")}
+    tpairs = {
+        (r["recipient_request_id"], r["source_request_id"], r["node"], r["kind"]): int(r["slots"])
+        for r in _read(sim_out / "truth" / "exposures.csv")
+    }
     f = Findings(sim_out / "bundle")
     affected = {r[0]: r[1] for r in f.rows("SELECT request_id, status FROM affected_responses")}
-    found = {(r[0], r[1], r[2], r[3]): (r[4], r[5]) for r in f.rows(
-        "SELECT recipient_request_id, source_request_id, node, kind, slots, status FROM exposures")}
+    found = {
+        (r[0], r[1], r[2], r[3]): (r[4], r[5])
+        for r in f.rows("SELECT recipient_request_id, source_request_id, node, kind, slots, status FROM exposures")
+    }
     c = Comparison(truth_pairs=len(tpairs), found_pairs=len(found))
     for rid, t in truth.items():
         status = affected.get(rid)
@@ -49,8 +53,11 @@ def compare(sim_out: Path) -> Comparison:
     hit = set(tp) & set(found)
     c.pair_recall = len(hit) / len(tp) if tp else 1.0
     # precision of claims: confirmed pairs, and indeterminate pairs where the truth does not allow doubt
-    claims = {k for k, (_, status) in found.items()
-              if status == "confirmed" or truth.get(k[0], {}).get("allowed_indeterminate") != "1"}
+    claims = {
+        k
+        for k, (_, status) in found.items()
+        if status == "confirmed" or truth.get(k[0], {}).get("allowed_indeterminate") != "1"
+    }
     c.pair_precision = len(claims & set(tp)) / len(claims) if claims else 1.0
     c.slot_mismatches = [(k, tp[k], found[k][0]) for k in sorted(hit) if tp[k] != found[k][0]]
     return c

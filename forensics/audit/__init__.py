@@ -91,8 +91,7 @@ def audit_server(server: ServerInput, context_length: int | None = None) -> Serv
         starts = [i for i, ln in enumerate(file_lines) if mod.STARTUP.search(ln.text)]
         if len(starts) > 1:
             notes.append(
-                f"{f} holds {len(starts)} server starts; only the last (line {file_lines[starts[-1]].line})"
-                " is audited"
+                f"{f} holds {len(starts)} server starts; only the last (line {file_lines[starts[-1]].line}) is audited"
             )
             file_lines = file_lines[starts[-1] :]
         lines.extend(file_lines)

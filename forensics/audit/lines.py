@@ -33,15 +33,11 @@ _RECORD = [
     # vLLM process tag: (EngineCore_DP0 pid=123) / (VllmWorker TP1 pid=9) / (VllmWorker rank=0 pid=9)
     re.compile(r"^\((?P<proc>[A-Za-z][\w.-]*(?: [A-Za-z]+[=_]?\d+)*)(?: pid=\d+)\)\s?"),
     # vLLM level line: INFO 02-19 23:56:55 [file.py:524] / INFO 02-19 23:56:55 file.py:524]
-    re.compile(
-        r"^(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[?[^\s\]]+:\d+\]\s?"
-    ),
+    re.compile(r"^(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[?[^\s\]]+:\d+\]\s?"),
     # TensorRT-LLM C++ / Python: [TensorRT-LLM][INFO] , [TensorRT-LLM][RANK 1][INFO] ,
     # [12/20/2025-04:21:10] [TRT-LLM] [I]
     re.compile(r"^(?:\[\d+\])?\[TensorRT-LLM\](?:\[RANK (?P<trank>\d+)\])?\[[A-Z]+\]\s?"),
-    re.compile(
-        r"^(?:\[\d\d/\d\d/\d{4}-\d\d:\d\d:\d\d\] )?\[TRT-LLM\](?: \[RANK (?P<prank>\d+)\])? \[[A-Z]\]\s?"
-    ),
+    re.compile(r"^(?:\[\d\d/\d\d/\d{4}-\d\d:\d\d:\d\d\] )?\[TRT-LLM\](?: \[RANK (?P<prank>\d+)\])? \[[A-Z]\]\s?"),
     # LMDeploy TurboMind and Python logging: [TM][INFO] ,
     # 2024-06-01 10:00:00,123 - lmdeploy - INFO - x.py:12 -
     re.compile(r"^\[TM\]\[[A-Z]+\]\s?"),
@@ -151,9 +147,7 @@ def read_log(path: Path, keep: Callable[[str], bool] | None = None, head: int = 
     try:
         with path.open("rb") as fh:
             return [
-                ln
-                for i, ln in enumerate(logical_lines(str(path), fh))
-                if keep is None or i < head or keep(ln.text)
+                ln for i, ln in enumerate(logical_lines(str(path), fh)) if keep is None or i < head or keep(ln.text)
             ]
     except OSError as err:
         raise InputError(f"cannot read log file {path}: {err.strerror or err}") from err

@@ -48,9 +48,7 @@ _ARG_MODEL = re.compile(r"(?<![\w.])'?model_path'?\s*[=:]\s*'([^']*)'")
 _OVER = re.compile(r"Input length \((\d+) tokens\) exceeds the maximum allowed length \((\d+) tokens\)")
 _TRUNC = re.compile(r"longer than the KV cache pool size.*?max_req_input_len=(\d+)")
 _HOLDS = re.compile(r"KV pool holds (\d[\d,]*) tokens, fewer than --context-length (\d[\d,]*)")
-_TOK_CTX = re.compile(
-    r"longer than the model's context length \((\d+) tokens\)|maximum context length of (\d+) tokens"
-)
+_TOK_CTX = re.compile(r"longer than the model's context length \((\d+) tokens\)|maximum context length of (\d+) tokens")
 _DECODE = re.compile(r"for decode server")
 _PREFILL = re.compile(r"for prefill server|prefill disaggregation mode warmup")
 

@@ -105,9 +105,7 @@ def _verdict(facts: Facts, bindings: dict[str, Pool], ctx: int | None, small: li
     conc = facts.concurrency
     low = sorted(f"{r or '-'}: {v:.2f}x" for r, (v, _) in conc.items() if v < 1.0)
     if low:
-        small.append(
-            f"maximum concurrency below 1.00x ({', '.join(low)}): one full-length request cannot fit"
-        )
+        small.append(f"maximum concurrency below 1.00x ({', '.join(low)}): one full-length request cannot fit")
     below = {r: p for r, p in bindings.items() if ctx is not None and p.tokens < ctx}
     if below and not (conc and not low):  # with a concurrency >= 1.00x the token count does not decide
         r, p = min(below.items(), key=lambda kv: kv[1].tokens)
@@ -117,11 +115,7 @@ def _verdict(facts: Facts, bindings: dict[str, Pool], ctx: int | None, small: li
     if conc and all(v >= 1.01 for v, _ in conc.values()):
         return OK, f"maximum concurrency {min(v for v, _ in conc.values()):.2f}x >= 1.00x for context {ctx}"
     if ctx is None:
-        what = (
-            "a KV pool size but no context length"
-            if bindings
-            else "neither a KV pool size nor a context length"
-        )
+        what = "a KV pool size but no context length" if bindings else "neither a KV pool size nor a context length"
         return UNKNOWN, f"the log has {what}; pass --context-length"
     if not bindings:
         return UNKNOWN, "no KV pool line in the log (cut before the pool was allocated?)"
@@ -155,12 +149,7 @@ def attach_leak_windows(audits: list[ServerAudit]) -> None:
     on prefill while decode allocates and attends L positions."""
 
     def ok(a: ServerAudit, role: str) -> bool:
-        return (
-            a.engine == "sglang"
-            and a.role == role
-            and a.max_req_input_len is not None
-            and bool(a.context_len)
-        )
+        return a.engine == "sglang" and a.role == role and a.max_req_input_len is not None and bool(a.context_len)
 
     for p in (a for a in audits if ok(a, "prefill")):
         for d in (a for a in audits if ok(a, "decode")):

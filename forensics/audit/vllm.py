@@ -44,9 +44,7 @@ DEFAULT_BLOCK_SIZE = 16
 _BLOCKS = re.compile(r"# (\w+) blocks: (\d[\d,]*)")
 _BLOCK_SIZE = re.compile(r"(?<![\w.])['\"]?block_size['\"]?\s*[=:]\s*(\d+)")
 _KV_TOKENS = re.compile(r"(\w+) KV cache size: (\d[\d,]*) tokens")
-_CONC = re.compile(
-    r"Maximum concurrency for (\d[\d,]*) tokens per request(?::| changes from [\d.]+x to) ([\d.]+)x"
-)
+_CONC = re.compile(r"Maximum concurrency for (\d[\d,]*) tokens per request(?::| changes from [\d.]+x to) ([\d.]+)x")
 _MAXLEN = re.compile(
     r"Using max model len (\d+)|(?<![\w.])['\"]?max_model_len['\"]?\s*[=:]\s*(\d+)"
     r"|(?<![\w.])max_seq_len=(\d+)"
@@ -96,9 +94,7 @@ def parse(lines: list[LogLine]) -> Facts:
     if blocks:
         size = block_size or DEFAULT_BLOCK_SIZE
         if block_size is None:
-            facts.notes.append(
-                f"block size not in the log: assumed vLLM's default {DEFAULT_BLOCK_SIZE} tokens"
-            )
+            facts.notes.append(f"block size not in the log: assumed vLLM's default {DEFAULT_BLOCK_SIZE} tokens")
             facts.page_size = DEFAULT_BLOCK_SIZE
         for rank, n, ev in blocks:
             facts.add_pool(rank, Pool(f"GPU blocks x {size}", n * size, ev, 3))
@@ -110,9 +106,7 @@ def _errors(facts: Facts, ln: LogLine) -> None:
     if m := _TOO_BIG.search(t):
         ctx, pool = int(m[1]), int(m[2])
         facts.set_context(ctx, ev)
-        facts.proofs.append(
-            (f"vLLM refused to start: max seq len {ctx} > KV cache capacity {pool} tokens", pool, ev)
-        )
+        facts.proofs.append((f"vLLM refused to start: max seq len {ctx} > KV cache capacity {pool} tokens", pool, ev))
     elif m := _NEEDED.search(t):
         ctx = int(m[1])
         facts.set_context(ctx, ev)

@@ -33,9 +33,11 @@ class IngestResult:
         for src in ("gateway", "engine_log", "engine_requests", "pages"):
             fs = [f for f in self.files if f.source == src]
             if fs:
-                lines.append(f"  {src:16} {len(fs):3} file(s)  read {sum(f.rows_read for f in fs):>10,}  "
-                             f"loaded {sum(f.rows_loaded for f in fs):>10,}  "
-                             f"rejected {sum(f.rows_rejected for f in fs):>8,}")
+                lines.append(
+                    f"  {src:16} {len(fs):3} file(s)  read {sum(f.rows_read for f in fs):>10,}  "
+                    f"loaded {sum(f.rows_loaded for f in fs):>10,}  "
+                    f"rejected {sum(f.rows_rejected for f in fs):>8,}"
+                )
         for f in self.files:
             if f.error:
                 lines.append(f"  UNREADABLE {f.rel}: {f.error}")
@@ -90,12 +92,26 @@ def ingest_into(con: duckdb.DuckDBPyConnection, bundle: Path) -> tuple[list[Inpu
     if not gateway:
         raise InputError(f"{bundle}: no gateway log (gateway/*.jsonl, *.jsonl.gz, *.csv, *.csv.gz, *.parquet)")
     if all(f.error for f in gateway):
-        raise InputError(f"{bundle}: no gateway log could be read: " +
-                         "; ".join(f"{f.rel}: {f.error}" for f in gateway))
+        raise InputError(
+            f"{bundle}: no gateway log could be read: " + "; ".join(f"{f.rel}: {f.error}" for f in gateway)
+        )
     con.executemany(
         "INSERT INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [(f.file_id, f.source, f.rel, f.node, f.sha256, f.bytes, f.rows_read, f.rows_loaded, f.rows_rejected,
-          f.error) for f in files],
+        [
+            (
+                f.file_id,
+                f.source,
+                f.rel,
+                f.node,
+                f.sha256,
+                f.bytes,
+                f.rows_read,
+                f.rows_loaded,
+                f.rows_rejected,
+                f.error,
+            )
+            for f in files
+        ],
     )
     return files, config
 

@@ -39,8 +39,14 @@ XFER_FAILED = re.compile(
     r"\S*rid=(?:'(?P<rid>[^']*)'|\"(?P<rid2>[^\"]*)\") \S*bootstrap_room=(?P<room>\d+)"
     r"(?: with exception \w+\(bootstrap_room=\d+\): (?P<reason>.*))?"
 )
-MARKERS = ("server_args=ServerArgs(", "KV Cache", "max_total_num_tokens=", "Input length (", "Req Time Stats(",
-           "failed for request rank=")
+MARKERS = (
+    "server_args=ServerArgs(",
+    "KV Cache",
+    "max_total_num_tokens=",
+    "Input length (",
+    "Req Time Stats(",
+    "failed for request rank=",
+)
 
 
 @dataclass
@@ -92,41 +98,91 @@ def _json_int(v: Any) -> bool:
 def _parse_message(msg: str, base: dict[str, Any], rows: EngineRows) -> str | None:
     """Add what `msg` says to rows; return its kind, or None for a line we do not read."""
     if m := OVERLENGTH.search(msg):
-        rows.requests.append(base | {"rid": m.group("rid") or m.group("rid2"), "room": None, "kind": "overlength",
-                                      "input_len": _num(m.group("L")), "output_len": None,
-                                      "max_input_len": _num(m.group("M")), "detail": None})
+        rows.requests.append(
+            base
+            | {
+                "rid": m.group("rid") or m.group("rid2"),
+                "room": None,
+                "kind": "overlength",
+                "input_len": _num(m.group("L")),
+                "output_len": None,
+                "max_input_len": _num(m.group("M")),
+                "detail": None,
+            }
+        )
         return "overlength"
     if m := TIME_STATS.search(msg):
         room = m.group("room")
-        rows.requests.append(base | {"rid": m.group("rid").strip("'\""),
-                                      "room": None if room in (None, "None") else _num(room),
-                                      "kind": "time_stats",
-                                      "input_len": _num(m.group("inp")), "output_len": _num(m.group("out")),
-                                      "max_input_len": None, "detail": m.group("type")})
+        rows.requests.append(
+            base
+            | {
+                "rid": m.group("rid").strip("'\""),
+                "room": None if room in (None, "None") else _num(room),
+                "kind": "time_stats",
+                "input_len": _num(m.group("inp")),
+                "output_len": _num(m.group("out")),
+                "max_input_len": None,
+                "detail": m.group("type"),
+            }
+        )
         return "time_stats"
     if m := XFER_FAILED.search(msg):
-        rows.requests.append(base | {"rid": m.group("rid") or m.group("rid2"), "room": _num(m.group("room")),
-                                      "kind": f"{m.group('side').lower()}_{m.group('stage')}_failed",
-                                      "input_len": None, "output_len": None, "max_input_len": None,
-                                      "detail": (m.group("reason") or "")[:500]})
+        rows.requests.append(
+            base
+            | {
+                "rid": m.group("rid") or m.group("rid2"),
+                "room": _num(m.group("room")),
+                "kind": f"{m.group('side').lower()}_{m.group('stage')}_failed",
+                "input_len": None,
+                "output_len": None,
+                "max_input_len": None,
+                "detail": (m.group("reason") or "")[:500],
+            }
+        )
         return "transfer_failed"
     cfg = {k: base[k] for k in ("node", "file_id", "line")}
     if m := SERVER_ARGS.search(msg):
         a = _server_args(m.group("body"))
-        rows.config.append(cfg | {"role": a.get("disaggregation_mode") or "null", "page_size": _int(a.get("page_size")),
-                                  "context_len": _int(a.get("context_length")), "pool_tokens": None,
-                                  "max_total_num_tokens": None, "tp_size": _int(a.get("tp_size")),
-                                  "model_path": a.get("model_path")})
+        rows.config.append(
+            cfg
+            | {
+                "role": a.get("disaggregation_mode") or "null",
+                "page_size": _int(a.get("page_size")),
+                "context_len": _int(a.get("context_length")),
+                "pool_tokens": None,
+                "max_total_num_tokens": None,
+                "tp_size": _int(a.get("tp_size")),
+                "model_path": a.get("model_path"),
+            }
+        )
         return "server_args"
     if m := KV_POOL.search(msg):
-        rows.config.append(cfg | {"role": None, "page_size": None, "context_len": None,
-                                  "pool_tokens": _num(m.group("n")), "max_total_num_tokens": None,
-                                  "tp_size": None, "model_path": None})
+        rows.config.append(
+            cfg
+            | {
+                "role": None,
+                "page_size": None,
+                "context_len": None,
+                "pool_tokens": _num(m.group("n")),
+                "max_total_num_tokens": None,
+                "tp_size": None,
+                "model_path": None,
+            }
+        )
         return "kv_pool"
     if m := MAX_TOTAL.search(msg):
-        rows.config.append(cfg | {"role": None, "page_size": None, "context_len": _num(m.group("c")),
-                                  "pool_tokens": None, "max_total_num_tokens": _num(m.group("n")),
-                                  "tp_size": None, "model_path": None})
+        rows.config.append(
+            cfg
+            | {
+                "role": None,
+                "page_size": None,
+                "context_len": _num(m.group("c")),
+                "pool_tokens": None,
+                "max_total_num_tokens": _num(m.group("n")),
+                "tp_size": None,
+                "model_path": None,
+            }
+        )
         return "max_total"
     return None
 
@@ -160,15 +216,30 @@ def parse_log(f: InputFile, tz: ZoneInfo, rows: EngineRows) -> None:
             try:
                 kind = _parse_message(msg, base, rows)
             except (ValueError, OverflowError) as err:
-                rows.rejected.append((f.file_id, lineno,
-                                      f"SGLang message with unusable fields ({err}): {msg[:120]}"))
+                rows.rejected.append((f.file_id, lineno, f"SGLang message with unusable fields ({err}): {msg[:120]}"))
                 continue
             if kind is None and any(k in msg for k in MARKERS):
-                rows.rejected.append((f.file_id, lineno, "looks like an SGLang message the analysis reads, "
-                                      "but its fields could not be parsed: " + msg[:120]))
+                rows.rejected.append(
+                    (
+                        f.file_id,
+                        lineno,
+                        "looks like an SGLang message the analysis reads, "
+                        "but its fields could not be parsed: " + msg[:120],
+                    )
+                )
                 continue
-            rows.lines.append({"node": f.node, "file_id": f.file_id, "line": lineno, "ts": ts,
-                               "ts_resolution_ms": res, "rank": rank, "kind": kind, "message": msg[:4000]})
+            rows.lines.append(
+                {
+                    "node": f.node,
+                    "file_id": f.file_id,
+                    "line": lineno,
+                    "ts": ts,
+                    "ts_resolution_ms": res,
+                    "rank": rank,
+                    "kind": kind,
+                    "message": msg[:4000],
+                }
+            )
             f.rows_loaded += 1
     f.rows_rejected = f.rows_read - f.rows_loaded
 
@@ -201,12 +272,21 @@ def parse_requests_jsonl(f: InputFile, tz: ZoneInfo, rows: EngineRows) -> None:
                 prompt, compl = meta.get("prompt_tokens"), meta.get("completion_tokens")
                 if not _json_int(prompt):
                     raise ValueError("out.meta_info.prompt_tokens missing or not an integer")
-                rows.requests.append({"node": f.node, "rid": str(rec.get("rid") or meta.get("id") or ""),
-                                      "room": room, "kind": "finished", "input_len": prompt,
-                                      "output_len": compl if _json_int(compl) else None,
-                                      "max_input_len": None,
-                                      "detail": json.dumps(meta.get("finish_reason"), sort_keys=True)[:500],
-                                      "ts": ts, "file_id": f.file_id, "line": lineno})
+                rows.requests.append(
+                    {
+                        "node": f.node,
+                        "rid": str(rec.get("rid") or meta.get("id") or ""),
+                        "room": room,
+                        "kind": "finished",
+                        "input_len": prompt,
+                        "output_len": compl if _json_int(compl) else None,
+                        "max_input_len": None,
+                        "detail": json.dumps(meta.get("finish_reason"), sort_keys=True)[:500],
+                        "ts": ts,
+                        "file_id": f.file_id,
+                        "line": lineno,
+                    }
+                )
                 f.rows_loaded += 1
             except (KeyError, ValueError, TypeError, AttributeError, OverflowError) as err:
                 reason = f"request.finished record unusable: {str(err)[:120]}"
@@ -214,26 +294,60 @@ def parse_requests_jsonl(f: InputFile, tz: ZoneInfo, rows: EngineRows) -> None:
     f.rows_rejected = f.rows_read - f.rows_loaded
 
 
-LINE_SCHEMA = pa.schema([("node", pa.string()), ("file_id", pa.int32()), ("line", pa.int64()),
-                         ("ts", pa.timestamp("us", tz="UTC")), ("ts_resolution_ms", pa.int32()),
-                         ("rank", pa.string()), ("kind", pa.string()), ("message", pa.string())])
-REQ_SCHEMA = pa.schema([("node", pa.string()), ("rid", pa.string()), ("room", pa.int64()), ("kind", pa.string()),
-                        ("input_len", pa.int64()), ("output_len", pa.int64()), ("max_input_len", pa.int64()),
-                        ("detail", pa.string()), ("ts", pa.timestamp("us", tz="UTC")), ("file_id", pa.int32()),
-                        ("line", pa.int64())])
-CFG_SCHEMA = pa.schema([("node", pa.string()), ("role", pa.string()), ("page_size", pa.int64()),
-                        ("context_len", pa.int64()), ("pool_tokens", pa.int64()),
-                        ("max_total_num_tokens", pa.int64()), ("tp_size", pa.int64()),
-                        ("model_path", pa.string()), ("file_id", pa.int32()), ("line", pa.int64())])
+LINE_SCHEMA = pa.schema(
+    [
+        ("node", pa.string()),
+        ("file_id", pa.int32()),
+        ("line", pa.int64()),
+        ("ts", pa.timestamp("us", tz="UTC")),
+        ("ts_resolution_ms", pa.int32()),
+        ("rank", pa.string()),
+        ("kind", pa.string()),
+        ("message", pa.string()),
+    ]
+)
+REQ_SCHEMA = pa.schema(
+    [
+        ("node", pa.string()),
+        ("rid", pa.string()),
+        ("room", pa.int64()),
+        ("kind", pa.string()),
+        ("input_len", pa.int64()),
+        ("output_len", pa.int64()),
+        ("max_input_len", pa.int64()),
+        ("detail", pa.string()),
+        ("ts", pa.timestamp("us", tz="UTC")),
+        ("file_id", pa.int32()),
+        ("line", pa.int64()),
+    ]
+)
+CFG_SCHEMA = pa.schema(
+    [
+        ("node", pa.string()),
+        ("role", pa.string()),
+        ("page_size", pa.int64()),
+        ("context_len", pa.int64()),
+        ("pool_tokens", pa.int64()),
+        ("max_total_num_tokens", pa.int64()),
+        ("tp_size", pa.int64()),
+        ("model_path", pa.string()),
+        ("file_id", pa.int32()),
+        ("line", pa.int64()),
+    ]
+)
 
 
 def store(con: duckdb.DuckDBPyConnection, rows: EngineRows) -> None:
     lines = pa.Table.from_pylist(rows.lines, schema=LINE_SCHEMA)  # noqa: F841 (read by DuckDB)
     reqs = pa.Table.from_pylist(rows.requests, schema=REQ_SCHEMA)  # noqa: F841
     cfg_raw = pa.Table.from_pylist(rows.config, schema=CFG_SCHEMA)  # noqa: F841
-    con.execute("INSERT INTO engine_lines SELECT node, file_id, line, ts, ts_resolution_ms, rank, kind, message FROM lines")
-    con.execute("INSERT INTO engine_requests SELECT node, rid, room, kind, input_len, output_len, max_input_len, "
-                "detail, ts, file_id, line FROM reqs")
+    con.execute(
+        "INSERT INTO engine_lines SELECT node, file_id, line, ts, ts_resolution_ms, rank, kind, message FROM lines"
+    )
+    con.execute(
+        "INSERT INTO engine_requests SELECT node, rid, room, kind, input_len, output_len, max_input_len, "
+        "detail, ts, file_id, line FROM reqs"
+    )
     # one row per node: the first value each startup line gave (a restart with other values is flagged later)
     con.execute("""INSERT INTO node_config
         SELECT node,

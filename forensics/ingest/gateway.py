@@ -9,13 +9,27 @@ from __future__ import annotations
 import duckdb
 
 from forensics.bundle import InputFile
-from forensics.db import run_query
-from forensics.ingest.rawtext import load_lines
+from forensics.db import run_query, scalar
+from forensics.ingest.rawtext import JSON_OBJECT_LINES, load_lines
 from forensics.paths import sql_literal
 
-FIELDS = ("ts", "request_id", "account_id", "api_token_id", "client_ip", "user_agent", "model", "status",
-          "prompt_tokens", "completion_tokens", "duration_ms", "bootstrap_room", "prefill_node", "decode_node",
-          "headers")
+FIELDS = (
+    "ts",
+    "request_id",
+    "account_id",
+    "api_token_id",
+    "client_ip",
+    "user_agent",
+    "model",
+    "status",
+    "prompt_tokens",
+    "completion_tokens",
+    "duration_ms",
+    "bootstrap_room",
+    "prefill_node",
+    "decode_node",
+    "headers",
+)
 
 
 def _q(name: str) -> str:
@@ -26,28 +40,20 @@ def _stage_jsonl(con: duckdb.DuckDBPyConnection, f: InputFile) -> bool:
     if not load_lines(con, f):
         return False
     cols = ",\n".join(
-        f"CASE WHEN ok THEN json_extract_string(line, '$.{c}') END AS {c}" if c != "headers"
+        f"CASE WHEN ok THEN json_extract_string(line, '$.{c}') END AS {c}"
+        if c != "headers"
         else "CASE WHEN ok THEN CAST(json_extract(line, '$.headers') AS VARCHAR) END AS headers"
         for c in FIELDS
     )
     con.execute(f"""CREATE OR REPLACE TEMP TABLE gw_stage AS
-        WITH raw AS (SELECT row, raw_line, ok, CASE WHEN ok THEN raw_line END AS line FROM (
-                     SELECT rowid + 1 AS row, line AS raw_line,
-                     coalesce(CASE WHEN json_valid(line) THEN json_type(line) = 'OBJECT' END, false) AS ok FROM raw_lines))
-        SELECT row,
-            CASE WHEN NOT ok THEN CASE WHEN raw_line IS NULL OR trim(raw_line) = '' THEN 'empty line'
-                 WHEN starts_with(raw_line, chr(31)) THEN substr(raw_line, 2)
-                 ELSE 'not a JSON object: ' || left(raw_line, 60) END END AS parse_error,
-            {cols}
-        FROM raw""")
+        SELECT row, parse_error, {cols} FROM ({JSON_OBJECT_LINES})""")
     con.execute("DROP TABLE raw_lines")
     return True
 
 
 def _stage_table(con: duckdb.DuckDBPyConnection, f: InputFile, reader: str, row_expr: str) -> bool:
     try:
-        names = [r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {reader}").fetchall()
-                 if r[0] != "file_row_number"]
+        names = [r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {reader}").fetchall() if r[0] != "file_row_number"]
     except duckdb.Error as err:  # the message names the file by its path in the bundle, not on this machine
         f.error = f"cannot read: {str(err).splitlines()[0].replace(str(f.path), f.rel)[:200]}"
         return False
@@ -55,12 +61,12 @@ def _stage_table(con: duckdb.DuckDBPyConnection, f: InputFile, reader: str, row_
     if missing:
         f.error = f"wrong columns: missing {', '.join(missing)} (has {', '.join(names[:20])})"
         return False
-    cols = ", ".join(
-        (f"CAST({_q(c)} AS VARCHAR) AS {c}" if c in names else f"NULL::VARCHAR AS {c}") for c in FIELDS
-    )
+    cols = ", ".join((f"CAST({_q(c)} AS VARCHAR) AS {c}" if c in names else f"NULL::VARCHAR AS {c}") for c in FIELDS)
     try:
-        con.execute(f"CREATE OR REPLACE TEMP TABLE gw_stage AS SELECT {row_expr} AS row, "
-                    f"NULL::VARCHAR AS parse_error, {cols} FROM {reader}")
+        con.execute(
+            f"CREATE OR REPLACE TEMP TABLE gw_stage AS SELECT {row_expr} AS row, "
+            f"NULL::VARCHAR AS parse_error, {cols} FROM {reader}"
+        )
     except duckdb.Error as err:
         f.error = f"cannot read rows: {str(err).splitlines()[0][:200]}"
         return False
@@ -74,17 +80,19 @@ def load_gateway_file(con: duckdb.DuckDBPyConnection, f: InputFile) -> None:
         ok = _stage_table(con, f, f"read_parquet({path}, file_row_number = true)", "file_row_number + 1")
     elif name.endswith((".csv", ".csv.gz")):
         # header on line 1: data row k is on line k + 1
-        reader = (f"read_csv({path}, header = true, all_varchar = true, parallel = false, quote = '\"', escape = '\"', "
-                  "strict_mode = false, null_padding = true, max_line_size = 67108864)")
+        reader = (
+            f"read_csv({path}, header = true, all_varchar = true, parallel = false, quote = '\"', escape = '\"', "
+            "strict_mode = false, null_padding = true, max_line_size = 67108864)"
+        )
         ok = _stage_table(con, f, reader, "(row_number() OVER ()) + 1")
     else:
         ok = _stage_jsonl(con, f)
     if not ok:
         return
-    before = con.execute("SELECT count(*) FROM rejected WHERE file_id = ?", [f.file_id]).fetchone()[0]
+    before = scalar(con, "SELECT count(*) FROM rejected WHERE file_id = ?", [f.file_id])
     run_query(con, "ingest", "gateway_validate", file_id=f.file_id)
-    read = con.execute("SELECT count(*) FROM gw_stage").fetchone()[0]
-    rej = con.execute("SELECT count(*) FROM rejected WHERE file_id = ?", [f.file_id]).fetchone()[0] - before
+    read = scalar(con, "SELECT count(*) FROM gw_stage")
+    rej = scalar(con, "SELECT count(*) FROM rejected WHERE file_id = ?", [f.file_id]) - before
     f.rows_read += read
     f.rows_rejected += rej
     f.rows_loaded += read - rej

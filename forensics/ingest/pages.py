@@ -9,8 +9,8 @@ from __future__ import annotations
 import duckdb
 
 from forensics.bundle import InputFile
-from forensics.db import run_query
-from forensics.ingest.rawtext import load_lines
+from forensics.db import run_query, scalar
+from forensics.ingest.rawtext import JSON_OBJECT_LINES, load_lines
 from forensics.paths import sql_literal
 
 INT_TYPES = {"BIGINT", "INTEGER", "SMALLINT", "TINYINT", "UBIGINT", "UINTEGER", "USMALLINT", "UTINYINT", "HUGEINT"}
@@ -93,14 +93,7 @@ def _stage_jsonl(con: duckdb.DuckDBPyConnection, f: InputFile) -> bool:
     ts_raw = "json_extract_string(line, '$.ts')"
     con.execute(
         f"""CREATE OR REPLACE TEMP TABLE pages_stage AS
-        WITH raw AS (
-            SELECT row, raw_line, ok, CASE WHEN ok THEN raw_line END AS line FROM (
-                SELECT rowid + 1 AS row, line AS raw_line,
-                       coalesce(CASE WHEN json_valid(line) THEN json_type(line) = 'OBJECT' END, false) AS ok FROM raw_lines))
-        SELECT row,
-            CASE WHEN NOT ok THEN CASE WHEN raw_line IS NULL OR trim(raw_line) = '' THEN 'empty line'
-                 WHEN starts_with(raw_line, chr(31)) THEN substr(raw_line, 2)
-                 ELSE 'not a JSON object: ' || left(raw_line, 60) END END AS parse_error,
+        SELECT row, parse_error,
             CASE WHEN ok THEN json_extract_string(line, '$.node') END AS node,
             CASE WHEN ok THEN {seq} END AS seq, CASE WHEN ok THEN {seq_raw} END AS seq_raw,
             CASE WHEN ok AND regexp_matches({ts_raw}, '{ZONED}') THEN TRY_CAST({ts_raw} AS TIMESTAMPTZ) END AS ts,
@@ -110,7 +103,7 @@ def _stage_jsonl(con: duckdb.DuckDBPyConnection, f: InputFile) -> bool:
             CASE WHEN ok THEN {start} END AS start, CASE WHEN ok THEN {end} END AS "end",
             CASE WHEN ok THEN json_extract_string(line, '$.peer') END AS peer,
             CASE WHEN ok THEN json_extract_string(line, '$.src') END AS src
-        FROM raw"""
+        FROM ({JSON_OBJECT_LINES})"""
     )
     con.execute("DROP TABLE raw_lines")
     return True
@@ -120,10 +113,10 @@ def load_page_file(con: duckdb.DuckDBPyConnection, f: InputFile) -> None:
     staged = _stage_parquet(con, f) if f.rel.lower().endswith(".parquet") else _stage_jsonl(con, f)
     if not staged:
         return
-    before_rej = con.execute("SELECT count(*) FROM rejected WHERE file_id = ?", [f.file_id]).fetchone()[0]
+    before_rej = scalar(con, "SELECT count(*) FROM rejected WHERE file_id = ?", [f.file_id])
     run_query(con, "ingest", "page_events_validate", file_id=f.file_id)
-    read = con.execute("SELECT count(*) FROM pages_stage").fetchone()[0]
-    rej = con.execute("SELECT count(*) FROM rejected WHERE file_id = ?", [f.file_id]).fetchone()[0] - before_rej
+    read = scalar(con, "SELECT count(*) FROM pages_stage")
+    rej = scalar(con, "SELECT count(*) FROM rejected WHERE file_id = ?", [f.file_id]) - before_rej
     f.rows_read += read
     f.rows_rejected += rej
     f.rows_loaded += read - rej

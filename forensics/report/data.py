@@ -86,9 +86,7 @@ def _root_cause(con: duckdb.DuckDBPyConnection, files: list[InputFile]) -> dict[
     for n in nodes:
         a = audit.get(n["node"])
         pool, ctx = n["pool_tokens"], n["context_len"]
-        fallback = (
-            "unknown" if pool is None or ctx is None else "pool_smaller_than_context" if pool < ctx else "ok"
-        )
+        fallback = "unknown" if pool is None or ctx is None else "pool_smaller_than_context" if pool < ctx else "ok"
         n["verdict"] = a["verdict"] if a else fallback
         n["reason"] = a["reason"] if a else ""
         n["evidence"] = a["evidence"] if a else []

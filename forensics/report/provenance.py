@@ -66,8 +66,7 @@ def _how(r: dict[str, Any]) -> str:
     node = r["node"]
     if r["write_op"] == "xfer":
         return (
-            f"via transfer from {r['write_sender']}, landed {_interval(r['write_ts'], r['write_ts_hi'])}"
-            f" ({node} clock)"
+            f"via transfer from {r['write_sender']}, landed {_interval(r['write_ts'], r['write_ts_hi'])} ({node} clock)"
         )
     return f"by a {r['write_src'] or 'local'} write on {node} at {_t(r['write_ts'])}"
 
@@ -95,8 +94,7 @@ def _block(rec: dict[str, Any], stale: list[dict[str, Any]], foreign: list[dict[
     kinds = (["STALE-KV READ"] if stale else []) + (["FOREIGN WRITE"] if foreign else [])
     tokens = rec["completion_tokens"] if rec["completion_tokens"] is not None else "?"
     title = (
-        f"{' + '.join(kinds)}  {rid} ({rec['account_id']}, {rec['cohort']}) "
-        f"HTTP {rec['http_status']}, {tokens} tokens"
+        f"{' + '.join(kinds)}  {rid} ({rec['account_id']}, {rec['cohort']}) HTTP {rec['http_status']}, {tokens} tokens"
     )
     lines: list[str] = []
     ranges = [("stale", r) for r in merge_ranges(stale, STALE_KEY)] + [
@@ -116,8 +114,7 @@ def _block(rec: dict[str, Any], stale: list[dict[str, Any]], foreign: list[dict[
     accounts = {r["source_account_id"] for _, r in ranges}
     cross = "cross-account" if accounts - {rec["account_id"]} else "same account"
     lines.append(
-        f"  verdict     confirmed; {rec['exposed_slots']} exposed slots from {len(sources)} source "
-        f"request(s); {cross}"
+        f"  verdict     confirmed; {rec['exposed_slots']} exposed slots from {len(sources)} source request(s); {cross}"
     )
     return {"request_id": rid, "title": title, "lines": lines}
 
@@ -136,7 +133,6 @@ def provenance_blocks(
     for r in foreign:
         by_foreign.setdefault(r["request_id"], []).append(r)
     blocks = [
-        _block(rec, by_stale.get(rec["request_id"], []), by_foreign.get(rec["request_id"], []))
-        for rec in recipients
+        _block(rec, by_stale.get(rec["request_id"], []), by_foreign.get(rec["request_id"], [])) for rec in recipients
     ]
     return {"blocks": blocks, "shown": len(blocks), "confirmed_total": confirmed_total, "limit": limit}

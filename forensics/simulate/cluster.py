@@ -211,9 +211,7 @@ class Node:
     def clock(self, t: int) -> int:
         return t + self.spec.clock_offset_us
 
-    def ev(
-        self, t: int, op: str, room: int, a: int, b: int, peer: str | None = None, src: str | None = None
-    ) -> None:
+    def ev(self, t: int, op: str, room: int, a: int, b: int, peer: str | None = None, src: str | None = None) -> None:
         self.seq += 1
         self.rows.append((self.seq, self.clock(t), op, room, a, b, peer, src))
 

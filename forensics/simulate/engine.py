@@ -44,9 +44,7 @@ class Engine(DecodeSide):
     def __init__(self, cfg: SimConfig, reqs: list[Request], rng: random.Random) -> None:
         self.cfg, self.reqs, self.rng, self.ps = cfg, reqs, rng, cfg.page_size
         self.exp = Exposures()
-        self.nodes = {
-            s.name: Node(s, cfg.page_size, rng.randrange(1, 90) * 1000, self.exp) for s in cfg.nodes
-        }
+        self.nodes = {s.name: Node(s, cfg.page_size, rng.randrange(1, 90) * 1000, self.exp) for s in cfg.nodes}
         self.st = [St() for _ in reqs]
         self.heap: list[tuple[int, int, int, int]] = []
         self.n = 0
@@ -55,9 +53,7 @@ class Engine(DecodeSide):
         self.holder = {
             s.name: np.full(s.pool_tokens // cfg.page_size + 1, -1, dtype=np.int32) for s in cfg.decode_nodes
         }
-        self.touch = {
-            s.name: np.zeros(s.pool_tokens // cfg.page_size + 1, dtype=np.int64) for s in cfg.decode_nodes
-        }
+        self.touch = {s.name: np.zeros(s.pool_tokens // cfg.page_size + 1, dtype=np.int64) for s in cfg.decode_nodes}
         self.late_moves = 0
 
     def push(self, t: int, kind: int, idx: int) -> None:

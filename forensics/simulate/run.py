@@ -162,9 +162,7 @@ def _simulate(out: Path, cfg: SimConfig) -> dict[str, object]:
         "exposed_responses": sum(by_cohort.values()),
         "exposed_responses_by_cohort": dict(sorted(by_cohort.items())),
         "exposure_pairs": len(exp_rows),
-        "exposure_pairs_by_kind": {
-            k: sum(1 for e in exp_rows if e[3] == k) for k in ("foreign_write", "stale")
-        },
+        "exposure_pairs_by_kind": {k: sum(1 for e in exp_rows if e[3] == k) for k in ("foreign_write", "stale")},
         "affected_customer_responses": affected,
         "allowed_indeterminate": sum(int(x[-1]) for x in resp_rows),  # type: ignore[call-overload]
         "late_landings_moved": eng.late_moves,
@@ -177,7 +175,5 @@ def _simulate(out: Path, cfg: SimConfig) -> dict[str, object]:
         "gap": gap,
         "options": cfg.options(),
     }
-    write_bytes(
-        out / "truth" / "summary.json", (json.dumps(summary, indent=2, sort_keys=False) + "\n").encode()
-    )
+    write_bytes(out / "truth" / "summary.json", (json.dumps(summary, indent=2, sort_keys=False) + "\n").encode())
     return summary

@@ -41,8 +41,7 @@ class Traffic:
         self.pmax = min(n.max_req_input_len(ctx) for n in cfg.prefill_nodes)
         self.dmax = min(n.max_req_input_len(ctx) for n in cfg.decode_nodes)
         self.sp_lens = [
-            rng.randint(cfg.system_prompt_max // 10, cfg.system_prompt_max)
-            for _ in range(cfg.n_system_prompts)
+            rng.randint(cfg.system_prompt_max // 10, cfg.system_prompt_max) for _ in range(cfg.n_system_prompts)
         ]
         self.accounts = self._accounts()
         self.weights = [1.0 / (k + 1) ** 1.1 for k in range(len(self.accounts))]

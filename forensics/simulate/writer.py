@@ -162,8 +162,7 @@ def node_startup(node: Node, cfg: SimConfig, t0_node: int) -> list[tuple[int, st
         ),
         (
             t0_node,
-            "Load weight end. elapsed=41.27 s, type=GlmMoeDsaForCausalLM, avail mem=62.40 GB, "
-            "mem usage=77.12 GB.",
+            "Load weight end. elapsed=41.27 s, type=GlmMoeDsaForCausalLM, avail mem=62.40 GB, mem usage=77.12 GB.",
         ),
         (t0_node, f"KV Cache is allocated. #tokens: {s.pool_tokens}, KV size: {kv_gb:.2f} GB"),
         (
