@@ -32,6 +32,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from forensics.contract import PAGE_SCHEMA
+
 PAGE = 64
 DECODE_POOL = 4_194_304
 PREFILL_POOL = 681_280
@@ -48,19 +50,6 @@ ALLOC, FREE, WRITE, READ, SHARE, TRANSFER = range(6)
 SRC = ["prefill", "decode"]
 CHUNK_REQUESTS = 400_000
 
-PAGE_SCHEMA = pa.schema(
-    [
-        ("node", pa.string()),
-        ("seq", pa.int64()),
-        ("ts", pa.timestamp("us", tz="UTC")),
-        ("op", pa.string()),
-        ("room", pa.int64()),
-        ("start", pa.int64()),
-        ("end", pa.int64()),
-        ("peer", pa.string()),
-        ("src", pa.string()),
-    ]
-)
 GATEWAY_SCHEMA = pa.schema(
     [
         ("ts", pa.timestamp("us", tz="UTC")),

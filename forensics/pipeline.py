@@ -41,9 +41,12 @@ class InvestigationResult:
 
 
 def _headline(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
-    row = one(con, """SELECT count(*), count(*) FILTER (WHERE status = 'confirmed'),
+    row = one(
+        con,
+        """SELECT count(*), count(*) FILTER (WHERE status = 'confirmed'),
         count(*) FILTER (WHERE status = 'indeterminate'), count(*) FILTER (WHERE cohort = 'customer'),
-        (SELECT count(*) FROM exposures) FROM affected_responses""")
+        (SELECT count(*) FROM exposures) FROM affected_responses""",
+    )
     return dict(zip(("affected", "confirmed", "indeterminate", "customer", "pairs"), row, strict=True))
 
 

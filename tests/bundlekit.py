@@ -12,23 +12,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-GATEWAY_FIELDS = [
-    "ts",
-    "request_id",
-    "account_id",
-    "api_token_id",
-    "client_ip",
-    "user_agent",
-    "model",
-    "status",
-    "prompt_tokens",
-    "completion_tokens",
-    "duration_ms",
-    "bootstrap_room",
-    "prefill_node",
-    "decode_node",
-    "headers",
-]
+from forensics.contract import GATEWAY_FIELDS, PAGE_SCHEMA
 
 
 def gw(
@@ -95,21 +79,6 @@ def write_parquet(path: Path, rows: list[dict[str, Any]], schema: pa.Schema | No
     path.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.Table.from_pylist(rows, schema=schema), path)
     return path
-
-
-PAGE_SCHEMA = pa.schema(
-    [
-        ("node", pa.string()),
-        ("seq", pa.int64()),
-        ("ts", pa.timestamp("us", tz="UTC")),
-        ("op", pa.string()),
-        ("room", pa.int64()),
-        ("start", pa.int64()),
-        ("end", pa.int64()),
-        ("peer", pa.string()),
-        ("src", pa.string()),
-    ]
-)
 
 
 class Node:

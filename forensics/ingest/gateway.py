@@ -9,27 +9,12 @@ from __future__ import annotations
 import duckdb
 
 from forensics.bundle import InputFile
+from forensics.contract import GATEWAY_FIELDS
 from forensics.db import run_query, scalar
 from forensics.ingest.rawtext import JSON_OBJECT_LINES, load_lines
 from forensics.paths import sql_literal
 
-FIELDS = (
-    "ts",
-    "request_id",
-    "account_id",
-    "api_token_id",
-    "client_ip",
-    "user_agent",
-    "model",
-    "status",
-    "prompt_tokens",
-    "completion_tokens",
-    "duration_ms",
-    "bootstrap_room",
-    "prefill_node",
-    "decode_node",
-    "headers",
-)
+FIELDS = GATEWAY_FIELDS
 
 
 def _q(name: str) -> str:

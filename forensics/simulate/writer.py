@@ -12,6 +12,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from forensics.contract import GATEWAY_FIELDS, PAGE_SCHEMA
 from forensics.simulate.cluster import Node
 from forensics.simulate.cohorts import Cohort, exclusions_toml
 from forensics.simulate.config import SimConfig
@@ -20,23 +21,7 @@ from forensics.simulate.truth import Row
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 GATEWAY_FILES = ["gw-a.jsonl", "gw-b.jsonl.gz", "gw-c.csv", "gw-d.parquet"]
-GATEWAY_COLUMNS = [
-    "ts",
-    "request_id",
-    "account_id",
-    "api_token_id",
-    "client_ip",
-    "user_agent",
-    "model",
-    "status",
-    "prompt_tokens",
-    "completion_tokens",
-    "duration_ms",
-    "bootstrap_room",
-    "prefill_node",
-    "decode_node",
-    "headers",
-]
+GATEWAY_COLUMNS = list(GATEWAY_FIELDS)
 _sec_cache: dict[int, str] = {}
 
 
@@ -201,21 +186,6 @@ def write_engine(root: Path, nodes: dict[str, Node], cfg: SimConfig) -> None:
             }
             out.append(json.dumps(rec) + "\n")
         write_bytes(root / "engine" / name / "requests.jsonl", "".join(out).encode())
-
-
-PAGE_SCHEMA = pa.schema(
-    [
-        ("node", pa.string()),
-        ("seq", pa.int64()),
-        ("ts", pa.timestamp("us", tz="UTC")),
-        ("op", pa.string()),
-        ("room", pa.int64()),
-        ("start", pa.int64()),
-        ("end", pa.int64()),
-        ("peer", pa.string()),
-        ("src", pa.string()),
-    ]
-)
 
 
 def write_pages(root: Path, node: Node, rows: list[Row]) -> None:
