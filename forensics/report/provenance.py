@@ -47,7 +47,7 @@ def _interval(lo: datetime | None, hi: datetime | None) -> str:
 def merge_ranges(segs: list[dict[str, Any]], key: tuple[str, ...]) -> list[dict[str, Any]]:
     """Adjacent segments with the same history become one [start, end) range."""
     out: list[dict[str, Any]] = []
-    for s in sorted(segs, key=lambda r: (r["seg_start"], tuple(str(r[k]) for k in key))):
+    for s in sorted(segs, key=lambda r: (r["seg_start"], r["seg_end"])):
         prev = out[-1] if out else None
         if prev and prev["seg_end"] == s["seg_start"] and all(prev[k] == s[k] for k in key):
             prev["seg_end"] = s["seg_end"]

@@ -7,19 +7,20 @@
 --        seq_gaps, gap_rooms, transfer_links; params: none
 CREATE OR REPLACE TABLE read_provenance AS
 WITH hist AS (
-    SELECT i.node, f.s AS seg_start, f.e AS seg_end, i.pos, i.op, i.room, i.ts, f.w_room, f.w_k, f.w_amb,
+    SELECT i.node, f.s AS seg_start, f.e AS seg_end, i.k, i.pos, i.op, i.room, i.ts, f.w_room, f.w_k, f.w_amb,
            i.a_k, i.f_k
     FROM (SELECT * FROM history_found
           UNION ALL SELECT item, s, e, NULL, NULL, NULL, NULL FROM history_open) f
     JOIN history_items i USING (item)
 ), injected AS (  -- a foreign write injected after the room's alloc and after its own last write
-    SELECT node, seg_start, seg_end, pos, op, room, ts, i_room, i_k, i_amb, a_k, f_k
+    SELECT node, seg_start, seg_end, k, pos, op, room, ts, i_room, i_k, i_amb, a_k, f_k
     FROM room_state
     WHERE op IN ('read', 'share') AND i_k > coalesce(a_k, -1) AND i_k > coalesce(w_k, -1)
 ), base AS (
     SELECT * FROM hist UNION ALL SELECT * FROM injected
 )
-SELECT b.node, b.seg_start, b.seg_end, b.pos, b.op, b.room, b.ts, b.w_room, b.w_k // 1048576 AS w_pos,
+SELECT b.node, b.seg_start, b.seg_end, b.k, b.pos, b.op, b.room, b.ts, b.w_room, b.w_k, b.w_k // 1048576 AS w_pos,
+       b.a_k,
        b.room AS a_room, b.a_k // 1048576 AS a_pos,
        CASE WHEN b.w_room IS NULL THEN 'unwritten' WHEN b.w_room = b.room THEN 'own'
             WHEN b.op = 'share' THEN 'shared' ELSE 'foreign' END AS cls,

@@ -2,8 +2,7 @@
 -- the writer, how it arrived (transfer from a sender, landing interval on the receiver's clock), the
 -- writer's own free of those slots before it (an abort), and the recipient's read.
 -- grain: request_id, node, seg, write pos; reads: report_prov, write_effects, room_state, timeline, room_requests; params: none
-WITH src AS (SELECT DISTINCT ON (room) room, request_id, account_id, cohort FROM room_requests ORDER BY room, request_id),
-tl AS (SELECT DISTINCT ON (node, pos, room, op) * FROM timeline ORDER BY node, pos, room, op, sub)
+WITH src AS (SELECT DISTINCT ON (room) room, request_id, account_id, cohort FROM room_requests ORDER BY room, request_id)
 SELECT p.request_id, we.node, we.seg_start, we.seg_end, we.room AS source_room,
        s.request_id AS source_request_id, s.account_id AS source_account_id, s.cohort AS source_cohort,
        we.op AS write_op, w.sender AS write_sender, w.src AS write_src, we.ts AS write_ts, we.ts_hi AS write_ts_hi,
@@ -11,8 +10,8 @@ SELECT p.request_id, we.node, we.seg_start, we.seg_end, we.room AS source_room,
        f.free_room, f.free_ts
 FROM report_prov p
 JOIN write_effects we ON we.node = p.node AND we.attending_room = p.room AND we.room <> p.room AND NOT we.uncertain
-LEFT JOIN tl w ON w.node = we.node AND w.pos = we.pos AND w.room = we.room AND w.op = we.op
-LEFT JOIN tl rd ON rd.node = we.node AND rd.pos = we.r_pos AND rd.room = p.room AND rd.op IN ('read', 'share')
+LEFT JOIN timeline w ON w.node = we.node AND w.k = we.k AND w.room = we.room
+LEFT JOIN timeline rd ON rd.node = we.node AND rd.k = we.r_k
 LEFT JOIN LATERAL (  -- the writer's own last free of those slots before the write (an abort)
     SELECT any_value(fr.room) AS free_room, max(fr.ts) AS free_ts FROM room_state fr
     WHERE fr.node = we.node AND fr.room = we.room AND fr.op = 'free' AND fr.pos < we.pos

@@ -2,8 +2,7 @@
 -- segment (a write on the node or a transfer landing), the last free before the read, and the
 -- recipient's alloc. Segments are merged into ranges by the report.
 -- grain: request_id, node, seg, read pos; reads: report_prov, read_provenance, room_state, timeline, room_requests; params: none
-WITH src AS (SELECT DISTINCT ON (room) room, request_id, account_id, cohort FROM room_requests ORDER BY room, request_id),
-tl AS (SELECT DISTINCT ON (node, pos, room, op) * FROM timeline ORDER BY node, pos, room, op, sub)
+WITH src AS (SELECT DISTINCT ON (room) room, request_id, account_id, cohort FROM room_requests ORDER BY room, request_id)
 SELECT p.request_id, rp.node, rp.seg_start, rp.seg_end, rp.op AS read_op, rp.ts AS read_ts,
        rd.start AS read_start, rd."end" AS read_end, rp.w_room AS source_room,
        s.request_id AS source_request_id, s.account_id AS source_account_id, s.cohort AS source_cohort,
@@ -12,12 +11,12 @@ SELECT p.request_id, rp.node, rp.seg_start, rp.seg_end, rp.op AS read_op, rp.ts 
 FROM report_prov p
 JOIN read_provenance rp ON rp.node = p.node AND rp.room = p.room
  AND rp.cls = 'foreign' AND rp.kind = 'stale' AND NOT rp.uncertain
-LEFT JOIN tl rd ON rd.node = rp.node AND rd.pos = rp.pos AND rd.room = rp.room AND rd.op = rp.op
-LEFT JOIN tl w ON w.node = rp.node AND w.pos = rp.w_pos AND w.room = rp.w_room AND w.op IN ('write', 'xfer')
+LEFT JOIN timeline rd ON rd.node = rp.node AND rd.k = rp.k
+LEFT JOIN timeline w ON w.node = rp.node AND w.k = rp.w_k
 LEFT JOIN LATERAL (  -- the writer's own free of those slots after it wrote them
     SELECT any_value(fr.room) AS free_room, min(fr.ts) AS free_ts FROM room_state fr
     WHERE fr.node = rp.node AND fr.room = rp.w_room AND fr.op = 'free' AND fr.pos > rp.w_pos AND fr.pos < rp.pos
       AND fr.seg_start < rp.seg_end AND fr.seg_end > rp.seg_start) f ON true
-LEFT JOIN tl a ON a.node = rp.node AND a.pos = rp.a_pos AND a.room = rp.a_room AND a.op = 'alloc'
+LEFT JOIN timeline a ON a.node = rp.node AND a.k = rp.a_k
 LEFT JOIN src s ON s.room = rp.w_room
 ORDER BY p.request_id, rp.node, rp.seg_start, rp.ts;
