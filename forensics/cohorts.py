@@ -197,7 +197,3 @@ def assign_cohorts(con: duckdb.DuckDBPyConnection, rules: list[Rule]) -> None:
         SELECT d.*, c.matched, (SELECT count(*) FROM request_cohort r WHERE r.rule = d.label) AS won
         FROM rule_defs d JOIN ({counts}) c USING (rule_id) ORDER BY rule_id""")
     con.execute("DROP TABLE rule_hits")
-
-
-def assign_default(con: duckdb.DuckDBPyConnection) -> None:
-    assign_cohorts(con, [])

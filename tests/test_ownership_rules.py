@@ -222,10 +222,7 @@ def test_served_request_without_events_is_indeterminate(tmp_path: Path) -> None:
 
 
 def test_investigate_writes_contract_files(tmp_path: Path, example_bundle: Path) -> None:
-    try:
-        investigate(example_bundle, tmp_path / "out")
-    except NotImplementedError:
-        pass  # the report stage is optional for this check
+    investigate(example_bundle, tmp_path / "out")
     for name in (
         "affected_responses.csv",
         "exposures.csv",
@@ -233,6 +230,9 @@ def test_investigate_writes_contract_files(tmp_path: Path, example_bundle: Path)
         "hazards.csv",
         "coverage.csv",
         "rejected.csv",
+        "manifest.json",
+        "report.html",
+        "report.md",
     ):
         assert (tmp_path / "out" / name).is_file(), name
     assert (tmp_path / "out" / "incident.duckdb").is_file()
