@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 
 demo: $(STAMP)
 	$(BIN)/forensics investigate sample_data/bundle --out out/sample
-	@echo "Report: $(CURDIR)/out/sample/report.html"
+	@echo "Open in a browser: $(CURDIR)/out/sample/report.html"
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
