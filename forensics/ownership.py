@@ -8,7 +8,7 @@ clock-offset bounds that ordinary transfers imply. Slot ranges stay ranges, and 
  3. reads whose content predates their allocation (placeholders, shares) look up the last writer in
     the node's recent writes, widening the window only for what is still unexplained.
 Reads: page_events. Writes: telemetry_nodes, seq_gaps, transfer_links, clock_bounds, transfer_landing,
-timeline, node_index, room_state, holdings, anomalous_writes, room_injected, history_writes,
+timeline, node_index, room_state, holdings, alloc_overlaps, anomalous_writes, room_injected, history_writes,
 history_items, history_found, history_open.
 """
 
@@ -30,7 +30,7 @@ def rebuild_ownership(con: duckdb.DuckDBPyConnection) -> None:
     run_query(con, "ownership", "room_local", holders_only=False)
     con.execute("DROP TABLE IF EXISTS room_state")
     con.execute("ALTER TABLE room_state_new RENAME TO room_state")
-    for step in ("holdings", "anomalous_writes", "room_injected"):
+    for step in ("holdings", "alloc_overlaps", "anomalous_writes", "room_injected"):
         run_query(con, "ownership", step)
     # second pass: only the rooms that foreign writes hit, replayed with those writes
     run_query(con, "ownership", "room_local", holders_only=True)

@@ -107,6 +107,24 @@ def test_foreign_write_during_attention(tmp_path: Path) -> None:
     assert first.second == 1 and first.microsecond // 1000 == 230  # xts 1.250 + lo (-20 ms): the earliest moment
 
 
+def test_double_allocation_and_the_other_holders_write(tmp_path: Path) -> None:
+    p, d = Node("prefill-0", 100), Node("decode-0", 1)
+    _ordinary(p, d, 9, (800, 816), 10, t=0.5)
+    d.ev("alloc", 1, 16, 48, t=1.0)
+    p.ev("alloc", 1, 512, 544, t=1.0).ev("write", 1, 512, 542, src="prefill")
+    p.ev("transfer", 1, 16, 46, peer="decode-0", t=1.02)
+    d.ev("read", 1, 16, 46, t=1.05)
+    d.ev("alloc", 2, 16, 48, t=1.1)  # the allocator hands room 1's slots to room 2 as well
+    p.ev("alloc", 2, 600, 632, t=1.1).ev("write", 2, 600, 620, src="prefill")
+    p.ev("transfer", 2, 16, 36, peer="decode-0", t=1.2)
+    d.ev("read", 2, 16, 36, t=1.3).ev("free", 2, 16, 48, t=1.4).ev("free", 1, 16, 48, t=1.5)
+    b = _bundle(tmp_path, [gw("R9", 9), gw("A", 1, "acct-a"), gw("B", 2, "acct-b")], p, d)
+    f = Findings(b)
+    assert ("A", "B", "decode-0", "foreign_write", 20, "confirmed") in f.exposures()
+    assert ("decode-0", 2, "double_alloc", 32) in f.hazards()
+    assert not any(h[2] == "write_after_free" for h in f.hazards())
+
+
 def test_shared_prefix_is_not_a_leak(tmp_path: Path) -> None:
     p, d = Node("prefill-0", 100), Node("decode-0", 1)
     p.ev("alloc", 1, 16, 48, t=1.0).ev("write", 1, 16, 40, src="prefill").ev("read", 1, 16, 40)

@@ -1,14 +1,7 @@
 -- Engine hazards that leaked nothing by themselves: reads of never-written slots, writes into slots the
 -- writer does not hold, double allocation, frees of slots not held, reads of unallocated slots.
 -- grain: node, room, kind; reads: read_provenance, room_state, anomalous_writes, room_injected, holdings,
---        node_index; params: none
--- The range join alone, in its own statement, so the planner keeps its inequality join (with the
--- node and slot filters inside, it hashes on node and compares every pair).
-CREATE OR REPLACE TEMP TABLE alloc_overlaps AS
-SELECT x.node, x.room, x.seg_start AS x_start, x.seg_end AS x_end, h.node AS h_node, h.room AS h_room,
-       h.seg_start AS h_start, h.seg_end AS h_end
-FROM (SELECT * FROM room_state WHERE op = 'alloc') x JOIN holdings h ON h.kg_a < x.kg AND h.kg_f > x.kg;
-
+--        alloc_overlaps; params: none
 CREATE OR REPLACE TABLE hazard_segments AS
 SELECT node, room, 'uninitialized_read' AS kind, seg_start, seg_end, '' AS note
 FROM read_provenance WHERE cls = 'unwritten' AND NOT uncertain
@@ -21,8 +14,8 @@ SELECT w.node, w.room, 'write_after_free', w.seg_start, w.seg_end,
        || coalesce((SELECT 'room ' || string_agg(DISTINCT j.holder::VARCHAR, ', ' ORDER BY j.holder::VARCHAR) || ' held them'
                     FROM room_injected j WHERE j.node = w.node AND j.room = w.room AND j.k = w.k
                       AND j.start < w.seg_end AND j."end" > w.seg_start), 'nobody held them')
-FROM anomalous_writes w
-UNION ALL  -- allocations of slots another room still held (alloc_overlaps, built just before)
+FROM anomalous_writes w WHERE NOT w.held
+UNION ALL  -- allocations of slots another room still held (alloc_overlaps, from the ownership stage)
 SELECT node, room, 'double_alloc', greatest(x_start, h_start), least(x_end, h_end), 'held by room ' || h_room
 FROM alloc_overlaps WHERE h_node = node AND h_room <> room AND h_start < x_end AND h_end > x_start;
 
