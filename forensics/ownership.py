@@ -20,7 +20,7 @@ from forensics.db import run_query, scalar
 
 PLACEMENT = ("telemetry_nodes", "seq_gaps", "node_index", "transfer_bounds", "transfer_landing", "timeline")
 # History windows, in writes before the read: most reads resolve in the first; 0 means all.
-HISTORY_WINDOWS = (256, 8192, 262144, 0)
+HISTORY_WINDOWS = (256, 4096, 32768, 0)
 
 
 def rebuild_ownership(con: duckdb.DuckDBPyConnection) -> None:
