@@ -7,7 +7,7 @@ import json
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -22,12 +22,12 @@ def neutralize(value: str) -> str:
 
 
 def fmt_ts(value: datetime) -> str:
-    """UTC, millisecond precision (floored), Z suffix: 2026-08-29T10:40:10.012Z."""
-    v = value.astimezone().astimezone(tz=None) if value.tzinfo is None else value
-    from datetime import UTC
-
-    v = v.astimezone(UTC)
-    return v.strftime("%Y-%m-%dT%H:%M:%S.") + f"{v.microsecond // 1000:03d}Z"
+    """UTC, millisecond precision (floored), Z suffix: 2026-08-29T10:40:10.012Z. Naive values are UTC."""
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    elif value.utcoffset():
+        value = value.astimezone(UTC)
+    return value.replace(tzinfo=None).isoformat(timespec="milliseconds") + "Z"
 
 
 def cell(value: Any) -> Any:
