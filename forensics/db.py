@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import os
+import sys
+import time
 from pathlib import Path
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import duckdb
@@ -23,6 +27,7 @@ def default_memory_limit() -> str:
 def connect(path: Path | str, memory_limit: str | None = None, threads: int | None = None) -> duckdb.DuckDBPyConnection:
     con = duckdb.connect(str(path))
     con.execute("SET TimeZone = 'UTC'")
+    con.execute("SET enable_progress_bar = false")
     con.execute(f"SET memory_limit = '{memory_limit or default_memory_limit()}'")
     con.execute(f"SET threads = {int(threads or os.cpu_count() or 2)}")
     tmp = Path(str(path) + ".tmp") if str(path) != ":memory:" else Path(os.environ.get("TMPDIR", "/tmp"))
@@ -34,7 +39,24 @@ def run_query(con: duckdb.DuckDBPyConnection, stage: str, name: str, **params: A
     """Run queries/<stage>/<name>.sql. Values reach SQL only through `SET VARIABLE` + getvariable()."""
     for key, value in params.items():
         con.execute(f"SET VARIABLE {key} = ?", [value])
+    t0 = time.perf_counter()
     con.execute(load_query(stage, name))
+    if PROFILE:
+        print(f"[profile] {stage}/{name} {time.perf_counter() - t0:.3f}s", file=sys.stderr)
+
+
+# KVF_PROFILE=1 prints the wall time of every query file to stderr (for benchmarks, not for users).
+PROFILE = bool(os.environ.get("KVF_PROFILE"))
+
+
+@contextmanager
+def timed(label: str) -> Iterator[None]:
+    t0 = time.perf_counter()
+    try:
+        yield
+    finally:
+        if PROFILE:
+            print(f"[profile] {label} {time.perf_counter() - t0:.3f}s", file=sys.stderr)
 
 
 def one(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None) -> tuple[Any, ...]:

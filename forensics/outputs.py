@@ -13,6 +13,8 @@ from typing import Any
 
 import duckdb
 
+from forensics.paths import sql_literal
+
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
@@ -67,16 +69,38 @@ def make_private(path: Path) -> None:
         os.chmod(path, 0o700 if path.is_dir() else 0o600)
 
 
+def _formatted(name: str, dtype: str) -> str:
+    """SQL that renders one result column as its CSV cell (the rules of `cell`, applied inside DuckDB)."""
+    col = '"' + name.replace('"', '""') + '"'
+    if dtype.startswith("TIMESTAMP"):  # UTC (the session time zone), milliseconds floored, Z
+        return f"strftime({col}, '%Y-%m-%dT%H:%M:%S.%g') || 'Z'"
+    if dtype == "BOOLEAN":
+        return f"CASE WHEN {col} THEN 'yes' WHEN NOT {col} THEN 'no' END"
+    if dtype == "VARCHAR":
+        starts = ", ".join(sql_literal(c) for c in FORMULA_START)
+        return f"CASE WHEN left({col}, 1) IN ({starts}) THEN chr(39) || {col} ELSE {col} END"
+    return col
+
+
 def write_csv(con: duckdb.DuckDBPyConnection, query: str, path: Path, params: list[Any] | None = None) -> int:
-    cur = con.execute(query, params or [])
-    cols = [d[0] for d in cur.description]
-    rows = cur.fetchall()
+    """Run `query` and write its rows as CSV; text, time and yes/no cells are formatted inside DuckDB."""
+    # materialized first: DuckDB may drop an ORDER BY inside a subquery, a table's rowid keeps it
+    con.execute(f"CREATE OR REPLACE TEMP TABLE csv_out AS {query}", params or [])
+    described = con.execute("DESCRIBE csv_out").fetchall()
+    cols = [str(r[0]) for r in described]
+    select = ", ".join(_formatted(str(r[0]), str(r[1])) for r in described)
+    cur = con.execute(f"SELECT {select} FROM csv_out ORDER BY rowid")
+    n = 0
     with private_open(path) as fh:
         w = csv.writer(fh, lineterminator="\n")
         w.writerow(cols)
-        for r in rows:
-            w.writerow([cell(v) for v in r])
-    return len(rows)
+        while batch := cur.fetchmany(65536):
+            if any(not isinstance(v, str | int | type(None)) for v in batch[0]):
+                batch = [[cell(v) for v in r] for r in batch]  # floats, lists: formatted in Python
+            w.writerows(batch)
+            n += len(batch)
+    con.execute("DROP TABLE csv_out")
+    return n
 
 
 def write_json(obj: Any, path: Path) -> None:

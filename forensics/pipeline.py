@@ -12,7 +12,7 @@ import duckdb
 import forensics
 from forensics.bundle import sha256_file
 from forensics.cohorts import assign_cohorts, load_exclusions
-from forensics.db import connect, one
+from forensics.db import connect, one, timed
 from forensics.findings import compute_findings, write_findings
 from forensics.ingest import ingest_into, node_summary
 from forensics.outputs import make_private, private_files, write_json
@@ -52,13 +52,16 @@ def _headline(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
 
 def analyze(con: duckdb.DuckDBPyConnection, bundle: Path, exclusions: Path | None = None):
     """Ingest, label cohorts, rebuild ownership and compute findings into `con` (no files written)."""
-    files, config = ingest_into(con, bundle)
+    with timed("ingest"):
+        files, config = ingest_into(con, bundle)
     excl = exclusions or (bundle / "exclusions.toml")
     # a file named by --exclusions must exist; the bundle's own is optional
     rules = load_exclusions(excl) if exclusions is not None or excl.is_file() else []
     assign_cohorts(con, rules)
-    rebuild_ownership(con)
-    compute_findings(con)
+    with timed("ownership"):
+        rebuild_ownership(con)
+    with timed("findings"):
+        compute_findings(con)
     return files, config, rules, excl
 
 
@@ -84,11 +87,13 @@ def _investigate(
     con = connect(db_path, memory_limit=memory_limit, threads=threads)
     try:
         files, config, rules, excl = analyze(con, bundle, exclusions)
-        counts = write_findings(con, out)
+        with timed("write_findings"):
+            counts = write_findings(con, out)
         headline = _headline(con)
         from forensics.report import render_report
 
-        render_report(con, out, config=config, files=files, rules=rules, as_of=as_of)
+        with timed("report"):
+            render_report(con, out, config=config, files=files, rules=rules, as_of=as_of)
         manifest = {
             "inputs": [f.manifest_entry() for f in files],
             "exclusions": {

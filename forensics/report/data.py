@@ -20,7 +20,7 @@ from forensics.cohorts import Rule
 from forensics.db import run_query
 from forensics.paths import load_query
 from forensics.report.charts import timeline_buckets
-from forensics.report.provenance import provenance_blocks
+from forensics.report.provenance import MAX_RANGES, provenance_blocks
 
 REPORT_VERSION = "1"
 PROVENANCE_LIMIT = 200
@@ -35,6 +35,17 @@ def rows(con: duckdb.DuckDBPyConnection, name: str, **params: Any) -> list[dict[
     cur = con.execute(load_query("report", name))
     cols = [d[0] for d in cur.description]
     return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
+
+
+def rows_head(con: duckdb.DuckDBPyConnection, name: str, n: int) -> tuple[list[dict[str, Any]], int]:
+    """The first `n` rows of queries/report/<name>.sql as dicts, and how many rows it has in all."""
+    cur = con.execute(load_query("report", name))
+    cols = [d[0] for d in cur.description]
+    head = [dict(zip(cols, r, strict=True)) for r in cur.fetchmany(n)]
+    total = len(head)
+    while batch := cur.fetchmany(65536):
+        total += len(batch)
+    return head, total
 
 
 def manifest_hash(files: list[InputFile]) -> str:
@@ -121,7 +132,10 @@ def gather(
     bucket = "hour" if span <= 72 else "day"
     hours = rows(con, "blast_hours", bucket=bucket)
     run_query(con, "report", "prov_recipients", prov_limit=PROVENANCE_LIMIT)
+    for step in ("prov_stale", "prov_foreign", "prov_ranges"):
+        run_query(con, "report", step)
     totals = rows(con, "exclusion_totals")[0]
+    sources, sources_total = rows_head(con, "blast_sources", MAX_TABLE_ROWS)
     incident = config.incident
     return {
         "header": {
@@ -143,7 +157,8 @@ def gather(
         "has_rules": bool(rules),
         "matrix": rows(con, "exposure_matrix"),
         "nodes": rows(con, "blast_nodes"),
-        "sources": rows(con, "blast_sources"),
+        "sources": sources,
+        "sources_total": sources_total,
         "timeline": {"bucket": bucket, "rows": timeline_buckets(hours, bucket)},
         "root_cause": _root_cause(con, files),
         "coverage": rows(con, "coverage"),
@@ -154,8 +169,9 @@ def gather(
         "clock_bounds": rows(con, "clock_bounds"),
         "seq_gaps": rows(con, "seq_gaps"),
         "provenance": provenance_blocks(
-            rows(con, "prov_stale"),
-            rows(con, "prov_foreign"),
+            rows(con, "prov_shown", max_ranges=MAX_RANGES),
+            rows(con, "prov_summary"),
+            rows(con, "prov_reads"),
             rows(con, "prov_list"),
             totals["confirmed_before"],
             PROVENANCE_LIMIT,

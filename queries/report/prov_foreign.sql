@@ -2,6 +2,7 @@
 -- the writer, how it arrived (transfer from a sender, landing interval on the receiver's clock), the
 -- writer's own free of those slots before it (an abort), and the recipient's read.
 -- grain: request_id, node, seg, write pos; reads: report_prov, write_effects, room_state, timeline, room_requests; params: none
+CREATE OR REPLACE TEMP TABLE prov_foreign_rows AS
 WITH src AS (SELECT DISTINCT ON (room) room, request_id, account_id, cohort FROM room_requests ORDER BY room, request_id)
 SELECT p.request_id, we.node, we.seg_start, we.seg_end, we.room AS source_room,
        s.request_id AS source_request_id, s.account_id AS source_account_id, s.cohort AS source_cohort,
@@ -16,5 +17,4 @@ LEFT JOIN LATERAL (  -- the writer's own last free of those slots before the wri
     SELECT any_value(fr.room) AS free_room, max(fr.ts) AS free_ts FROM room_state fr
     WHERE fr.node = we.node AND fr.room = we.room AND fr.op = 'free' AND fr.pos < we.pos
       AND fr.seg_start < we.seg_end AND fr.seg_end > we.seg_start) f ON true
-LEFT JOIN src s ON s.room = we.room
-ORDER BY p.request_id, we.node, we.seg_start, we.ts;
+LEFT JOIN src s ON s.room = we.room;

@@ -2,6 +2,7 @@
 -- segment (a write on the node or a transfer landing), the last free before the read, and the
 -- recipient's alloc. Segments are merged into ranges by the report.
 -- grain: request_id, node, seg, read pos; reads: report_prov, read_provenance, room_state, timeline, room_requests; params: none
+CREATE OR REPLACE TEMP TABLE prov_stale_rows AS
 WITH src AS (SELECT DISTINCT ON (room) room, request_id, account_id, cohort FROM room_requests ORDER BY room, request_id)
 SELECT p.request_id, rp.node, rp.seg_start, rp.seg_end, rp.op AS read_op, rp.ts AS read_ts,
        rd.start AS read_start, rd."end" AS read_end, rp.w_room AS source_room,
@@ -18,5 +19,4 @@ LEFT JOIN LATERAL (  -- the writer's own free of those slots after it wrote them
     WHERE fr.node = rp.node AND fr.room = rp.w_room AND fr.op = 'free' AND fr.pos > rp.w_pos AND fr.pos < rp.pos
       AND fr.seg_start < rp.seg_end AND fr.seg_end > rp.seg_start) f ON true
 LEFT JOIN timeline a ON a.node = rp.node AND a.k = rp.a_k
-LEFT JOIN src s ON s.room = rp.w_room
-ORDER BY p.request_id, rp.node, rp.seg_start, rp.ts;
+LEFT JOIN src s ON s.room = rp.w_room;
