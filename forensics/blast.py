@@ -30,4 +30,14 @@ BLAST_FILES = {
 def write_blast_files(con: duckdb.DuckDBPyConnection, out: Path) -> dict[str, int]:
     run_query(con, "report", "report_affected")
     con.execute("SET VARIABLE bucket = 'hour'")
-    return {name: write_csv(con, load_query("report", query), out / name) for name, query in BLAST_FILES.items()}
+    counts = {}
+    for name, query in BLAST_FILES.items():
+        sql = load_query("report", query)
+        if query == "blast_sources" and has_table(con, "report_sources"):  # made by the report's data step
+            sql = "SELECT * FROM report_sources ORDER BY source_request_id"
+        counts[name] = write_csv(con, sql, out / name)
+    return counts
+
+
+def has_table(con: duckdb.DuckDBPyConnection, name: str) -> bool:
+    return bool(con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = ?", [name]).fetchone()[0])

@@ -9,14 +9,16 @@ clock-offset bounds that ordinary transfers imply. Slot ranges stay ranges, and 
     the node's recent writes, widening the window only for what is still unexplained.
 Reads: page_events. Writes: telemetry_nodes, seq_gaps, transfer_links, clock_bounds, transfer_landing,
 timeline, node_index, room_state, holdings, alloc_overlaps, anomalous_writes, room_injected, history_writes,
-history_items, history_found, history_open.
+history_items, history_found, history_open (the last-writer search: SQL candidates, numpy envelope).
 """
 
 from __future__ import annotations
 
 import duckdb
+import pyarrow as pa
 
-from forensics.db import run_query, scalar
+from forensics.db import run_query, scalar, timed
+from forensics.envelope import envelope
 
 PLACEMENT = ("telemetry_nodes", "seq_gaps", "node_index", "transfer_bounds", "transfer_landing", "timeline")
 # History windows, in writes before the read: most reads resolve in the first; 0 means all.
@@ -41,4 +43,23 @@ def rebuild_ownership(con: duckdb.DuckDBPyConnection) -> None:
     for window in HISTORY_WINDOWS:
         if scalar(con, "SELECT count(*) FROM history_open") == 0:
             break
-        run_query(con, "ownership", "history_round", hw=window)
+        run_query(con, "ownership", "history_cand", hw=window)
+        history_round(con)
+
+
+def history_round(con: duckdb.DuckDBPyConnection) -> None:
+    """Split the open pieces by this round's candidates (history_cand); found parts go to history_found
+    with their writer, the rest stays in history_open for a wider round."""
+    with timed("ownership/history_envelope"):
+        o = con.sql("SELECT item, s, e FROM history_open").fetchnumpy()
+        c = con.sql("SELECT item, cs, ce, k FROM cand").fetchnumpy()
+        env = envelope(o["item"], o["s"], o["e"], c["item"], c["cs"], c["ce"], c["k"])
+        runs = pa.table({"item": env.item, "s": env.s, "e": env.e, "w_k": env.k})
+        con.register("envelope_runs", runs)
+        con.execute("""INSERT INTO history_found
+            SELECT r.item, r.s, r.e, w.room, w.k, w.ambiguous, w.ts
+            FROM envelope_runs r JOIN history_items i USING (item)
+            JOIN history_writes w ON w.node = i.node AND w.k = r.w_k
+            WHERE r.w_k >= 0""")
+        con.execute("CREATE OR REPLACE TABLE history_open AS SELECT item, s, e FROM envelope_runs WHERE w_k < 0")
+        con.unregister("envelope_runs")

@@ -37,15 +37,10 @@ def rows(con: duckdb.DuckDBPyConnection, name: str, **params: Any) -> list[dict[
     return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
 
 
-def rows_head(con: duckdb.DuckDBPyConnection, name: str, n: int) -> tuple[list[dict[str, Any]], int]:
-    """The first `n` rows of queries/report/<name>.sql as dicts, and how many rows it has in all."""
-    cur = con.execute(load_query("report", name))
+def rows_of(con: duckdb.DuckDBPyConnection, sql: str) -> list[dict[str, Any]]:
+    cur = con.execute(sql)
     cols = [d[0] for d in cur.description]
-    head = [dict(zip(cols, r, strict=True)) for r in cur.fetchmany(n)]
-    total = len(head)
-    while batch := cur.fetchmany(65536):
-        total += len(batch)
-    return head, total
+    return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
 
 
 def manifest_hash(files: list[InputFile]) -> str:
@@ -135,7 +130,10 @@ def gather(
     for step in ("prov_stale", "prov_foreign", "prov_ranges"):
         run_query(con, "report", step)
     totals = rows(con, "exclusion_totals")[0]
-    sources, sources_total = rows_head(con, "blast_sources", MAX_TABLE_ROWS)
+    # source requests: computed once (the report prints the first rows, blast_sources.csv has all)
+    con.execute(f"CREATE OR REPLACE TEMP TABLE report_sources AS {load_query('report', 'blast_sources')}")
+    sources = rows_of(con, f"SELECT * FROM report_sources ORDER BY source_request_id LIMIT {MAX_TABLE_ROWS}")
+    sources_total = int(con.execute("SELECT count(*) FROM report_sources").fetchone()[0])
     incident = config.incident
     return {
         "header": {
