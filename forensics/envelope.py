@@ -79,9 +79,7 @@ def envelope(
     keys = np.sort(np.concatenate([ok + open_s, ok + open_e, ck + cand_s, ck + cand_e]))
     if keys.size:  # sorted distinct keys (np.unique hashes, which is slower here)
         keys = keys[np.concatenate([[True], keys[1:] != keys[:-1]])]
-    best = range_chmax(
-        keys.size, np.searchsorted(keys, ck + cand_s), np.searchsorted(keys, ck + cand_e), cand_k
-    )
+    best = range_chmax(keys.size, np.searchsorted(keys, ck + cand_s), np.searchsorted(keys, ck + cand_e), cand_k)
     # the parts inside each open range: positions [lo, hi) of keys
     lo = np.searchsorted(keys, ok + open_s)
     hi = np.searchsorted(keys, ok + open_e)

@@ -64,7 +64,9 @@ def _block(
 ) -> dict[str, Any]:
     rid = rec["request_id"]
     kinds_seen = {r["kind"] for r in ranges}
-    kinds = (["STALE-KV READ"] if "stale" in kinds_seen else []) + (["FOREIGN WRITE"] if "foreign" in kinds_seen else [])
+    kinds = (["STALE-KV READ"] if "stale" in kinds_seen else []) + (
+        ["FOREIGN WRITE"] if "foreign" in kinds_seen else []
+    )
     tokens = rec["completion_tokens"] if rec["completion_tokens"] is not None else "?"
     title = (
         f"{' + '.join(kinds)}  {rid} ({rec['account_id']}, {rec['cohort']}) HTTP {rec['http_status']}, {tokens} tokens"
