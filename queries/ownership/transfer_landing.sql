@@ -3,14 +3,17 @@
 -- an ordinary transfer also between its room's alloc and read. Between seq_lo and seq_hi the order is
 -- unknown: the landing is `ambiguous` when a receiver event touching the same slots lies in there.
 -- grain: transfer row; reads: transfer_links, clock_bounds, page_events, node_index; params: none
+CREATE OR REPLACE TEMP TABLE landing_stamps AS  -- per receiver and stamp: its highest and lowest seq
+SELECT node, ts, max(seq) AS mx, min(seq) AS mn FROM page_events
+WHERE op <> 'transfer' AND node IN (SELECT receiver FROM transfer_links) GROUP BY node, ts;
+
 CREATE OR REPLACE TEMP TABLE landing_fixed AS
-WITH ev AS (SELECT node, ts, seq, room, start, "end" FROM page_events WHERE op <> 'transfer'),
-before_ts AS (  -- per receiver and stamp: the highest seq stamped at or before it
-    SELECT DISTINCT node, ts, max(seq) OVER (PARTITION BY node ORDER BY ts RANGE UNBOUNDED PRECEDING) AS seq_max
-    FROM ev),
-after_ts AS (   -- per receiver and stamp: the lowest seq stamped at or after it
-    SELECT DISTINCT node, ts, min(seq) OVER (PARTITION BY node ORDER BY ts DESC RANGE UNBOUNDED PRECEDING) AS seq_min
-    FROM ev),
+WITH stamps AS (  -- the highest seq stamped at or before each stamp, the lowest at or after it
+    SELECT node, ts, max(mx) OVER (PARTITION BY node ORDER BY ts ROWS UNBOUNDED PRECEDING) AS seq_max,
+           min(mn) OVER (PARTITION BY node ORDER BY ts DESC ROWS UNBOUNDED PRECEDING) AS seq_min
+    FROM landing_stamps),
+before_ts AS (SELECT node, ts, seq_max FROM stamps),
+after_ts AS (SELECT node, ts, seq_min FROM stamps),
 w AS (
     SELECT l.*, b.lo_us, b.hi_us, coalesce(b.consistent, false) AS bounded,
            CASE WHEN coalesce(b.consistent, false) THEN l.xts + to_microseconds(b.lo_us) END AS land_lo,
