@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 from collections.abc import Iterator
@@ -71,15 +70,19 @@ def make_private(path: Path) -> None:
 
 def _formatted(name: str, dtype: str) -> str:
     """SQL that renders one result column as its CSV cell (the rules of `cell`, applied inside DuckDB)."""
-    col = '"' + name.replace('"', '""') + '"'
+    col = _ident(name)
     if dtype.startswith("TIMESTAMP"):  # UTC (the session time zone), milliseconds floored, Z
         return f"strftime({col}, '%Y-%m-%dT%H:%M:%S.%g') || 'Z'"
     if dtype == "BOOLEAN":
         return f"CASE WHEN {col} THEN 'yes' WHEN NOT {col} THEN 'no' END"
     if dtype == "VARCHAR":
         starts = ", ".join(sql_literal(c) for c in FORMULA_START)
-        return f"CASE WHEN left({col}, 1) IN ({starts}) THEN chr(39) || {col} ELSE {col} END"
+        return f"CASE WHEN left({col}, 1) IN ({starts}) THEN chr(39) || {col} ELSE nullif({col}, '') END"
     return col
+
+
+def _ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
 
 
 def write_csv(con: duckdb.DuckDBPyConnection, query: str, path: Path, params: list[Any] | None = None) -> int:
@@ -87,18 +90,13 @@ def write_csv(con: duckdb.DuckDBPyConnection, query: str, path: Path, params: li
     # materialized first: DuckDB may drop an ORDER BY inside a subquery, a table's rowid keeps it
     con.execute(f"CREATE OR REPLACE TEMP TABLE csv_out AS {query}", params or [])
     described = con.execute("DESCRIBE csv_out").fetchall()
-    cols = [str(r[0]) for r in described]
-    select = ", ".join(_formatted(str(r[0]), str(r[1])) for r in described)
-    cur = con.execute(f"SELECT {select} FROM csv_out ORDER BY rowid")
-    n = 0
-    with private_open(path) as fh:
-        w = csv.writer(fh, lineterminator="\n")
-        w.writerow(cols)
-        while batch := cur.fetchmany(65536):
-            if any(not isinstance(v, str | int | type(None)) for v in batch[0]):
-                batch = [[cell(v) for v in r] for r in batch]  # floats, lists: formatted in Python
-            w.writerows(batch)
-            n += len(batch)
+    n = int(con.execute("SELECT count(*) FROM csv_out").fetchone()[0])
+    header = ", ".join(f"{_formatted(c, str(t))} AS {_ident(c)}" for c, t, *_ in described)
+    with private_files():  # DuckDB creates the file: owner-only from the start
+        con.execute(
+            f"COPY (SELECT {header} FROM csv_out ORDER BY rowid) TO {sql_literal(path)} (FORMAT csv, HEADER true)"
+        )
+    make_private(path)
     con.execute("DROP TABLE csv_out")
     return n
 
