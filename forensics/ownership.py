@@ -19,6 +19,7 @@ import pyarrow as pa
 
 from forensics.db import run_query, scalar, timed
 from forensics.envelope import envelope
+from forensics.replay import replay_rooms
 
 PLACEMENT = ("telemetry_nodes", "seq_gaps", "node_index", "transfer_bounds", "transfer_landing", "timeline")
 # History windows, in writes before the read: most reads resolve in the first; 0 means all.
@@ -29,13 +30,13 @@ def rebuild_ownership(con: duckdb.DuckDBPyConnection) -> None:
     for step in PLACEMENT:
         run_query(con, "ownership", step)
     run_query(con, "ownership", "room_injected_empty")
-    run_query(con, "ownership", "room_local", holders_only=False)
+    replay_rooms(con, holders_only=False)
     con.execute("DROP TABLE IF EXISTS room_state")
     con.execute("ALTER TABLE room_state_new RENAME TO room_state")
     for step in ("holdings", "alloc_overlaps", "anomalous_writes", "room_injected"):
         run_query(con, "ownership", step)
     # second pass: only the rooms that foreign writes hit, replayed with those writes
-    run_query(con, "ownership", "room_local", holders_only=True)
+    replay_rooms(con, holders_only=True)
     con.execute("DELETE FROM room_state WHERE (node, room) IN (SELECT node, holder FROM room_injected)")
     con.execute("INSERT INTO room_state SELECT * FROM room_state_new")
     con.execute("DROP TABLE room_state_new")
