@@ -52,11 +52,28 @@ def investigate(
         None, "--memory-limit", help="DuckDB memory limit, e.g. 8GB (default: half the machine); the rest spills."
     ),
     threads: int | None = typer.Option(None, "--threads", help="DuckDB worker threads (default: all cores)."),
+    workers: int = typer.Option(
+        0, "--workers", min=0, help="Parallel per-node tasks (default 0: one per core, at most one per node)."
+    ),
+    executor: str = typer.Option("process", "--executor", help="Where per-node tasks run: process or ray."),
+    ray_address: str | None = typer.Option(
+        None, "--ray-address", help="Ray cluster to join (default: start a local one). Paths must be shared."
+    ),
+    cache: Path | None = typer.Option(
+        None, "--cache", help="Folder of per-node results, reused while a node's inputs are unchanged."
+    ),
 ) -> None:
     """Ingest, rebuild page ownership and provenance, write findings and the disclosure report."""
+    from forensics.errors import InputError
+    from forensics.nodework import EXECUTORS, Execution
     from forensics.pipeline import investigate as run
 
-    result = run(bundle, out, exclusions=exclusions, as_of=as_of, memory_limit=memory_limit, threads=threads)
+    if executor not in EXECUTORS:
+        raise InputError(f"--executor must be one of {', '.join(EXECUTORS)}, not {executor!r}")
+    execution = Execution(executor=executor, workers=workers, cache=cache, ray_address=ray_address)
+    result = run(
+        bundle, out, exclusions=exclusions, as_of=as_of, memory_limit=memory_limit, threads=threads, execution=execution
+    )
     typer.echo(result.summary())
 
 

@@ -69,11 +69,15 @@ def envelope(
 
     Candidates must lie within their item's open span; open ranges of one item must not overlap.
     """
+    order = np.lexsort((open_s, open_item))
+    open_item, open_s, open_e = open_item[order], open_s[order], open_e[order]
+    # items renumbered densely (they may be offset ids), and back at the end
+    ids = open_item[np.concatenate([[True], open_item[1:] != open_item[:-1]])] if open_item.size else open_item
+    open_item = np.searchsorted(ids, open_item)
+    cand_item = np.searchsorted(ids, cand_item)
     for name, arr, top in (("item", open_item, MAX_ITEM), ("slot", open_e, MAX_SLOT), ("slot", cand_e, MAX_SLOT)):
         if arr.size and (arr.min() < 0 or arr.max() >= top):
             raise ValueError(f"{name} out of range for the envelope key")
-    order = np.lexsort((open_s, open_item))
-    open_item, open_s, open_e = open_item[order], open_s[order], open_e[order]
     ok = open_item.astype(np.int64) << SLOT_BITS
     ck = cand_item.astype(np.int64) << SLOT_BITS
     keys = np.sort(np.concatenate([ok + open_s, ok + open_e, ck + cand_s, ck + cand_e]))
@@ -96,4 +100,4 @@ def envelope(
         new[1:] = (item[1:] != item[:-1]) | (k[1:] != k[:-1]) | (s[1:] != e[:-1])
     first = np.flatnonzero(new)
     last = np.concatenate([first[1:], [total]]) - 1
-    return Envelope(item[first], s[first], e[last], k[first])
+    return Envelope(ids[item[first]] if total else item[first], s[first], e[last], k[first])

@@ -19,33 +19,18 @@ import pyarrow as pa
 
 from forensics.db import run_query, scalar, timed
 from forensics.envelope import envelope
-from forensics.replay import replay_rooms
+from forensics.nodework import Execution, run_nodes
 
-PLACEMENT = ("telemetry_nodes", "seq_gaps", "node_index", "transfer_bounds", "transfer_landing", "timeline")
+PLACEMENT = ("telemetry_nodes", "seq_gaps", "node_index", "transfer_bounds", "transfer_landing")
 # History windows, in writes before the read: most reads resolve in the first; 0 means all.
 HISTORY_WINDOWS = (256, 4096, 32768, 0)
 
 
-def rebuild_ownership(con: duckdb.DuckDBPyConnection) -> None:
+def rebuild_ownership(con: duckdb.DuckDBPyConnection, execution: Execution | None = None) -> None:
+    """Place transfers (needs every node), then the per-node work (forensics.nodework) for each node."""
     for step in PLACEMENT:
         run_query(con, "ownership", step)
-    run_query(con, "ownership", "room_injected_empty")
-    replay_rooms(con, holders_only=False)
-    con.execute("DROP TABLE IF EXISTS room_state")
-    con.execute("ALTER TABLE room_state_new RENAME TO room_state")
-    for step in ("holdings", "alloc_overlaps", "anomalous_writes", "room_injected"):
-        run_query(con, "ownership", step)
-    # second pass: only the rooms that foreign writes hit, replayed with those writes
-    replay_rooms(con, holders_only=True)
-    con.execute("DELETE FROM room_state WHERE (node, room) IN (SELECT node, holder FROM room_injected)")
-    con.execute("INSERT INTO room_state SELECT * FROM room_state_new")
-    con.execute("DROP TABLE room_state_new")
-    run_query(con, "ownership", "history_items")
-    for window in HISTORY_WINDOWS:
-        if scalar(con, "SELECT count(*) FROM history_open") == 0:
-            break
-        run_query(con, "ownership", "history_cand", hw=window)
-        history_round(con)
+    run_nodes(con, execution or Execution())
 
 
 def history_round(con: duckdb.DuckDBPyConnection) -> None:

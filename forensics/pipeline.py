@@ -16,6 +16,7 @@ from forensics.db import connect, one, timed
 from forensics.findings import compute_findings, write_findings
 from forensics.ingest import ingest_into, node_summary
 from forensics.outputs import make_private, private_files, write_json
+from forensics.nodework import Execution
 from forensics.ownership import rebuild_ownership
 
 
@@ -50,7 +51,9 @@ def _headline(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
     return dict(zip(("affected", "confirmed", "indeterminate", "customer", "pairs"), row, strict=True))
 
 
-def analyze(con: duckdb.DuckDBPyConnection, bundle: Path, exclusions: Path | None = None):
+def analyze(
+    con: duckdb.DuckDBPyConnection, bundle: Path, exclusions: Path | None = None, execution: Execution | None = None
+):
     """Ingest, label cohorts, rebuild ownership and compute findings into `con` (no files written)."""
     with timed("ingest"):
         files, config = ingest_into(con, bundle)
@@ -59,7 +62,7 @@ def analyze(con: duckdb.DuckDBPyConnection, bundle: Path, exclusions: Path | Non
     rules = load_exclusions(excl) if exclusions is not None or excl.is_file() else []
     assign_cohorts(con, rules)
     with timed("ownership"):
-        rebuild_ownership(con)
+        rebuild_ownership(con, execution)
     with timed("findings"):
         compute_findings(con)
     return files, config, rules, excl
@@ -72,13 +75,22 @@ def investigate(
     as_of: str | None = None,
     memory_limit: str | None = None,
     threads: int | None = None,
+    execution: Execution | None = None,
 ) -> InvestigationResult:
+    execution = execution or Execution(workers=0)
+    execution.memory_limit = execution.memory_limit or memory_limit
     with private_files():
-        return _investigate(bundle, out, exclusions, as_of, memory_limit, threads)
+        return _investigate(bundle, out, exclusions, as_of, memory_limit, threads, execution)
 
 
 def _investigate(
-    bundle: Path, out: Path, exclusions: Path | None, as_of: str | None, memory_limit: str | None, threads: int | None
+    bundle: Path,
+    out: Path,
+    exclusions: Path | None,
+    as_of: str | None,
+    memory_limit: str | None,
+    threads: int | None,
+    execution: Execution,
 ) -> InvestigationResult:
     out.mkdir(parents=True, exist_ok=True)
     db_path = out / "incident.duckdb"
@@ -86,7 +98,13 @@ def _investigate(
         stale.unlink(missing_ok=True)
     con = connect(db_path, memory_limit=memory_limit, threads=threads)
     try:
-        files, config, rules, excl = analyze(con, bundle, exclusions)
+        work = out / "work"
+        shutil.rmtree(work, ignore_errors=True)
+        execution.workdir = work
+        try:
+            files, config, rules, excl = analyze(con, bundle, exclusions, execution)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
         with timed("write_findings"):
             counts = write_findings(con, out)
         headline = _headline(con)

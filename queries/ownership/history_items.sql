@@ -2,7 +2,9 @@
 -- since they allocated the slots): placeholders, shares, reads of unallocated slots. Their content is
 -- the last write before the read on that node, looked up in history_round. Also the node's writes,
 -- numbered in order (widx), and each item's position in that numbering (qidx = writes before it).
--- grain: item (history_items), node+widx (history_writes); reads: room_state, timeline; params: none
+-- Items are numbered per node from the node's base (node_index), so one node's numbers never depend
+-- on the other nodes.
+-- grain: item (history_items), node+widx (history_writes); reads: room_state, timeline, node_index; params: none
 CREATE OR REPLACE TABLE history_writes AS
 SELECT node, k, pos, room, start, "end", ambiguous, ts, op, src, sender,
        (row_number() OVER (PARTITION BY node ORDER BY k) - 1)::BIGINT AS widx
@@ -17,7 +19,8 @@ WITH r AS (
     SELECT r.*, coalesce(w.widx + 1, 0) AS qidx
     FROM r ASOF LEFT JOIN history_writes w ON w.node = r.node AND w.k < r.k
 )
-SELECT row_number() OVER (ORDER BY node, k, room, s) AS item, * FROM q;
+SELECT x.base + row_number() OVER (PARTITION BY q.node ORDER BY q.k, q.room, q.s) AS item, q.*
+FROM q JOIN node_index x USING (node);
 
 CREATE OR REPLACE TABLE history_open AS SELECT item, s, e FROM history_items;
 CREATE OR REPLACE TABLE history_found (item BIGINT, s BIGINT, e BIGINT, w_room BIGINT, w_k BIGINT,

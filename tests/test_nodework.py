@@ -1,0 +1,111 @@
+"""Issue #7: per-node tasks give the same answer in this process, in worker processes and on Ray, and
+a cache of per-node results is reused exactly while a node's inputs are unchanged."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import duckdb
+import pyarrow.parquet as pq
+import pytest
+
+from forensics.nodework import Execution
+from forensics.pipeline import investigate
+from forensics.simulate import build_config, simulate
+
+FINDINGS = ("affected_responses.csv", "exposures.csv", "accounts.csv", "hazards.csv", "coverage.csv", "report.md")
+TABLES = {  # tables the per-node tasks make, and a total order for comparing them
+    "room_state": "node, room, seg_start, k",
+    "timeline": "node, k",
+    "holdings": "node, room, seg_start, a_k",
+    "history_items": "item, s",
+    "history_found": "item, s",
+    "history_open": "item, s",
+}
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tmp = tmp_path_factory.mktemp("nodework")
+    simulate(tmp / "sim", build_config("incident", seed=5, requests=900))
+    return tmp / "sim" / "bundle"
+
+
+def run(bundle: Path, out: Path, **kw) -> Execution:
+    execution = Execution(**kw)
+    investigate(bundle, out, execution=execution)
+    return execution
+
+
+def tables(out: Path) -> dict[str, list[tuple]]:
+    con = duckdb.connect(str(out / "incident.duckdb"), read_only=True)
+    try:
+        return {t: sorted(con.execute(f"SELECT * FROM {t} ORDER BY {order}").fetchall(), key=repr) for t, order in TABLES.items()}
+    finally:
+        con.close()
+
+
+def assert_same(a: Path, b: Path) -> None:
+    for name in FINDINGS:
+        assert (a / name).read_bytes() == (b / name).read_bytes(), name
+    ta, tb = tables(a), tables(b)
+    for name in TABLES:
+        assert ta[name] == tb[name], name
+
+
+@pytest.fixture(scope="module")
+def serial(bundle: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("serial") / "out"
+    ex = run(bundle, out, workers=1)
+    assert ex.stats.get("tasks_run") is None  # one worker: all nodes at once in this process
+    rows = sum(1 for _ in (out / "affected_responses.csv").open()) - 1
+    assert rows >= 5  # exposures to compare
+    return out
+
+
+def test_worker_processes_match_one_worker(bundle: Path, serial: Path, tmp_path: Path) -> None:
+    ex = run(bundle, tmp_path / "pool", workers=2)
+    assert ex.stats["tasks_run"] == 4 and ex.stats["workers"] == 2
+    assert {t["node"] for t in ex.stats["tasks"]} == {"decode-0", "decode-1", "prefill-0", "prefill-1"}
+    assert_same(serial, tmp_path / "pool")
+    assert not (tmp_path / "pool" / "work").exists()  # task files are scratch
+
+
+def test_ray_local_matches_one_worker(bundle: Path, serial: Path, tmp_path: Path) -> None:
+    pytest.importorskip("ray")
+    ex = run(bundle, tmp_path / "ray", executor="ray", workers=2)
+    assert ex.stats["tasks_run"] == 4
+    assert_same(serial, tmp_path / "ray")
+
+
+def test_cache_reuses_unchanged_nodes_only(bundle: Path, serial: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    first = run(bundle, tmp_path / "c1", workers=1, cache=cache)
+    assert (first.stats["tasks_run"], first.stats["reused"]) == (4, 0)
+    assert_same(serial, tmp_path / "c1")
+    again = run(bundle, tmp_path / "c2", workers=1, cache=cache)
+    assert (again.stats["tasks_run"], again.stats["reused"]) == (0, 4)
+    assert_same(serial, tmp_path / "c2")
+
+    # the bundle grows: one more file with later events of decode-1 only
+    grown = tmp_path / "grown"
+    shutil.copytree(bundle, grown)
+    last = pq.read_table(bundle / "pages" / "decode-1.parquet").to_pylist()[-1]
+    ts = last["ts"].isoformat().replace("+00:00", "Z")
+    extra = [
+        {"node": "decode-1", "seq": last["seq"] + 1, "ts": ts, "op": "alloc", "room": 7, "start": 0, "end": 64},
+        {"node": "decode-1", "seq": last["seq"] + 2, "ts": ts, "op": "free", "room": 7, "start": 0, "end": 64},
+    ]
+    (grown / "pages" / "decode-1-late.jsonl").write_text("".join(json.dumps(r) + "\n" for r in extra))
+    third = run(grown, tmp_path / "c3", workers=1, cache=cache)
+    assert (third.stats["tasks_run"], third.stats["reused"]) == (1, 3)
+    fresh = run(grown, tmp_path / "c4", workers=1)
+    assert_same(fresh_out := tmp_path / "c4", tmp_path / "c3")
+    assert fresh.stats.get("tasks_run") is None and fresh_out.is_dir()
+    # the new events are in the analysis (a node's timeline grew by two)
+    con = duckdb.connect(str(tmp_path / "c3" / "incident.duckdb"), read_only=True)
+    n = con.execute("SELECT count(*) FROM timeline WHERE node = 'decode-1' AND room = 7").fetchone()[0]
+    con.close()
+    assert n == 2
