@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 import tomllib
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -41,6 +41,8 @@ class InputFile:
     rows_rejected: int = 0
     error: str | None = None
     notes: list[str] = field(default_factory=list)
+    skipped: str | None = None  # not read at all: a partition outside --since/--until
+    rows_outside_window: int = 0  # read, valid, but stamped outside --since/--until
 
     def manifest_entry(self) -> dict[str, Any]:
         entry: dict[str, Any] = {
@@ -54,6 +56,10 @@ class InputFile:
         }
         if self.node is not None:
             entry["node"] = self.node
+        if self.skipped:
+            entry["skipped"] = self.skipped
+        if self.rows_outside_window:
+            entry["rows_outside_window"] = self.rows_outside_window
         if self.error:
             entry["error"] = self.error
         if self.notes:
@@ -67,6 +73,57 @@ class BundleConfig:
     log_timezone: ZoneInfo
     remediation: dict[str, Any]
     discovered_at: datetime | None
+
+
+@dataclass(frozen=True)
+class Window:
+    """A historical replay window [since, until) over page events: partitions outside it are not read,
+    rows stamped outside it are counted and set aside. Either end may be open."""
+
+    since: datetime | None = None
+    until: datetime | None = None
+
+    @classmethod
+    def parse(cls, since: str | None, until: str | None) -> Window:
+        w = cls(_window_end(since, "--since"), _window_end(until, "--until"))
+        if w.since and w.until and w.since >= w.until:
+            raise InputError(f"--since {since} is not before --until {until}")
+        return w
+
+    @property
+    def active(self) -> bool:
+        return self.since is not None or self.until is not None
+
+    def excludes_day(self, day: date) -> bool:
+        """A partition date=DAY holds [DAY 00:00, DAY+1 00:00) UTC."""
+        start = datetime(day.year, day.month, day.day, tzinfo=UTC)
+        return bool((self.until and start >= self.until) or (self.since and start + timedelta(days=1) <= self.since))
+
+    def describe(self) -> dict[str, str | None]:
+        return {
+            "since": self.since.isoformat().replace("+00:00", "Z") if self.since else None,
+            "until": self.until.isoformat().replace("+00:00", "Z") if self.until else None,
+        }
+
+
+def _window_end(value: str | None, where: str) -> datetime | None:
+    if value is None:
+        return None
+    text = value.strip()
+    if len(text) == 10:  # a plain date: midnight UTC
+        text += "T00:00:00Z"
+    return parse_utc(text, where)
+
+
+def partition_date(rel: Path) -> date | None:
+    """The day of a hive partition folder date=YYYY-MM-DD on the file's path, if any."""
+    for part in rel.parts[:-1]:
+        if part.startswith("date="):
+            try:
+                return date.fromisoformat(part[5:])
+            except ValueError:
+                return None
+    return None
 
 
 def sha256_file(path: Path) -> tuple[str, int]:
@@ -84,8 +141,10 @@ def _has_suffix(path: Path, suffixes: tuple[str, ...]) -> bool:
     return any(name.endswith(s) for s in suffixes)
 
 
-def discover(bundle: Path) -> list[InputFile]:
-    """Every evidence file of the bundle, in a stable order, with its hash."""
+def discover(bundle: Path, window: Window | None = None) -> list[InputFile]:
+    """Every evidence file of the bundle, in a stable order, with its hash. Page files in a hive
+    partition date=YYYY-MM-DD outside the replay window are listed as skipped, not read. (Gateway logs
+    are always read whole: they map rooms to requests and accounts on both sides of the window.)"""
     if not bundle.exists():
         raise InputError(f"{bundle}: no such bundle folder")
     if not bundle.is_dir():
@@ -110,6 +169,11 @@ def discover(bundle: Path) -> list[InputFile]:
     files = []
     for i, (source, path, node) in enumerate(found, start=1):
         f = InputFile(i, source, path, path.relative_to(bundle).as_posix(), node)
+        day = partition_date(path.relative_to(bundle)) if source == "pages" else None
+        if window is not None and day is not None and window.excludes_day(day):
+            f.skipped = f"partition date={day.isoformat()} lies outside --since/--until"
+            files.append(f)
+            continue
         try:
             f.sha256, f.bytes = sha256_file(path)
         except OSError as err:

@@ -53,7 +53,11 @@ def investigate(
     ),
     threads: int | None = typer.Option(None, "--threads", help="DuckDB worker threads (default: all cores)."),
     workers: int = typer.Option(
-        0, "--workers", min=0, help="Parallel per-node tasks (default 0: one per core, at most one per node)."
+        0,
+        "--workers",
+        min=0,
+        help="Per-node worker processes; 1 = all nodes in this process; default 0 = auto: one per node up to "
+        "the cores on machines with more than 2 cores, else 1.",
     ),
     executor: str = typer.Option("process", "--executor", help="Where per-node tasks run: process or ray."),
     ray_address: str | None = typer.Option(
@@ -62,6 +66,12 @@ def investigate(
     cache: Path | None = typer.Option(
         None, "--cache", help="Folder of per-node results, reused while a node's inputs are unchanged."
     ),
+    since: str | None = typer.Option(
+        None,
+        "--since",
+        help="Replay window start (RFC 3339 or YYYY-MM-DD, UTC); date= partitions before it are not read.",
+    ),
+    until: str | None = typer.Option(None, "--until", help="Replay window end (exclusive), like --since."),
 ) -> None:
     """Ingest, rebuild page ownership and provenance, write findings and the disclosure report."""
     from forensics.errors import InputError
@@ -70,9 +80,19 @@ def investigate(
 
     if executor not in EXECUTORS:
         raise InputError(f"--executor must be one of {', '.join(EXECUTORS)}, not {executor!r}")
+    from forensics.bundle import Window
+
+    window = Window.parse(since, until)
     execution = Execution(executor=executor, workers=workers, cache=cache, ray_address=ray_address)
     result = run(
-        bundle, out, exclusions=exclusions, as_of=as_of, memory_limit=memory_limit, threads=threads, execution=execution
+        bundle,
+        out,
+        exclusions=exclusions,
+        as_of=as_of,
+        memory_limit=memory_limit,
+        threads=threads,
+        execution=execution,
+        window=window,
     )
     typer.echo(result.summary())
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import duckdb
 import pyarrow as pa
 
-from forensics.db import run_query, scalar, timed
+from forensics.db import run_query, timed
 from forensics.envelope import envelope
 from forensics.nodework import Execution, run_nodes
 

@@ -10,13 +10,13 @@ from pathlib import Path
 import duckdb
 
 import forensics
-from forensics.bundle import sha256_file
+from forensics.bundle import Window, sha256_file
 from forensics.cohorts import assign_cohorts, load_exclusions
 from forensics.db import connect, one, timed
 from forensics.findings import compute_findings, write_findings
 from forensics.ingest import ingest_into, node_summary
-from forensics.outputs import make_private, private_files, write_json
 from forensics.nodework import Execution
+from forensics.outputs import make_private, private_files, write_json
 from forensics.ownership import rebuild_ownership
 
 
@@ -52,11 +52,15 @@ def _headline(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
 
 
 def analyze(
-    con: duckdb.DuckDBPyConnection, bundle: Path, exclusions: Path | None = None, execution: Execution | None = None
+    con: duckdb.DuckDBPyConnection,
+    bundle: Path,
+    exclusions: Path | None = None,
+    execution: Execution | None = None,
+    window: Window | None = None,
 ):
     """Ingest, label cohorts, rebuild ownership and compute findings into `con` (no files written)."""
     with timed("ingest"):
-        files, config = ingest_into(con, bundle)
+        files, config = ingest_into(con, bundle, window)
     excl = exclusions or (bundle / "exclusions.toml")
     # a file named by --exclusions must exist; the bundle's own is optional
     rules = load_exclusions(excl) if exclusions is not None or excl.is_file() else []
@@ -76,11 +80,12 @@ def investigate(
     memory_limit: str | None = None,
     threads: int | None = None,
     execution: Execution | None = None,
+    window: Window | None = None,
 ) -> InvestigationResult:
     execution = execution or Execution(workers=0)
     execution.memory_limit = execution.memory_limit or memory_limit
     with private_files():
-        return _investigate(bundle, out, exclusions, as_of, memory_limit, threads, execution)
+        return _investigate(bundle, out, exclusions, as_of, memory_limit, threads, execution, window or Window())
 
 
 def _investigate(
@@ -91,6 +96,7 @@ def _investigate(
     memory_limit: str | None,
     threads: int | None,
     execution: Execution,
+    window: Window,
 ) -> InvestigationResult:
     out.mkdir(parents=True, exist_ok=True)
     db_path = out / "incident.duckdb"
@@ -102,7 +108,7 @@ def _investigate(
         shutil.rmtree(work, ignore_errors=True)
         execution.workdir = work
         try:
-            files, config, rules, excl = analyze(con, bundle, exclusions, execution)
+            files, config, rules, excl = analyze(con, bundle, exclusions, execution, window)
         finally:
             shutil.rmtree(work, ignore_errors=True)
         with timed("write_findings"):
@@ -129,6 +135,8 @@ def _investigate(
                 for n in node_summary(con)
             ],
             "outputs": counts,
+            "window": window.describe() if window.active else None,
+            "execution": {k: v for k, v in execution.stats.items() if k != "tasks"} or None,
         }
         write_json(manifest, out / "manifest.json")
     finally:

@@ -9,8 +9,9 @@ ranges between the boundaries of all its events, so every event covers whole pie
 The work is sort + forward fill, done in numpy on arrays fetched from DuckDB through Arrow: events
 sorted by (node, room, k); pieces found by binary search in each room's sorted boundaries; rows
 re-sorted by piece (stably, so k order holds within a piece); "last X before" is a running maximum
-of row indices, reset at piece starts. The output is the table room_state_new (see room_local.sql
-for the SQL that this replaces, kept as the reference definition in tests).
+of row indices, reset at piece starts. The output is the table room_state_new; the window-function SQL
+it replaced is kept as the reference definition in tests/reference/room_local.sql, and
+tests/test_replay.py checks that both agree.
 """
 
 from __future__ import annotations
@@ -87,25 +88,10 @@ def _pick(values: np.ndarray, rows: np.ndarray, mask: np.ndarray | None = None, 
     return pa.array(picked, type=type_, mask=missing if missing.any() else None)
 
 
-import time as _time
-
-_T = [_time.perf_counter()]
-
-
-def _t(label: str) -> None:
-    import os, sys
-    now = _time.perf_counter()
-    if os.environ.get("KVF_PROFILE"):
-        print(f"[profile]   replay {label} {now - _T[0]:.3f}s", file=sys.stderr)
-    _T[0] = now
-
-
 def replay_rooms(con: duckdb.DuckDBPyConnection, holders_only: bool) -> None:
     """Create room_state_new (see the module docstring)."""
-    _t("start")
 
     ev = con.sql(EVENTS_SQL.replace("$holders_only", "true" if holders_only else "false")).fetchnumpy()
-    _t("fetch")
     n = len(ev["k"])
     perm = np.lexsort((ev["k"], ev["room"], ev["node_i"]))  # events by (node, room, k)
     room, node_i = np.asarray(ev["room"])[perm], np.asarray(ev["node_i"])[perm]
@@ -160,7 +146,6 @@ def replay_rooms(con: duckdb.DuckDBPyConnection, holders_only: bool) -> None:
     r = ev_at(_prev_of(cls_rows, READ, first_row))
     i = ev_at(_prev_of(cls_rows, INJ, first_row))
     nf = ev_at(_next_of(cls_rows, FREE, last_row))
-    _t("numpy")
 
     def col(name: str) -> tuple[np.ndarray, np.ndarray | None]:
         v = ev[name]
@@ -204,10 +189,8 @@ def replay_rooms(con: duckdb.DuckDBPyConnection, holders_only: bool) -> None:
             "nf_kg": _pick(kg, nf),
         }
     )
-    _t("build")
     con.register("replay_out", out)
     try:
         con.execute(STORE_SQL)
     finally:
         con.unregister("replay_out")
-    _t("store")

@@ -11,7 +11,7 @@ import duckdb
 import pyarrow.parquet as pq
 import pytest
 
-from forensics.nodework import Execution
+from forensics.nodework import Execution, auto_workers
 from forensics.pipeline import investigate
 from forensics.simulate import build_config, simulate
 
@@ -42,7 +42,10 @@ def run(bundle: Path, out: Path, **kw) -> Execution:
 def tables(out: Path) -> dict[str, list[tuple]]:
     con = duckdb.connect(str(out / "incident.duckdb"), read_only=True)
     try:
-        return {t: sorted(con.execute(f"SELECT * FROM {t} ORDER BY {order}").fetchall(), key=repr) for t, order in TABLES.items()}
+        return {
+            t: sorted(con.execute(f"SELECT * FROM {t} ORDER BY {order}").fetchall(), key=repr)
+            for t, order in TABLES.items()
+        }
     finally:
         con.close()
 
@@ -109,3 +112,10 @@ def test_cache_reuses_unchanged_nodes_only(bundle: Path, serial: Path, tmp_path:
     n = con.execute("SELECT count(*) FROM timeline WHERE node = 'decode-1' AND room = 7").fetchone()[0]
     con.close()
     assert n == 2
+
+
+def test_auto_workers() -> None:
+    assert auto_workers(4, cores=2) == 1  # two cores: DuckDB's threads already use both
+    assert auto_workers(4, cores=8) == 4
+    assert auto_workers(16, cores=8) == 8
+    assert auto_workers(0, cores=8) == 1

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import duckdb
 
-from forensics.bundle import BundleConfig, InputFile, discover, load_bundle_config
+from forensics.bundle import BundleConfig, InputFile, Window, discover, load_bundle_config
 from forensics.db import connect, run_query
 from forensics.errors import InputError
 from forensics.ingest.engine import EngineRows, parse_log, parse_requests_jsonl, store
@@ -67,13 +67,29 @@ def _reject_impossible_events(con: duckdb.DuckDBPyConnection) -> list[tuple[int,
     return moved
 
 
-def ingest_into(con: duckdb.DuckDBPyConnection, bundle: Path) -> tuple[list[InputFile], BundleConfig]:
+def _apply_window(con: duckdb.DuckDBPyConnection, window: Window, by_id: dict[int, InputFile]) -> None:
+    """Page events stamped outside the replay window are counted per file and set aside (never silently)."""
+    con.execute("SET VARIABLE w_since = ?", [window.since])
+    con.execute("SET VARIABLE w_until = ?", [window.until])
+    outside = """(ts < coalesce(getvariable('w_since'), '-infinity'::TIMESTAMPTZ)
+                  OR ts >= coalesce(getvariable('w_until'), 'infinity'::TIMESTAMPTZ))"""
+    for fid, n in con.execute(f"SELECT file_id, count(*) FROM page_events WHERE {outside} GROUP BY 1").fetchall():
+        by_id[fid].rows_loaded -= n
+        by_id[fid].rows_outside_window += n
+    con.execute(f"DELETE FROM page_events WHERE {outside}")
+
+
+def ingest_into(
+    con: duckdb.DuckDBPyConnection, bundle: Path, window: Window | None = None
+) -> tuple[list[InputFile], BundleConfig]:
     config = load_bundle_config(bundle)
-    files = discover(bundle)
+    window = window or Window()
+    files = discover(bundle, window)
     run_query(con, "ingest", "schema")
+    con.execute("INSERT INTO replay_window VALUES (?, ?)", [window.since, window.until])
     engine_rows = EngineRows()
     for f in files:
-        if f.error:
+        if f.error or f.skipped:
             continue
         if f.source == "gateway":
             load_gateway_file(con, f)
@@ -88,6 +104,8 @@ def ingest_into(con: duckdb.DuckDBPyConnection, bundle: Path) -> tuple[list[Inpu
     for fid, n in _reject_impossible_events(con):
         by_id[fid].rows_loaded -= n
         by_id[fid].rows_rejected += n
+    if window.active:
+        _apply_window(con, window, by_id)
     gateway = [f for f in files if f.source == "gateway"]
     if not gateway:
         raise InputError(f"{bundle}: no gateway log (gateway/*.jsonl, *.jsonl.gz, *.csv, *.csv.gz, *.parquet)")
@@ -96,7 +114,7 @@ def ingest_into(con: duckdb.DuckDBPyConnection, bundle: Path) -> tuple[list[Inpu
             f"{bundle}: no gateway log could be read: " + "; ".join(f"{f.rel}: {f.error}" for f in gateway)
         )
     con.executemany(
-        "INSERT INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [
             (
                 f.file_id,
@@ -109,6 +127,8 @@ def ingest_into(con: duckdb.DuckDBPyConnection, bundle: Path) -> tuple[list[Inpu
                 f.rows_loaded,
                 f.rows_rejected,
                 f.error,
+                f.rows_outside_window,
+                f.skipped,
             )
             for f in files
         ],

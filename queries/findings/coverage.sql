@@ -13,7 +13,7 @@ WITH nodes AS (
 )
 SELECT n.node, coalesce(c.role, 'unknown') AS role,
        CASE WHEN t.node IS NULL THEN 'no' ELSE 'yes' END AS page_telemetry,
-       (SELECT count(*) FROM seq_gaps g WHERE g.node = n.node) AS seq_gaps,
+       (SELECT count(*) FROM seq_gaps g WHERE g.node = n.node AND g.kind = 'lost') AS seq_gaps,
        coalesce((SELECT sum(missing) FROM seq_gaps g WHERE g.node = n.node), 0)::BIGINT AS events_lost,
        (SELECT count(*) FROM served s WHERE s.node = n.node) AS responses_served,
        CASE WHEN t.node IS NULL THEN 0 ELSE

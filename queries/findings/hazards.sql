@@ -7,7 +7,9 @@ SELECT node, room, 'uninitialized_read' AS kind, seg_start, seg_end, '' AS note
 FROM read_provenance WHERE cls = 'unwritten' AND NOT uncertain
 UNION ALL  -- reads and frees of slots the room does not hold
 SELECT node, room, CASE WHEN op = 'read' THEN 'read_unallocated' ELSE 'free_not_held' END, seg_start, seg_end, ''
-FROM room_state WHERE op IN ('read', 'free') AND NOT coalesce(a_k > coalesce(f_k, -1), false)
+FROM room_state s WHERE op IN ('read', 'free') AND NOT coalesce(a_k > coalesce(f_k, -1), false)
+  -- not a hazard when the room's alloc may predate the replay window (no alloc of its own in it)
+  AND NOT (a_k IS NULL AND EXISTS (SELECT 1 FROM seq_gaps g WHERE g.node = s.node AND g.kind = 'window_start'))
 UNION ALL  -- writes into slots the writer does not hold; who held them, if anyone
 SELECT w.node, w.room, 'write_after_free', w.seg_start, w.seg_end,
        CASE WHEN w.op = 'xfer' THEN 'transfer' ELSE 'write' END || ' while '

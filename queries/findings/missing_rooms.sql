@@ -1,6 +1,7 @@
 -- Served requests routed to a node with page telemetry that logged nothing for them there: whatever
--- they attended is unknown, so they are indeterminate, never clean.
--- grain: request_id, node; reads: gateway, telemetry_nodes, page_events, request_cohort; params: none
+-- they attended is unknown, so they are indeterminate, never clean. With a replay window, only
+-- requests received inside it are in scope (their events may still lie after --until: indeterminate).
+-- grain: request_id, node; reads: gateway, telemetry_nodes, page_events, request_cohort, replay_window; params: none
 CREATE OR REPLACE TABLE missing_rooms AS
 WITH served AS (
     SELECT g.*, n.node FROM gateway g
@@ -15,4 +16,6 @@ FROM served s
 JOIN telemetry_nodes t ON t.node = s.node
 LEFT JOIN seen ON seen.node = s.node AND seen.room = s.bootstrap_room
 LEFT JOIN request_cohort c ON c.request_id = s.request_id AND c.file_id = s.file_id AND c.row = s.row
-WHERE seen.room IS NULL;
+CROSS JOIN replay_window w
+WHERE seen.room IS NULL AND s.ts >= coalesce(w.since, '-infinity'::TIMESTAMPTZ)
+  AND s.ts < coalesce(w."until", 'infinity'::TIMESTAMPTZ);

@@ -1,7 +1,7 @@
 -- Placeholder signature on decode nodes without page telemetry: prefill replaced the prompt with one
 -- token (over-length line, or input len 1 / prompt_tokens 1) while the request carried more tokens,
 -- and decode served it. Decode then attended pages nobody wrote for it; whose, the logs cannot say.
--- grain: request_id; reads: gateway, engine_requests, telemetry_nodes, request_cohort; params: none
+-- grain: request_id; reads: gateway, engine_requests, telemetry_nodes, request_cohort, replay_window; params: none
 CREATE OR REPLACE TABLE signature_responses AS
 WITH prefill_rooms AS (  -- rid -> room on the prefill node, then the over-length rid to its room
     SELECT node, rid, any_value(room) AS room FROM engine_requests
@@ -28,4 +28,7 @@ LEFT JOIN request_cohort c ON c.request_id = g.request_id AND c.file_id = g.file
 WHERE g.decode_node IS NOT NULL AND g.decode_node NOT IN (SELECT node FROM telemetry_nodes)
   AND (g.status BETWEEN 200 AND 299 OR coalesce(g.completion_tokens, 0) > 0)
   AND coalesce(d.decode_input, g.prompt_tokens, 0) > 1
+  -- a replay window (--since/--until) scopes the requests received inside it
+  AND g.ts >= coalesce((SELECT since FROM replay_window), '-infinity'::TIMESTAMPTZ)
+  AND g.ts < coalesce((SELECT "until" FROM replay_window), 'infinity'::TIMESTAMPTZ)
 GROUP BY ALL;

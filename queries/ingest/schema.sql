@@ -2,7 +2,10 @@
 -- grain: see each table; reads: nothing; params: none
 CREATE TABLE IF NOT EXISTS files (
     file_id INTEGER PRIMARY KEY, source VARCHAR, path VARCHAR, node VARCHAR, sha256 VARCHAR, bytes BIGINT,
-    rows_read BIGINT, rows_loaded BIGINT, rows_rejected BIGINT, error VARCHAR);
+    rows_read BIGINT, rows_loaded BIGINT, rows_rejected BIGINT, error VARCHAR, rows_outside_window BIGINT,
+    skipped VARCHAR);
+-- The historical replay window (--since/--until; NULL = open end): one row.
+CREATE TABLE IF NOT EXISTS replay_window (since TIMESTAMPTZ, "until" TIMESTAMPTZ);
 CREATE TABLE IF NOT EXISTS rejected (file_id INTEGER, row BIGINT, reason VARCHAR);
 CREATE TABLE IF NOT EXISTS page_events (
     node VARCHAR, seq BIGINT, ts TIMESTAMPTZ, op VARCHAR, room BIGINT, start BIGINT, "end" BIGINT,

@@ -1,9 +1,7 @@
--- Reads whose content predates their room's allocation (no write of their own, nor an injected one,
--- since they allocated the slots): placeholders, shares, reads of unallocated slots. Their content is
--- the last write before the read on that node, looked up in history_round. Also the node's writes,
--- numbered in order (widx), and each item's position in that numbering (qidx = writes before it).
--- Items are numbered per node from the node's base (node_index), so one node's numbers never depend
--- on the other nodes.
+-- Reads whose content predates their room's allocation (no own or injected write since their alloc):
+-- placeholders, shares, reads of unallocated slots; their content is the node's last write before the
+-- read (history_cand + forensics.envelope). Also the node's writes, numbered in order (widx), and each
+-- item's position there (qidx). Item ids count per node from its base: no dependence on other nodes.
 -- grain: item (history_items), node+widx (history_writes); reads: room_state, timeline, node_index; params: none
 CREATE OR REPLACE TABLE history_writes AS
 SELECT node, k, pos, room, start, "end", ambiguous, ts, op, src, sender,

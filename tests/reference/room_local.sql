@@ -3,6 +3,7 @@
 -- empty on the first pass). Just before every event of the room: its last alloc, free, own write,
 -- read, and injected foreign write on that piece.
 -- With holders_only, only the rooms something was injected into are replayed (the second pass).
+-- Reference only: forensics/replay.py computes the same in numpy; tests/test_replay.py compares them.
 -- grain: node, room, rseg, k; reads: timeline, room_injected; params: holders_only
 CREATE OR REPLACE TABLE room_state_new AS
 WITH ev AS (
