@@ -20,6 +20,8 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
+from forensics.db import timed
+
 # op codes on the way through numpy (index into OPS), and the classes the state tracks
 OPS = ("alloc", "free", "write", "xfer", "read", "share", "inj")
 ALLOC, FREE, WRITE, READ, INJ = 1, 2, 3, 4, 5
@@ -37,10 +39,10 @@ FROM (
     UNION ALL
     SELECT node, holder, k, kg, pos, 'inj', start, "end", ambiguous, ts, ts_hi, room, op FROM room_injected
 ) e JOIN node_index x USING (node)
+WHERE e.node = getvariable('replay_node')
 """
 
 STORE_SQL = f"""
-CREATE OR REPLACE TABLE room_state_new AS
 SELECT x.node, r.room, r.seg_start AS rseg, r.seg_start, r.seg_end, r.k, r.kg, r.pos,
        ['{"', '".join(OPS)}'][r.opc + 1] AS op, r.ambiguous, r.ts, r.ts_hi, r.src_room,
        ['{"', '".join(OPS)}'][r.src_opc + 1] AS src_op,
@@ -90,6 +92,35 @@ def _pick(values: np.ndarray, rows: np.ndarray, mask: np.ndarray | None = None, 
 
 def replay_rooms(con: duckdb.DuckDBPyConnection, holders_only: bool) -> None:
     """Create room_state_new (see the module docstring)."""
+    with timed(f"ownership/replay{' (injected)' if holders_only else ''}"):
+        _replay_rooms(con, holders_only)
+
+
+def _replay_rooms(con: duckdb.DuckDBPyConnection, holders_only: bool) -> None:
+    """Node by node: bounded memory, and the allocator reuses one node's buffers for the next."""
+    con.execute("DROP TABLE IF EXISTS room_state_new")
+    for (node,) in con.execute("SELECT node FROM node_index ORDER BY node").fetchall():
+        con.execute("SET VARIABLE replay_node = ?", [node])
+        out = _replay_node(con, holders_only)
+        con.register("replay_out", out)
+        try:
+            if con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'room_state_new'").fetchone()[0]:
+                con.execute(f"INSERT INTO room_state_new {STORE_SQL}")
+            else:
+                con.execute(f"CREATE TABLE room_state_new AS {STORE_SQL}")
+        finally:
+            con.unregister("replay_out")
+        del out
+    if not con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'room_state_new'").fetchone()[0]:
+        con.execute("SET VARIABLE replay_node = NULL")  # no node at all: the empty table, typed
+        con.register("replay_out", _replay_node(con, holders_only))
+        try:
+            con.execute(f"CREATE TABLE room_state_new AS {STORE_SQL}")
+        finally:
+            con.unregister("replay_out")
+
+
+def _replay_node(con: duckdb.DuckDBPyConnection, holders_only: bool) -> pa.Table:
 
     ev = con.sql(EVENTS_SQL.replace("$holders_only", "true" if holders_only else "false")).fetchnumpy()
     n = len(ev["k"])
@@ -189,8 +220,4 @@ def replay_rooms(con: duckdb.DuckDBPyConnection, holders_only: bool) -> None:
             "nf_kg": _pick(kg, nf),
         }
     )
-    con.register("replay_out", out)
-    try:
-        con.execute(STORE_SQL)
-    finally:
-        con.unregister("replay_out")
+    return out
