@@ -5,7 +5,7 @@ For each size (page events), generate a bundle once (cached in --work), then mea
   (median of --repeat runs; killed and recorded as "timeout" after --timeout seconds);
 - scan: a plain DuckDB scan of the same files reading the columns the analysis needs
   (SCAN_SQL; median of 3 runs after one warm-up, inside one process);
-- R = investigate / scan;
+- R = investigate / scan; analysis (ingest + ownership + findings, from KVF_PROFILE=1) and R analysis;
 - peer: whole-process wall time and peak RSS of benchmarks/replay_peer.py (sizes up to --peer-max).
 
 Results accumulate in benchmarks/results.json (keyed by size and generator settings); the table in
@@ -67,10 +67,17 @@ def fmt_size(n: int) -> str:
     return str(n)
 
 
-def measure(cmd: list[str], timeout: float, cwd: Path = ROOT) -> dict:
+def measure(cmd: list[str], timeout: float, cwd: Path = ROOT, env: dict[str, str] | None = None) -> dict:
     """Run cmd; wall time, peak RSS (MB) of the child (os.wait4), exit code; kill its group on timeout."""
     t0 = time.perf_counter()
-    p = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    p = subprocess.Popen(
+        cmd,
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        env={**os.environ, **(env or {})},
+    )
     timed_out = threading.Event()
 
     def kill():
@@ -95,7 +102,21 @@ def measure(cmd: list[str], timeout: float, cwd: Path = ROOT) -> dict:
         "rc": p.returncode,
         "timeout": timed_out.is_set(),
         "output": out.decode(errors="replace")[-2000:],
+        "stages": stages(out.decode(errors="replace")),
     }
+
+
+STAGES = ("ingest", "ownership", "findings", "write_findings", "report")
+
+
+def stages(output: str) -> dict[str, float]:
+    """Stage times from investigate's KVF_PROFILE=1 lines ("[profile] ownership 12.3s")."""
+    found: dict[str, float] = {}
+    for line in output.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[0] == "[profile]" and parts[1] in STAGES and parts[2].endswith("s"):
+            found[parts[1]] = float(parts[2][:-1])
+    return found
 
 
 def median_runs(runs: list[dict]) -> dict:
@@ -109,12 +130,18 @@ def median_runs(runs: list[dict]) -> dict:
     if any(r["rc"] != 0 for r in runs):
         bad = next(r for r in runs if r["rc"] != 0)
         return {"status": f"failed (rc {bad['rc']})", "runs": [r["wall"] for r in runs], "output": bad["output"]}
-    return {
+    result = {
         "status": "ok",
         "wall": statistics.median(r["wall"] for r in runs),
         "rss_mb": max(r["rss_mb"] for r in runs),
         "runs": [round(r["wall"], 2) for r in runs],
     }
+    names = sorted({k for r in runs for k in r.get("stages", {})})
+    if names:  # median per stage; analysis = ingest + ownership + findings (no CSV or report writing)
+        med = {k: round(statistics.median(r["stages"].get(k, 0.0) for r in runs), 2) for k in names}
+        med["analysis"] = round(sum(med.get(k, 0.0) for k in ("ingest", "ownership", "findings")), 2)
+        result["stages"] = med
+    return result
 
 
 def ensure_bundle(work: Path, events: int, nodes: int, rate: float, seed: int, log) -> tuple[Path, dict]:
@@ -181,7 +208,9 @@ def run_size(events: int, a, log) -> dict:
     out = a.work / f"out-{events}"
     for i in range(repeat):
         shutil.rmtree(out, ignore_errors=True)
-        res = measure([forensics_bin(), "investigate", str(bundle), "--out", str(out)], timeout=a.timeout)
+        res = measure(
+            [forensics_bin(), "investigate", str(bundle), "--out", str(out)], timeout=a.timeout, env={"KVF_PROFILE": "1"}
+        )
         log(
             f"  investigate run {i + 1}/{repeat}: {res['wall']:.1f} s, {res['rss_mb']:.0f} MB, rc {res['rc']}"
             + (" TIMEOUT" if res["timeout"] else "")
@@ -261,13 +290,15 @@ def _cell(x: dict, key: str = "wall", fmt: str = "{:.1f}") -> str:
 
 def table(rows: list[dict]) -> str:
     out = [
-        "| events | nodes (P+D) | placeholders | investigate s | peak RSS MB | scan s | R | "
-        "peer s | peer RSS MB | peer / investigate | gen s |",
-        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| events | nodes (P+D) | placeholders | investigate s | analysis s | peak RSS MB | scan s | R | "
+        "R analysis | peer s | peer RSS MB | peer / investigate | gen s |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in sorted(rows, key=lambda r: (r["events"], r["nodes"])):
         inv, peer = r["investigate"], r.get("peer", {})
         R = f"{inv['wall'] / r['scan']:.0f}" if inv.get("status") == "ok" and r.get("scan") else "-"
+        analysis = inv.get("stages", {}).get("analysis") if inv.get("status") == "ok" else None
+        Ra = f"{analysis / r['scan']:.0f}" if analysis and r.get("scan") else "-"
         pr = f"{peer['wall'] / inv['wall']:.1f}x" if peer.get("status") == "ok" and inv.get("status") == "ok" else "-"
         out.append(
             " | ".join(
@@ -276,9 +307,11 @@ def table(rows: list[dict]) -> str:
                     f"{r['nodes']}+{r['nodes']}",
                     f"{r['placeholders']:,} ({r['placeholder_rate']:g})",
                     _cell(inv) + (f" (n={len(inv.get('runs', []))})" if inv.get("status") == "ok" else ""),
+                    f"{analysis:.1f}" if analysis else "-",
                     _cell(inv, "rss_mb", "{:.0f}"),
                     f"{r['scan']:.2f}" if r.get("scan") else "-",
                     R,
+                    Ra,
                     _cell(peer),
                     _cell(peer, "rss_mb", "{:.0f}"),
                     pr,
@@ -367,7 +400,9 @@ def render_readme(rows: list[dict], mach: dict, commands: list[str], readme: Pat
             "Bundles from `gen_bundle.py --events N --nodes 2 --placeholder-rate 0.002` unless the row says "
             "otherwise (P+D = prefill + decode nodes). Times are seconds of wall clock: investigate and peer "
             "are whole processes (median of n runs; peak RSS of the process); scan is the median of 3 warm "
-            "runs of the query below; R = investigate / scan.",
+            "runs of the query below; R = investigate / scan. analysis = ingest + ownership + findings (the "
+            "stage times investigate prints with KVF_PROFILE=1: without writing the CSVs and the report); "
+            "R analysis = analysis / scan.",
             "",
             table(rows),
             "",
