@@ -209,7 +209,9 @@ def run_size(events: int, a, log) -> dict:
     for i in range(repeat):
         shutil.rmtree(out, ignore_errors=True)
         res = measure(
-            [forensics_bin(), "investigate", str(bundle), "--out", str(out)], timeout=a.timeout, env={"KVF_PROFILE": "1"}
+            [forensics_bin(), "investigate", str(bundle), "--out", str(out)],
+            timeout=a.timeout,
+            env={"KVF_PROFILE": "1"},
         )
         log(
             f"  investigate run {i + 1}/{repeat}: {res['wall']:.1f} s, {res['rss_mb']:.0f} MB, rc {res['rc']}"

@@ -22,6 +22,9 @@ import pyarrow as pa
 
 from forensics.db import timed
 
+# events per numpy chunk (a node's rooms are split into buckets of about this many events)
+CHUNK_EVENTS = 2_000_000
+
 # op codes on the way through numpy (index into OPS), and the classes the state tracks
 OPS = ("alloc", "free", "write", "xfer", "read", "share", "inj")
 ALLOC, FREE, WRITE, READ, INJ = 1, 2, 3, 4, 5
@@ -39,7 +42,7 @@ FROM (
     UNION ALL
     SELECT node, holder, k, kg, pos, 'inj', start, "end", ambiguous, ts, ts_hi, room, op FROM room_injected
 ) e JOIN node_index x USING (node)
-WHERE e.node = getvariable('replay_node')
+WHERE e.node = getvariable('replay_node') AND hash(e.room) % getvariable('replay_parts') = getvariable('replay_part')
 """
 
 STORE_SQL = f"""
@@ -97,27 +100,30 @@ def replay_rooms(con: duckdb.DuckDBPyConnection, holders_only: bool) -> None:
 
 
 def _replay_rooms(con: duckdb.DuckDBPyConnection, holders_only: bool) -> None:
-    """Node by node: bounded memory, and the allocator reuses one node's buffers for the next."""
+    """Node by node, and within a node by room buckets of at most CHUNK_EVENTS events: rooms are
+    independent, so memory stays bounded (and one chunk's buffers are reused for the next)."""
     con.execute("DROP TABLE IF EXISTS room_state_new")
-    for (node,) in con.execute("SELECT node FROM node_index ORDER BY node").fetchall():
-        con.execute("SET VARIABLE replay_node = ?", [node])
-        out = _replay_node(con, holders_only)
-        con.register("replay_out", out)
-        try:
-            if con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'room_state_new'").fetchone()[0]:
-                con.execute(f"INSERT INTO room_state_new {STORE_SQL}")
-            else:
-                con.execute(f"CREATE TABLE room_state_new AS {STORE_SQL}")
-        finally:
-            con.unregister("replay_out")
-        del out
-    if not con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'room_state_new'").fetchone()[0]:
-        con.execute("SET VARIABLE replay_node = NULL")  # no node at all: the empty table, typed
-        con.register("replay_out", _replay_node(con, holders_only))
-        try:
-            con.execute(f"CREATE TABLE room_state_new AS {STORE_SQL}")
-        finally:
-            con.unregister("replay_out")
+    chunks = con.execute(
+        """SELECT x.node, greatest(1, ceil(coalesce(count(t.k), 0) / ?))::BIGINT AS parts
+           FROM node_index x LEFT JOIN timeline t USING (node) GROUP BY x.node ORDER BY x.node""",
+        [CHUNK_EVENTS],
+    ).fetchall() or [(None, 1)]  # no node at all: one empty chunk makes the typed, empty table
+    made = False
+    for node, parts in chunks:
+        for part in range(parts):
+            con.execute("SET VARIABLE replay_node = ?", [node])
+            con.execute("SET VARIABLE replay_parts = ?", [parts])
+            con.execute("SET VARIABLE replay_part = ?", [part])
+            out = _replay_node(con, holders_only)
+            con.register("replay_out", out)
+            try:
+                con.execute(
+                    f"INSERT INTO room_state_new {STORE_SQL}" if made else f"CREATE TABLE room_state_new AS {STORE_SQL}"
+                )
+                made = True
+            finally:
+                con.unregister("replay_out")
+            del out
 
 
 def _replay_node(con: duckdb.DuckDBPyConnection, holders_only: bool) -> pa.Table:

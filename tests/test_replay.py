@@ -34,3 +34,41 @@ def test_replay_matches_sql_reference(tmp_path: Path, preset: str, seed: int, pa
         FROM room_state_new) r JOIN holdings h ON h.node = r.node AND h.room = r.room AND h.seg_start = r.seg_start
         AND h.a_k = r.k WHERE h.f_k IS DISTINCT FROM r.f""")
     assert nf == [(0,)]
+
+
+def test_chunked_work_gives_the_same_answer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rooms (replay) and history items (envelope) are independent: tiny chunks change nothing."""
+    import forensics.ownership
+    import forensics.replay
+
+    simulate(tmp_path / "sim", build_config("incident", seed=5, requests=600))
+    bundle = tmp_path / "sim" / "bundle"
+    queries = {
+        "room_state": f"SELECT {COLUMNS}, nf_k, nf_kg FROM room_state ORDER BY ALL",
+        "history_found": "SELECT * FROM history_found ORDER BY ALL",
+        "history_open": "SELECT * FROM history_open ORDER BY ALL",
+        "exposures": "SELECT * FROM exposures ORDER BY ALL",
+        "affected": "SELECT * FROM affected_responses ORDER BY ALL",
+    }
+    whole = Findings(bundle)
+    want = {name: whole.rows(q) for name, q in queries.items()}
+    assert want["history_found"] and want["exposures"]
+    monkeypatch.setattr(forensics.replay, "CHUNK_EVENTS", 700)
+    monkeypatch.setattr(forensics.ownership, "ENVELOPE_CHUNK", 50)
+    calls = {"replay": 0, "envelope": 0}
+    replay_node, envelope = forensics.replay._replay_node, forensics.ownership.envelope
+
+    def count(name, fn):
+        def wrapped(*args):
+            calls[name] += 1
+            return fn(*args)
+
+        return wrapped
+
+    monkeypatch.setattr(forensics.replay, "_replay_node", count("replay", replay_node))
+    monkeypatch.setattr(forensics.ownership, "envelope", count("envelope", envelope))
+    chunked = Findings(bundle)
+    nodes = chunked.rows("SELECT count(*) FROM node_index")[0][0]
+    assert calls["replay"] > 2 * nodes and calls["envelope"] > len(forensics.ownership.HISTORY_WINDOWS)
+    for name, q in queries.items():
+        assert chunked.rows(q) == want[name], name
