@@ -59,7 +59,7 @@ EXECUTORS = ("process", "ray")
 
 @dataclass
 class Execution:
-    """How the per-node work runs. workers=0: one per core (at most one per node)."""
+    """How the per-node work runs. workers: 0 = auto (see auto_workers), 1 = all nodes in this process."""
 
     executor: str = "process"
     workers: int = 1

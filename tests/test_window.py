@@ -81,6 +81,10 @@ def test_window_reads_only_its_partitions(archive: dict[str, Path]) -> None:
     for f in inside:
         assert f["rows_read"] > 0 and f["rows_read"] == f["rows_loaded"] + f["rows_rejected"]
         assert "skipped" not in f and "rows_outside_window" not in f  # day-aligned window: nothing set aside
+    report = (archive["window"] / "report.md").read_text()
+    assert "Historical replay window" in report and "2026-09-01T00:00:00.000Z" in report
+    assert f"{len(outside):,} page files outside the window were not read" in report
+    assert "Historical replay window" not in (archive["hive"] / "report.md").read_text()
 
 
 def test_window_confirms_nothing_the_archive_does_not(archive: dict[str, Path]) -> None:

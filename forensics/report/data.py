@@ -160,6 +160,7 @@ def gather(
         "timeline": {"bucket": bucket, "rows": timeline_buckets(hours, bucket)},
         "root_cause": _root_cause(con, files),
         "coverage": rows(con, "coverage"),
+        "window": rows(con, "replay_window")[0],
         "annex": rows(con, "account_annex"),
         "clean_nodes": rows(con, "clean_nodes"),
         "shared_prefix": rows(con, "shared_prefix"),
