@@ -13,7 +13,7 @@ from pathlib import Path
 
 import duckdb
 
-from forensics.db import run_query
+from forensics.db import run_query, scalar
 from forensics.outputs import write_csv
 from forensics.paths import load_query
 
@@ -40,4 +40,4 @@ def write_blast_files(con: duckdb.DuckDBPyConnection, out: Path) -> dict[str, in
 
 
 def has_table(con: duckdb.DuckDBPyConnection, name: str) -> bool:
-    return bool(con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = ?", [name]).fetchone()[0])
+    return bool(scalar(con, "SELECT count(*) FROM duckdb_tables() WHERE table_name = ?", [name]))

@@ -37,7 +37,7 @@ from typing import Any
 import duckdb
 
 import forensics
-from forensics.db import PROFILE, connect, run_query, scalar, timed
+from forensics.db import PROFILE, connect, one, run_query, scalar, timed
 from forensics.errors import InputError
 from forensics.paths import QUERIES, sql_literal
 
@@ -165,13 +165,14 @@ def _node_key(con: duckdb.DuckDBPyConnection, node: str, code: str) -> str:
             [node],
         ).fetchall()
     ]
-    landing = con.execute(
+    landing = scalar(
+        con,
         """SELECT md5(string_agg(concat_ws('|', sender, xseq, room, start, "end", seq_lo, seq_hi, land_lo, land_hi,
                   ambiguous, xts), ';' ORDER BY sender, xseq))
            FROM transfer_landing WHERE receiver = ?""",
         [node],
-    ).fetchone()[0]
-    window = [str(v) for v in con.execute('SELECT since, "until" FROM replay_window').fetchone() or ()]
+    )
+    window = [str(v) for v in one(con, 'SELECT since, "until" FROM replay_window')]
     body = json.dumps(
         {"code": code, "node": node, "files": files, "landing": landing, "window": window}, sort_keys=True
     )

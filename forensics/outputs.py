@@ -12,6 +12,7 @@ from typing import Any
 
 import duckdb
 
+from forensics.db import scalar
 from forensics.paths import sql_literal
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
@@ -90,7 +91,7 @@ def write_csv(con: duckdb.DuckDBPyConnection, query: str, path: Path, params: li
     # materialized first: DuckDB may drop an ORDER BY inside a subquery, a table's rowid keeps it
     con.execute(f"CREATE OR REPLACE TEMP TABLE csv_out AS {query}", params or [])
     described = con.execute("DESCRIBE csv_out").fetchall()
-    n = int(con.execute("SELECT count(*) FROM csv_out").fetchone()[0])
+    n = int(scalar(con, "SELECT count(*) FROM csv_out"))
     header = ", ".join(f"{_formatted(c, str(t))} AS {_ident(c)}" for c, t, *_ in described)
     with private_files():  # DuckDB creates the file: owner-only from the start
         con.execute(

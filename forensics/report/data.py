@@ -17,7 +17,7 @@ import duckdb
 import forensics
 from forensics.bundle import BundleConfig, InputFile
 from forensics.cohorts import Rule
-from forensics.db import run_query
+from forensics.db import run_query, scalar
 from forensics.paths import load_query
 from forensics.report.charts import timeline_buckets
 from forensics.report.provenance import MAX_RANGES, provenance_blocks
@@ -133,7 +133,7 @@ def gather(
     # source requests: computed once (the report prints the first rows, blast_sources.csv has all)
     con.execute(f"CREATE OR REPLACE TEMP TABLE report_sources AS {load_query('report', 'blast_sources')}")
     sources = rows_of(con, f"SELECT * FROM report_sources ORDER BY source_request_id LIMIT {MAX_TABLE_ROWS}")
-    sources_total = int(con.execute("SELECT count(*) FROM report_sources").fetchone()[0])
+    sources_total = int(scalar(con, "SELECT count(*) FROM report_sources"))
     incident = config.incident
     return {
         "header": {
