@@ -38,12 +38,21 @@ fixed AS (  -- unbounded clocks or contradictory stamps: only causality (or noth
     FROM placed)
 SELECT * FROM fixed;
 
--- receiver events inside each landing window: the inequality join alone, in its own statement
+-- receiver events strictly inside each landing window (seq_lo, seq_hi). Narrow windows (the usual
+-- case: a few events) list their seqs for an equality join; wide ones (loose clock bounds) take the
+-- inequality join, alone in its own statement so that the planner keeps it.
 CREATE OR REPLACE TEMP TABLE landing_window_pairs AS
+SELECT g.sender, g.xseq, g.receiver, g.start, g."end", v.node, v.start AS v_start, v."end" AS v_end
+FROM (SELECT sender, xseq, receiver, start, "end", unnest(range(seq_lo + 1, seq_hi)) AS seq
+      FROM landing_fixed WHERE seq_hi - seq_lo <= 1024) g
+JOIN page_events v ON v.node = g.receiver AND v.seq = g.seq
+WHERE v.op <> 'transfer';
+
+INSERT INTO landing_window_pairs
 SELECT g.sender, g.xseq, g.receiver, g.start, g."end", v.node, v.start AS v_start, v."end" AS v_end
 FROM (SELECT fx.sender, fx.xseq, fx.receiver, fx.start, fx."end", nx.base + fx.seq_lo AS sg_lo,
              nx.base + fx.seq_hi AS sg_hi
-      FROM landing_fixed fx JOIN node_index nx ON nx.node = fx.receiver) g
+      FROM landing_fixed fx JOIN node_index nx ON nx.node = fx.receiver WHERE fx.seq_hi - fx.seq_lo > 1024) g
 JOIN (SELECT e.node, e.start, e."end", ne.base + e.seq AS sg
       FROM page_events e JOIN node_index ne USING (node) WHERE e.op <> 'transfer') v
   ON v.sg > g.sg_lo AND v.sg < g.sg_hi;
