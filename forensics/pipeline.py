@@ -104,7 +104,7 @@ def _investigate(
         stale.unlink(missing_ok=True)
     con = connect(db_path, memory_limit=memory_limit, threads=threads)
     try:
-        work = out / "work"
+        work = out / ".kvf-work"  # per-node task files: scratch, removed after the analysis
         shutil.rmtree(work, ignore_errors=True)
         execution.workdir = work
         try:

@@ -54,10 +54,6 @@ FROM replay_out r JOIN node_index x ON x.base >> 40 = r.node_i
 """
 
 
-def _np(table: pa.Table, name: str) -> np.ndarray:
-    return table.column(name).to_numpy()
-
-
 def _prev_of(cls_rows: np.ndarray, cls: int, first_row: np.ndarray) -> np.ndarray:
     """Per row: the index of the last earlier row of class `cls` in the same piece, or -1."""
     n = cls_rows.size
@@ -114,7 +110,7 @@ def _replay_rooms(con: duckdb.DuckDBPyConnection, holders_only: bool) -> None:
             con.execute("SET VARIABLE replay_node = ?", [node])
             con.execute("SET VARIABLE replay_parts = ?", [parts])
             con.execute("SET VARIABLE replay_part = ?", [part])
-            out = _replay_node(con, holders_only)
+            out = _replay_chunk(con, holders_only)
             con.register("replay_out", out)
             try:
                 con.execute(
@@ -126,8 +122,8 @@ def _replay_rooms(con: duckdb.DuckDBPyConnection, holders_only: bool) -> None:
             del out
 
 
-def _replay_node(con: duckdb.DuckDBPyConnection, holders_only: bool) -> pa.Table:
-
+def _replay_chunk(con: duckdb.DuckDBPyConnection, holders_only: bool) -> pa.Table:
+    """The replay of one chunk (the rooms of replay_node in bucket replay_part), as an Arrow table."""
     ev = con.sql(EVENTS_SQL.replace("$holders_only", "true" if holders_only else "false")).fetchnumpy()
     n = len(ev["k"])
     perm = np.lexsort((ev["k"], ev["room"], ev["node_i"]))  # events by (node, room, k)

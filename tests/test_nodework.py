@@ -73,7 +73,7 @@ def test_worker_processes_match_one_worker(bundle: Path, serial: Path, tmp_path:
     assert ex.stats["tasks_run"] == 4 and ex.stats["workers"] == 2
     assert {t["node"] for t in ex.stats["tasks"]} == {"decode-0", "decode-1", "prefill-0", "prefill-1"}
     assert_same(serial, tmp_path / "pool")
-    assert not (tmp_path / "pool" / "work").exists()  # task files are scratch
+    assert not (tmp_path / "pool" / ".kvf-work").exists()  # task files are scratch
 
 
 def test_ray_local_matches_one_worker(bundle: Path, serial: Path, tmp_path: Path) -> None:

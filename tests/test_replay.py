@@ -56,7 +56,7 @@ def test_chunked_work_gives_the_same_answer(tmp_path: Path, monkeypatch: pytest.
     monkeypatch.setattr(forensics.replay, "CHUNK_EVENTS", 700)
     monkeypatch.setattr(forensics.ownership, "ENVELOPE_CHUNK", 50)
     calls = {"replay": 0, "envelope": 0}
-    replay_node, envelope = forensics.replay._replay_node, forensics.ownership.envelope
+    replay_node, envelope = forensics.replay._replay_chunk, forensics.ownership.envelope
 
     def count(name, fn):
         def wrapped(*args):
@@ -65,7 +65,7 @@ def test_chunked_work_gives_the_same_answer(tmp_path: Path, monkeypatch: pytest.
 
         return wrapped
 
-    monkeypatch.setattr(forensics.replay, "_replay_node", count("replay", replay_node))
+    monkeypatch.setattr(forensics.replay, "_replay_chunk", count("replay", replay_node))
     monkeypatch.setattr(forensics.ownership, "envelope", count("envelope", envelope))
     chunked = Findings(bundle)
     nodes = chunked.rows("SELECT count(*) FROM node_index")[0][0]
