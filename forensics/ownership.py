@@ -7,9 +7,12 @@ clock-offset bounds that ordinary transfers imply. Slot ranges stay ranges, and 
     and injected into those rooms' histories, which are replayed again;
  3. reads whose content predates their allocation (placeholders, shares) look up the last writer in
     the node's recent writes, widening the window only for what is still unexplained.
-Reads: page_events. Writes: telemetry_nodes, seq_gaps, transfer_links, clock_bounds, transfer_landing,
-timeline, node_index, room_state, holdings, alloc_overlaps, anomalous_writes, room_injected, history_writes,
-history_items, history_found, history_open (the last-writer search: SQL candidates, numpy envelope).
+Transfer placement needs every node; everything after it is node-local and runs as per-node tasks
+(forensics.nodework: in this process, in worker processes, or on Ray).
+Reads: page_events, replay_window. Writes: telemetry_nodes, seq_gaps, transfer_links, clock_bounds,
+transfer_landing, node_index; through the node tasks: timeline, room_state (forensics.replay), holdings,
+alloc_overlaps, anomalous_writes, room_injected, history_writes, history_items, history_found,
+history_open (the last-writer search: SQL candidates, numpy envelope).
 """
 
 from __future__ import annotations
