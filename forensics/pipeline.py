@@ -25,20 +25,20 @@ class InvestigationResult:
     out: Path
     counts: dict[str, int]
     headline: dict[str, int]
+    tasks: dict[str, int] | None = None  # per-node tasks run and reused, when they ran apart
 
     def summary(self) -> str:
         h = self.headline
-        return "\n".join(
-            [
-                f"Affected responses: {h['affected']} ({h['confirmed']} confirmed, "
-                f"{h['indeterminate']} indeterminate); "
-                f"customer cohort: {h['customer']}",
-                f"Exposure pairs: {h['pairs']}; hazards: {self.counts.get('hazards.csv', 0)}; "
-                f"rejected input rows: {self.counts.get('rejected.csv', 0)}",
-                f"Findings written to {self.out}/",
-                f"Report: {self.out / 'report.html'}",
-            ]
-        )
+        lines = [
+            f"Affected responses: {h['affected']} ({h['confirmed']} confirmed, "
+            f"{h['indeterminate']} indeterminate); "
+            f"customer cohort: {h['customer']}",
+            f"Exposure pairs: {h['pairs']}; hazards: {self.counts.get('hazards.csv', 0)}; "
+            f"rejected input rows: {self.counts.get('rejected.csv', 0)}",
+        ]
+        if self.tasks:
+            lines.append(f"Per-node tasks: {self.tasks['tasks_run']} run, {self.tasks['reused']} reused from the cache")
+        return "\n".join([*lines, f"Findings written to {self.out}/", f"Report: {self.out / 'report.html'}"])
 
 
 def _headline(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
@@ -143,4 +143,5 @@ def _investigate(
         con.close()
     shutil.rmtree(Path(str(db_path) + ".tmp"), ignore_errors=True)
     make_private(db_path)
-    return InvestigationResult(out, counts, headline)
+    tasks = {k: execution.stats[k] for k in ("tasks_run", "reused")} if "tasks_run" in execution.stats else None
+    return InvestigationResult(out, counts, headline, tasks)

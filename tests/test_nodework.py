@@ -35,7 +35,12 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def run(bundle: Path, out: Path, **kw) -> Execution:
     execution = Execution(**kw)
-    investigate(bundle, out, execution=execution)
+    result = investigate(bundle, out, execution=execution)
+    if "tasks_run" in execution.stats:  # the command's summary says what ran and what was reused
+        stats = execution.stats
+        assert f"Per-node tasks: {stats['tasks_run']} run, {stats['reused']} reused" in result.summary()
+    else:
+        assert "Per-node tasks" not in result.summary()
     return execution
 
 
