@@ -13,7 +13,7 @@ from pathlib import Path
 
 import duckdb
 
-from forensics.db import run_query, scalar
+from forensics.db import run_query
 from forensics.outputs import write_csv
 from forensics.paths import load_query
 
@@ -22,22 +22,21 @@ BLAST_FILES = {
     "blast_matrix.csv": "exposure_matrix",
     "blast_nodes.csv": "blast_nodes",
     "blast_hours.csv": "blast_hours",
-    "blast_sources.csv": "blast_sources",
+    "blast_sources.csv": None,  # the table report_sources, made by blast_sources.sql
     "shared_prefix.csv": "shared_prefix",
 }
 
 
 def write_blast_files(con: duckdb.DuckDBPyConnection, out: Path) -> dict[str, int]:
+    """Also leaves the table report_sources, which the report reads (first rows and count)."""
     run_query(con, "report", "report_affected")
+    run_query(con, "report", "blast_sources")
     con.execute("SET VARIABLE bucket = 'hour'")
-    counts = {}
-    for name, query in BLAST_FILES.items():
-        sql = load_query("report", query)
-        if query == "blast_sources" and has_table(con, "report_sources"):  # made by the report's data step
-            sql = "SELECT * FROM report_sources ORDER BY source_request_id"
-        counts[name] = write_csv(con, sql, out / name)
-    return counts
-
-
-def has_table(con: duckdb.DuckDBPyConnection, name: str) -> bool:
-    return bool(scalar(con, "SELECT count(*) FROM duckdb_tables() WHERE table_name = ?", [name]))
+    return {
+        name: write_csv(
+            con,
+            load_query("report", query) if query else "SELECT * FROM report_sources ORDER BY source_request_id",
+            out / name,
+        )
+        for name, query in BLAST_FILES.items()
+    }

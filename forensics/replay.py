@@ -38,7 +38,7 @@ SELECT x.base >> 40 AS node_i, e.room, e.k, e.kg, e.pos, ({_OPC.format(c="e.op")
 FROM (
     SELECT node, room, k, kg, pos, op, start, "end", ambiguous, ts, ts_hi, NULL::BIGINT AS src_room,
            NULL::VARCHAR AS src_op FROM timeline
-    WHERE NOT $holders_only OR (node, room) IN (SELECT node, holder FROM room_injected)
+    WHERE NOT getvariable('holders_only') OR (node, room) IN (SELECT node, holder FROM room_injected)
     UNION ALL
     SELECT node, holder, k, kg, pos, 'inj', start, "end", ambiguous, ts, ts_hi, room, op FROM room_injected
 ) e JOIN node_index x USING (node)
@@ -124,7 +124,8 @@ def _replay_rooms(con: duckdb.DuckDBPyConnection, holders_only: bool) -> None:
 
 def _replay_chunk(con: duckdb.DuckDBPyConnection, holders_only: bool) -> pa.Table:
     """The replay of one chunk (the rooms of replay_node in bucket replay_part), as an Arrow table."""
-    ev = con.sql(EVENTS_SQL.replace("$holders_only", "true" if holders_only else "false")).fetchnumpy()
+    con.execute("SET VARIABLE holders_only = ?", [holders_only])
+    ev = con.sql(EVENTS_SQL).fetchnumpy()
     n = len(ev["k"])
     perm = np.lexsort((ev["k"], ev["room"], ev["node_i"]))  # events by (node, room, k)
     room, node_i = np.asarray(ev["room"])[perm], np.asarray(ev["node_i"])[perm]

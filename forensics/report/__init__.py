@@ -32,8 +32,8 @@ def render_report(
     from forensics.report.render import render
 
     when = parse_utc(as_of, "--as-of") if as_of else None
+    counts = write_blast_files(con, out)  # first: it makes report_sources, which gather reads
     ctx = gather(con, config=config, files=files, rules=rules, as_of=when)
-    counts = write_blast_files(con, out)
     ctx["blast_files"] = counts
     render(ctx, out)
     return counts

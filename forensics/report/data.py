@@ -32,12 +32,11 @@ def rows(con: duckdb.DuckDBPyConnection, name: str, **params: Any) -> list[dict[
     """Run queries/report/<name>.sql (a SELECT) and return its rows as dicts."""
     for key, value in params.items():
         con.execute(f"SET VARIABLE {key} = ?", [value])
-    cur = con.execute(load_query("report", name))
-    cols = [d[0] for d in cur.description]
-    return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
+    return rows_of(con, load_query("report", name))
 
 
 def rows_of(con: duckdb.DuckDBPyConnection, sql: str) -> list[dict[str, Any]]:
+    """Rows of one SELECT as dicts."""
     cur = con.execute(sql)
     cols = [d[0] for d in cur.description]
     return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
@@ -130,8 +129,7 @@ def gather(
     for step in ("prov_stale", "prov_foreign", "prov_ranges"):
         run_query(con, "report", step)
     totals = rows(con, "exclusion_totals")[0]
-    # source requests: computed once (the report prints the first rows, blast_sources.csv has all)
-    con.execute(f"CREATE OR REPLACE TEMP TABLE report_sources AS {load_query('report', 'blast_sources')}")
+    # source requests (report_sources, made with blast_sources.csv): the first rows and the count
     sources = rows_of(con, f"SELECT * FROM report_sources ORDER BY source_request_id LIMIT {MAX_TABLE_ROWS}")
     sources_total = int(scalar(con, "SELECT count(*) FROM report_sources"))
     incident = config.incident
