@@ -72,6 +72,12 @@ def investigate(
         help="Replay window start (RFC 3339 or YYYY-MM-DD, UTC); date= partitions before it are not read.",
     ),
     until: str | None = typer.Option(None, "--until", help="Replay window end (exclusive), like --since."),
+    full_replay: bool = typer.Option(
+        False,
+        "--full-replay",
+        help="Replay every room in detail, not only the rooms the screening pass flags (same findings, slower; "
+        "for checking the screen).",
+    ),
 ) -> None:
     """Ingest, rebuild page ownership and provenance, write findings and the disclosure report."""
     from forensics.errors import InputError
@@ -83,7 +89,9 @@ def investigate(
     from forensics.bundle import Window
 
     window = Window.parse(since, until)
-    execution = Execution(executor=executor, workers=workers, cache=cache, ray_address=ray_address)
+    execution = Execution(
+        executor=executor, workers=workers, cache=cache, ray_address=ray_address, screen=not full_replay
+    )
     result = run(
         bundle,
         out,

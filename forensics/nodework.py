@@ -68,6 +68,7 @@ class Execution:
     memory_limit: str | None = None
     threads: int | None = None
     ray_address: str | None = None
+    screen: bool = True  # False: replay every room in detail (investigate --full-replay)
     stats: dict[str, Any] = field(default_factory=dict)
 
 
@@ -78,16 +79,21 @@ class NodeTask:
     output: str  # folder the task writes <table>.parquet into
     memory_limit: str | None
     threads: int
+    screen: bool = True
 
 
-def node_ownership(con: duckdb.DuckDBPyConnection) -> None:
-    """The per-node steps, on a connection holding page_events, transfer_landing and node_index."""
+def node_ownership(con: duckdb.DuckDBPyConnection, screen: bool = True) -> None:
+    """The per-node steps, on a connection holding page_events, transfer_landing and node_index.
+    screen: replay in detail only the rooms the screening pass flags (forensics.screen)."""
     from forensics.ownership import HISTORY_WINDOWS, history_round
     from forensics.replay import replay_rooms
+    from forensics.screen import screen_rooms
 
     run_query(con, "ownership", "timeline")
     run_query(con, "ownership", "room_injected_empty")
-    replay_rooms(con, holders_only=False)
+    if screen:
+        screen_rooms(con)
+    replay_rooms(con, holders_only=False, screened=screen)
     con.execute("DROP TABLE IF EXISTS room_state")
     con.execute("ALTER TABLE room_state_new RENAME TO room_state")
     for step in ("holdings", "alloc_overlaps", "anomalous_writes", "room_injected"):
@@ -123,7 +129,7 @@ def run_node(task: NodeTask) -> dict[str, Any]:
         con.execute("CREATE TABLE node_index (node VARCHAR, base BIGINT)")
         con.execute("INSERT INTO node_index VALUES (?, 0)", [task.node])
         t_run = time.perf_counter()
-        node_ownership(con)
+        node_ownership(con, task.screen)
         t_write = time.perf_counter()
         for table in NODE_TABLES:
             target = out / f"{table}.parquet"
@@ -156,7 +162,7 @@ def _code_digest() -> str:
     return h.hexdigest()
 
 
-def _node_key(con: duckdb.DuckDBPyConnection, node: str, code: str) -> str:
+def _node_key(con: duckdb.DuckDBPyConnection, node: str, code: str, screen: bool) -> str:
     files = [
         r[0]
         for r in con.execute(
@@ -174,7 +180,7 @@ def _node_key(con: duckdb.DuckDBPyConnection, node: str, code: str) -> str:
     )
     window = [str(v) for v in one(con, 'SELECT since, "until" FROM replay_window')]
     body = json.dumps(
-        {"code": code, "node": node, "files": files, "landing": landing, "window": window}, sort_keys=True
+        {"code": code, "node": node, "files": files, "landing": landing, "window": window, "screen": screen}, sort_keys=True
     )
     return hashlib.sha256(body.encode()).hexdigest()
 
@@ -243,11 +249,12 @@ def _load_outputs(con: duckdb.DuckDBPyConnection, outputs: list[tuple[str, Path]
 def run_nodes(con: duckdb.DuckDBPyConnection, execution: Execution) -> None:
     """Run the per-node work for every node with page telemetry and load its tables into `con`."""
     nodes = [r[0] for r in con.execute("SELECT node FROM telemetry_nodes ORDER BY node").fetchall()]
+    execution.stats["replay"] = "screened" if execution.screen else "full"
     if execution.workers == 0:
         execution.workers = os.cpu_count() or 1 if execution.executor == "ray" else auto_workers(len(nodes))
     if not nodes or (execution.executor == "process" and execution.workers == 1 and not execution.cache):
         # one worker: the same steps for all nodes at once on this connection, no Parquet round trip
-        node_ownership(con)
+        node_ownership(con, execution.screen)
         return
     own_tmp = None
     work = execution.workdir
@@ -279,7 +286,7 @@ def _run_all(con: duckdb.DuckDBPyConnection, execution: Execution, nodes: list[s
     reused = 0
     with timed("nodes/export"):
         for i, node in enumerate(nodes):
-            key = _node_key(con, node, code) if execution.cache else None
+            key = _node_key(con, node, code, execution.screen) if execution.cache else None
             cached = execution.cache / key if execution.cache and key else None
             if cached is not None and (cached / "done").is_file():
                 outputs.append((node, cached))
@@ -288,7 +295,7 @@ def _run_all(con: duckdb.DuckDBPyConnection, execution: Execution, nodes: list[s
             folder = work / "in" / f"n{i:05d}"
             _export_inputs(con, node, folder)
             target = cached if cached is not None else work / "out" / f"n{i:05d}"
-            tasks.append(NodeTask(node, str(folder), str(target), memory_limit, threads))
+            tasks.append(NodeTask(node, str(folder), str(target), memory_limit, threads, execution.screen))
             outputs.append((node, target))
     with timed(f"nodes/run ({len(tasks)} tasks, {execution.executor}, {workers} workers)"):
         if execution.executor == "ray":

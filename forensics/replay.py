@@ -37,8 +37,8 @@ SELECT x.base >> 40 AS node_i, e.room, e.k, e.kg, e.pos, ({_OPC.format(c="e.op")
        ({_OPC.format(c="e.src_op")})::TINYINT AS src_opc
 FROM (
     SELECT node, room, k, kg, pos, op, start, "end", ambiguous, ts, ts_hi, NULL::BIGINT AS src_room,
-           NULL::VARCHAR AS src_op FROM timeline
-    WHERE NOT getvariable('holders_only') OR (node, room) IN (SELECT node, holder FROM room_injected)
+           NULL::VARCHAR AS src_op
+    FROM {{source}}
     UNION ALL
     SELECT node, holder, k, kg, pos, 'inj', start, "end", ambiguous, ts, ts_hi, room, op FROM room_injected
 ) e JOIN node_index x USING (node)
@@ -89,19 +89,26 @@ def _pick(values: np.ndarray, rows: np.ndarray, mask: np.ndarray | None = None, 
     return pa.array(picked, type=type_, mask=missing if missing.any() else None)
 
 
-def replay_rooms(con: duckdb.DuckDBPyConnection, holders_only: bool) -> None:
-    """Create room_state_new (see the module docstring)."""
+def replay_rooms(con: duckdb.DuckDBPyConnection, holders_only: bool, screened: bool = False) -> None:
+    """Create room_state_new (see the module docstring). screened: only the rooms in room_scope
+    (forensics.screen); holders_only: only the rooms foreign writes hit (room_injected)."""
     with timed(f"ownership/replay{' (injected)' if holders_only else ''}"):
-        _replay_rooms(con, holders_only)
+        _replay_rooms(con, holders_only, screened)
 
 
-def _replay_rooms(con: duckdb.DuckDBPyConnection, holders_only: bool) -> None:
+def _replay_rooms(con: duckdb.DuckDBPyConnection, holders_only: bool, screened: bool) -> None:
     """Node by node, and within a node by room buckets of at most CHUNK_EVENTS events: rooms are
     independent, so memory stays bounded (and one chunk's buffers are reused for the next)."""
     con.execute("DROP TABLE IF EXISTS room_state_new")
+    if holders_only:
+        source = "(SELECT * FROM timeline WHERE (node, room) IN (SELECT node, holder FROM room_injected))"
+    elif screened:
+        source = "(SELECT * FROM timeline WHERE (node, room) IN (SELECT node, room FROM room_scope))"
+    else:
+        source = "timeline"
     chunks = con.execute(
-        """SELECT x.node, greatest(1, ceil(coalesce(count(t.k), 0) / ?))::BIGINT AS parts
-           FROM node_index x LEFT JOIN timeline t USING (node) GROUP BY x.node ORDER BY x.node""",
+        f"""SELECT x.node, greatest(1, ceil(coalesce(count(t.k), 0) / ?))::BIGINT AS parts
+            FROM node_index x LEFT JOIN {source} t USING (node) GROUP BY x.node ORDER BY x.node""",
         [CHUNK_EVENTS],
     ).fetchall() or [(None, 1)]  # no node at all: one empty chunk makes the typed, empty table
     made = False
@@ -110,7 +117,7 @@ def _replay_rooms(con: duckdb.DuckDBPyConnection, holders_only: bool) -> None:
             con.execute("SET VARIABLE replay_node = ?", [node])
             con.execute("SET VARIABLE replay_parts = ?", [parts])
             con.execute("SET VARIABLE replay_part = ?", [part])
-            out = _replay_chunk(con, holders_only)
+            out = _replay_chunk(con, source)
             con.register("replay_out", out)
             try:
                 con.execute(
@@ -122,10 +129,9 @@ def _replay_rooms(con: duckdb.DuckDBPyConnection, holders_only: bool) -> None:
             del out
 
 
-def _replay_chunk(con: duckdb.DuckDBPyConnection, holders_only: bool) -> pa.Table:
+def _replay_chunk(con: duckdb.DuckDBPyConnection, source: str) -> pa.Table:
     """The replay of one chunk (the rooms of replay_node in bucket replay_part), as an Arrow table."""
-    con.execute("SET VARIABLE holders_only = ?", [holders_only])
-    ev = con.sql(EVENTS_SQL).fetchnumpy()
+    ev = con.sql(EVENTS_SQL.format(source=source)).fetchnumpy()
     n = len(ev["k"])
     perm = np.lexsort((ev["k"], ev["room"], ev["node_i"]))  # events by (node, room, k)
     room, node_i = np.asarray(ev["room"])[perm], np.asarray(ev["node_i"])[perm]

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from forensics.bundle import Window
 from forensics.db import connect
+from forensics.nodework import Execution
 from forensics.pipeline import analyze
 
 
 class Findings:
-    def __init__(self, bundle: Path):
+    def __init__(self, bundle: Path, execution: Execution | None = None, window: Window | None = None):
         self.con = connect(":memory:")
-        analyze(self.con, bundle)
+        analyze(self.con, bundle, execution=execution, window=window)
 
     def rows(self, query: str) -> list[tuple]:
         return self.con.execute(query).fetchall()

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from analysis import Findings
 
+from forensics.nodework import Execution
 from forensics.simulate import build_config, simulate
 
 REFERENCE = Path(__file__).parent / "reference" / "room_local.sql"
@@ -19,7 +20,7 @@ COLUMNS = """node, room, seg_start, seg_end, k, kg, pos, op, ambiguous, ts, ts_h
 @pytest.mark.parametrize(("preset", "seed", "page_size"), [("incident", 5, 64), ("default", 3, 1), ("default", 8, 16)])
 def test_replay_matches_sql_reference(tmp_path: Path, preset: str, seed: int, page_size: int) -> None:
     simulate(tmp_path / "sim", build_config(preset, seed=seed, requests=600, page_size=page_size))
-    f = Findings(tmp_path / "sim" / "bundle")
+    f = Findings(tmp_path / "sim" / "bundle", Execution(screen=False))  # every room, not only screened ones
     got = f.rows(f"SELECT {COLUMNS} FROM room_state ORDER BY ALL")
     assert len(got) > 1000
     assert f.rows("SELECT count(*) FROM room_injected")[0][0] > 0 or preset == "default"
@@ -50,7 +51,7 @@ def test_chunked_work_gives_the_same_answer(tmp_path: Path, monkeypatch: pytest.
         "exposures": "SELECT * FROM exposures ORDER BY ALL",
         "affected": "SELECT * FROM affected_responses ORDER BY ALL",
     }
-    whole = Findings(bundle)
+    whole = Findings(bundle, Execution(screen=False))
     want = {name: whole.rows(q) for name, q in queries.items()}
     assert want["history_found"] and want["exposures"]
     monkeypatch.setattr(forensics.replay, "CHUNK_EVENTS", 700)
@@ -67,7 +68,7 @@ def test_chunked_work_gives_the_same_answer(tmp_path: Path, monkeypatch: pytest.
 
     monkeypatch.setattr(forensics.replay, "_replay_chunk", count("replay", replay_node))
     monkeypatch.setattr(forensics.ownership, "envelope", count("envelope", envelope))
-    chunked = Findings(bundle)
+    chunked = Findings(bundle, Execution(screen=False))
     nodes = chunked.rows("SELECT count(*) FROM node_index")[0][0]
     assert calls["replay"] > 2 * nodes and calls["envelope"] > len(forensics.ownership.HISTORY_WINDOWS)
     for name, q in queries.items():

@@ -64,8 +64,10 @@ def _stage_parquet(con: duckdb.DuckDBPyConnection, f: InputFile) -> bool:
     peer = f"CAST({_q('peer')} AS VARCHAR)" if "peer" in types else "NULL::VARCHAR"
     srcc = f"CAST({_q('src')} AS VARCHAR)" if "src" in types else "NULL::VARCHAR"
     try:
+        # a view, not a table: the file is read once for the rejected rows and once for the loaded
+        # ones, and the raw text of a value is only built for the rows a message needs it for
         con.execute(
-            f"""CREATE OR REPLACE TEMP TABLE pages_stage AS SELECT file_row_number + 1 AS row,
+            f"""CREATE OR REPLACE TEMP VIEW pages_stage AS SELECT file_row_number + 1 AS row,
             NULL::VARCHAR AS parse_error, CAST(node AS VARCHAR) AS node, {seq} AS seq, {seq_raw} AS seq_raw,
             {ts} AS ts, {ts_raw} AS ts_raw, CAST(op AS VARCHAR) AS op, {room} AS room, {room_raw} AS room_raw,
             {start} AS start, {end} AS "end", {peer} AS peer, {srcc} AS src FROM {src}"""
@@ -114,10 +116,17 @@ def load_page_file(con: duckdb.DuckDBPyConnection, f: InputFile) -> None:
     if not staged:
         return
     before_rej = scalar(con, "SELECT count(*) FROM rejected WHERE file_id = ?", [f.file_id])
-    run_query(con, "ingest", "page_events_validate", file_id=f.file_id)
-    read = scalar(con, "SELECT count(*) FROM pages_stage")
+    try:
+        run_query(con, "ingest", "page_events_validate", file_id=f.file_id)
+        read = scalar(con, "SELECT count(*) FROM pages_stage")
+    except duckdb.Error as err:  # a Parquet file can fail part way through its row groups
+        con.execute("DELETE FROM rejected WHERE file_id = ?", [f.file_id])
+        con.execute("DELETE FROM page_events WHERE file_id = ?", [f.file_id])
+        f.error = f"cannot read Parquet rows: {str(err).splitlines()[0].replace(str(f.path), f.rel)[:200]}"
+        con.execute("DROP VIEW IF EXISTS pages_stage")
+        return
     rej = scalar(con, "SELECT count(*) FROM rejected WHERE file_id = ?", [f.file_id]) - before_rej
     f.rows_read += read
     f.rows_rejected += rej
     f.rows_loaded += read - rej
-    con.execute("DROP TABLE pages_stage")
+    con.execute(f"DROP {'VIEW' if f.rel.lower().endswith('.parquet') else 'TABLE'} pages_stage")

@@ -1,7 +1,7 @@
 -- Provenance of each certain foreign write into a printed response's pages while it attended them:
 -- the writer, how it arrived (transfer from a sender, landing interval on the receiver's clock), the
 -- writer's own free of those slots before it (an abort), and the recipient's read.
--- grain: request_id, node, seg, write pos; reads: report_prov, write_effects, room_state, timeline, room_requests; params: none
+-- grain: request_id, node, seg, write pos; reads: report_prov, write_effects, timeline, room_requests; params: none
 CREATE OR REPLACE TEMP TABLE prov_foreign_rows AS
 WITH src AS (SELECT DISTINCT ON (room) room, request_id, account_id, cohort FROM room_requests ORDER BY room, request_id)
 SELECT p.request_id, we.node, we.seg_start, we.seg_end, we.room AS source_room,
@@ -14,7 +14,7 @@ JOIN write_effects we ON we.node = p.node AND we.attending_room = p.room AND we.
 LEFT JOIN timeline w ON w.node = we.node AND w.k = we.k AND w.room = we.room
 LEFT JOIN timeline rd ON rd.node = we.node AND rd.k = we.r_k
 LEFT JOIN LATERAL (  -- the writer's own last free of those slots before the write (an abort)
-    SELECT any_value(fr.room) AS free_room, max(fr.ts) AS free_ts FROM room_state fr
+    SELECT any_value(fr.room) AS free_room, max(fr.ts) AS free_ts FROM timeline fr
     WHERE fr.node = we.node AND fr.room = we.room AND fr.op = 'free' AND fr.pos < we.pos
-      AND fr.seg_start < we.seg_end AND fr.seg_end > we.seg_start) f ON true
+      AND fr.start < we.seg_end AND fr."end" > we.seg_start) f ON true
 LEFT JOIN src s ON s.room = we.room;

@@ -1,7 +1,7 @@
 -- Provenance of each certain stale read by a printed response: the read, the last write into the
 -- segment (a write on the node or a transfer landing), the last free before the read, and the
 -- recipient's alloc. Segments are merged into ranges by the report.
--- grain: request_id, node, seg, read pos; reads: report_prov, read_provenance, room_state, timeline, room_requests; params: none
+-- grain: request_id, node, seg, read pos; reads: report_prov, read_provenance, timeline, room_requests; params: none
 CREATE OR REPLACE TEMP TABLE prov_stale_rows AS
 WITH src AS (SELECT DISTINCT ON (room) room, request_id, account_id, cohort FROM room_requests ORDER BY room, request_id)
 SELECT p.request_id, rp.node, rp.seg_start, rp.seg_end, rp.op AS read_op, rp.ts AS read_ts,
@@ -15,8 +15,8 @@ JOIN read_provenance rp ON rp.node = p.node AND rp.room = p.room
 LEFT JOIN timeline rd ON rd.node = rp.node AND rd.k = rp.k
 LEFT JOIN timeline w ON w.node = rp.node AND w.k = rp.w_k
 LEFT JOIN LATERAL (  -- the writer's own free of those slots after it wrote them
-    SELECT any_value(fr.room) AS free_room, min(fr.ts) AS free_ts FROM room_state fr
+    SELECT any_value(fr.room) AS free_room, min(fr.ts) AS free_ts FROM timeline fr
     WHERE fr.node = rp.node AND fr.room = rp.w_room AND fr.op = 'free' AND fr.pos > rp.w_pos AND fr.pos < rp.pos
-      AND fr.seg_start < rp.seg_end AND fr.seg_end > rp.seg_start) f ON true
+      AND fr.start < rp.seg_end AND fr."end" > rp.seg_start) f ON true
 LEFT JOIN timeline a ON a.node = rp.node AND a.k = rp.a_k
 LEFT JOIN src s ON s.room = rp.w_room;
