@@ -180,7 +180,8 @@ def _node_key(con: duckdb.DuckDBPyConnection, node: str, code: str, screen: bool
     )
     window = [str(v) for v in one(con, 'SELECT since, "until" FROM replay_window')]
     body = json.dumps(
-        {"code": code, "node": node, "files": files, "landing": landing, "window": window, "screen": screen}, sort_keys=True
+        {"code": code, "node": node, "files": files, "landing": landing, "window": window, "screen": screen},
+        sort_keys=True,
     )
     return hashlib.sha256(body.encode()).hexdigest()
 

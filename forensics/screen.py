@@ -16,12 +16,12 @@ these could concern:
   every write of the node).
 
 Why this is a superset of what the replay reports (so the screened replay reports exactly what the
-full one does; tests/test_screen.py checks it on simulated incidents): a room that is never flagged
-saw, at every one of its events, runs that were never held by two rooms at once, and that it held
-(its alloc is the last alloc of those slots, and nobody freed or wrote them since without being
-flagged along with it), and it read only its own writes made after its alloc. Its own history then gives no hazard, no stale or foreign read, and no
-anomalous write; and a room whose holding another room's write or alloc hit is flagged at that event
-(if the run map already names someone else as holder, that divergence flagged it earlier).
+full one does; tests/test_screen.py checks it on simulated incidents, with seq gaps and a replay
+window): a room that is never flagged saw, at every one of its events, runs that were never held by
+two rooms at once and that it held (its alloc is the last alloc of those slots, and nobody freed or
+wrote them since without being flagged along with it), and it read only its own writes made after
+its alloc. Its own history then gives no hazard, no stale or foreign read and no anomalous write;
+and a room whose holding another room's write or alloc hit is flagged at that event.
 
 The walk is a compiled loop (numba) over arrays fetched from DuckDB; its state is two event indices
 per run start and a two-level bitset of run starts, so each event costs a few word operations plus

@@ -99,7 +99,9 @@ def test_run_map_walk_matches_the_slot_model(seed: int) -> None:
         start = rng.integers(0, slots - 1, n).astype(np.int64)
         end = np.minimum(start + rng.integers(1, 200, n), slots).astype(np.int64)
     else:
-        opc, room, start, end = tidy_stream(rng, rooms=200, blocks=int(rng.integers(3, 40)), mess=0.0 if seed % 3 == 1 else 0.03)
+        opc, room, start, end = tidy_stream(
+            rng, rooms=200, blocks=int(rng.integers(3, 40)), mess=0.0 if seed % 3 == 1 else 0.03
+        )
         slots = int(end.max())
     got = screen_events(opc, room, start, end, slots + 1)
     want = slot_model(opc, room, start, end)
