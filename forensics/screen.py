@@ -36,11 +36,15 @@ import numpy as np
 import pyarrow as pa
 from numba import njit
 
-from forensics.db import timed
+from forensics.db import scalar, timed
 
 # op codes of the walk (timeline op names in this order)
 OPS = ("alloc", "free", "write", "xfer", "read", "share")
 _OPC = "CASE op " + " ".join(f"WHEN '{o}' THEN {i}" for i, o in enumerate(OPS)) + " ELSE -1 END"
+
+# events per chunk of the stream (the run map carries over between chunks: memory stays bounded)
+CHUNK_EVENTS = 8_000_000
+COLUMN_TYPES = (np.int64, np.int8, np.int64, np.int64, np.int64)  # k, opc, room, start, end
 
 _ONE = np.uint64(1)
 _ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
@@ -134,104 +138,246 @@ def _clear(words: np.ndarray, summary: np.ndarray, x: int) -> None:
         summary[w >> 6] &= ~(_ONE << np.uint64(w & 63))
 
 
+class RunMap:
+    """The walk's state for one node's slot space [0, slots): a two-level bitset of run starts, and at
+    each run start the holder's alloc (key k and room), the last write (k and room), and whether two
+    rooms have held it at once. It carries over from one chunk of events to the next."""
+
+    def __init__(self, slots: int):
+        self.slots = slots
+        nwords = (slots + 1) // 64 + 2
+        self.words = np.zeros(nwords, dtype=np.uint64)
+        self.summary = np.zeros(nwords // 64 + 2, dtype=np.uint64)
+        self.hold_k = np.full(slots + 1, -1, dtype=np.int64)
+        self.hold_room = np.zeros(slots + 1, dtype=np.int64)
+        self.wrote_k = np.full(slots + 1, -1, dtype=np.int64)
+        self.wrote_room = np.zeros(slots + 1, dtype=np.int64)
+        self.shared = np.zeros(slots + 1, dtype=np.bool_)
+        _set(self.words, self.summary, 0)
+        _set(self.words, self.summary, slots)  # sentinel: the end of the slot space
+
+    def state(self) -> tuple:
+        return (self.words, self.summary, self.hold_k, self.hold_room, self.wrote_k, self.wrote_room, self.shared)
+
+
 @njit(cache=True)
-def screen_events(opc: np.ndarray, room: np.ndarray, start: np.ndarray, end: np.ndarray, slots: int) -> np.ndarray:
-    """One node's events in timeline order -> a flag per event: its room must be replayed in detail.
-    slots: an upper bound of every `end`."""
-    n = opc.shape[0]
-    flag = np.zeros(n, dtype=np.bool_)
-    nwords = (slots + 1) // 64 + 2
-    words = np.zeros(nwords, dtype=np.uint64)
-    summary = np.zeros(nwords // 64 + 2, dtype=np.uint64)
-    hold = np.full(slots + 1, -1, dtype=np.int64)  # at run starts: event index of the holder's alloc
-    wrote = np.full(slots + 1, -1, dtype=np.int64)  # at run starts: event index of the last write
-    shared = np.zeros(slots + 1, dtype=np.bool_)  # at run starts: two rooms have held it at once
-    _set(words, summary, 0)
-    _set(words, summary, slots)  # sentinel: the end of the slot space
-    for i in range(n):
+def screen_chunk(
+    state: tuple,
+    k: np.ndarray,
+    opc: np.ndarray,
+    room: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
+    i0: int,
+    flagged: np.ndarray,
+    prov: np.ndarray,
+) -> tuple[int, int, int]:
+    """Walk events i0.. of a chunk (timeline order) over the run map; returns (next event, rooms
+    written to `flagged`, rows written to `prov`). It stops early, before an event, when the buffers
+    may not hold that event's output (at most slots + 1 entries each): drain them and call again.
+
+    flagged: rooms the detailed replay must cover (with repeats). prov (rows of k, s, e, w_k): for
+    every flagged read or share, its range split into maximal runs of one last write (w_k, -1 where
+    nothing was ever written): the content it found."""
+    words, summary, hold_k, hold_room, wrote_k, wrote_room, shared = state
+    slots = hold_k.shape[0] - 1
+    nf = 0
+    npv = 0
+    n = k.shape[0]
+    i = i0
+    while i < n:
+        if flagged.shape[0] - nf < slots + 2 or prov.shape[0] - npv < slots + 2:
+            break
         op = opc[i]
         a = start[i]
         b = end[i]
-        if op < 0:
-            flag[i] = True  # an op this pass does not know: replay the room
+        r = room[i]
+        ki = k[i]
+        i += 1
+        if op < 0 or a < 0 or b > slots:
+            flagged[nf] = r  # not something this pass models: replay the room
+            nf += 1
             continue
         if b <= a:
             continue
-        if a < 0:
-            flag[i] = True
-            continue
-        r = room[i]
         for x in (a, b):  # runs must start at a and at b
             if x < slots:
                 p = _prev_set(words, summary, x)
                 if p != x:
                     _set(words, summary, x)
-                    hold[x] = hold[p]
-                    wrote[x] = wrote[p]
+                    hold_k[x] = hold_k[p]
+                    hold_room[x] = hold_room[p]
+                    wrote_k[x] = wrote_k[p]
+                    wrote_room[x] = wrote_room[p]
                     shared[x] = shared[p]
-        prev = _prev_set(words, summary, a - 1) if a > 0 else -1
-        s = a
-        while s < b:
-            e = _next_set(words, summary, s)
-            h = hold[s]
-            w = wrote[s]
-            held = h >= 0 and room[h] == r
-            if shared[s]:  # the earlier holder may never have freed it: its holding stays open
-                flag[i] = True
-                if h >= 0:
-                    flag[h] = True
-            if op == 0:  # alloc
-                if h >= 0 and not held:
-                    flag[i] = True
-                    flag[h] = True
-                    shared[s] = True
-                hold[s] = i
-            elif op == 1:  # free
-                if held:
-                    hold[s] = -1
+        me = False  # this event's room is flagged
+        if op >= 4:  # read, share: the state does not change
+            s = a
+            while s < b:
+                e = _next_set(words, summary, s)
+                h = hold_k[s]
+                clean = h >= 0 and hold_room[s] == r and wrote_k[s] > h and wrote_room[s] == r
+                if shared[s] or not clean:
+                    me = True
+                    if shared[s] and h >= 0:
+                        flagged[nf] = hold_room[s]
+                        nf += 1
+                s = e
+            if me:  # what it found there, as maximal runs of one last write
+                s = a
+                run_s = a
+                run_w = wrote_k[a]
+                while s < b:
+                    e = _next_set(words, summary, s)
+                    if wrote_k[s] != run_w:
+                        prov[npv, 0] = ki
+                        prov[npv, 1] = run_s
+                        prov[npv, 2] = s
+                        prov[npv, 3] = run_w
+                        npv += 1
+                        run_s = s
+                        run_w = wrote_k[s]
+                    s = e
+                prov[npv, 0] = ki
+                prov[npv, 1] = run_s
+                prov[npv, 2] = b
+                prov[npv, 3] = run_w
+                npv += 1
+            # undo the splits at a and b where they separate equal runs
+            for x in (a, b):
+                if 0 < x < slots:
+                    p = _prev_set(words, summary, x - 1)
+                    if hold_k[p] == hold_k[x] and wrote_k[p] == wrote_k[x] and shared[p] == shared[x]:
+                        _clear(words, summary, x)
+        else:
+            prev = _prev_set(words, summary, a - 1) if a > 0 else -1
+            s = a
+            while s < b:
+                e = _next_set(words, summary, s)
+                h = hold_k[s]
+                held = h >= 0 and hold_room[s] == r
+                other = h >= 0 and not held
+                if shared[s]:  # the earlier holder may never have freed it: its holding stays open
+                    me = True
+                    if h >= 0:
+                        flagged[nf] = hold_room[s]
+                        nf += 1
+                if op == 0:  # alloc
+                    if other:
+                        me = True
+                        shared[s] = True
+                        flagged[nf] = hold_room[s]
+                        nf += 1
+                    hold_k[s] = ki
+                    hold_room[s] = r
+                elif op == 1:  # free
+                    if held:
+                        hold_k[s] = -1
+                    else:
+                        me = True
+                        if other:
+                            flagged[nf] = hold_room[s]
+                            nf += 1
+                else:  # write, xfer
+                    if not held:
+                        me = True
+                        if other:
+                            flagged[nf] = hold_room[s]
+                            nf += 1
+                    wrote_k[s] = ki
+                    wrote_room[s] = r
+                if (
+                    prev >= 0
+                    and hold_k[prev] == hold_k[s]
+                    and wrote_k[prev] == wrote_k[s]
+                    and shared[prev] == shared[s]
+                ):
+                    _clear(words, summary, s)
                 else:
-                    flag[i] = True
-                    if h >= 0:
-                        flag[h] = True
-            elif op <= 3:  # write, xfer
-                if not held:
-                    flag[i] = True
-                    if h >= 0:
-                        flag[h] = True
-                wrote[s] = i
-            else:  # read, share
-                if not (held and w > h and room[w] == r):
-                    flag[i] = True
-            if prev >= 0 and hold[prev] == hold[s] and wrote[prev] == wrote[s] and shared[prev] == shared[s]:
-                _clear(words, summary, s)
-            else:
-                prev = s
-            s = e
-        if b < slots and prev >= 0 and hold[prev] == hold[b] and wrote[prev] == wrote[b] and shared[prev] == shared[b]:
-            _clear(words, summary, b)
-    return flag
+                    prev = s
+                s = e
+            if (
+                b < slots
+                and prev >= 0
+                and hold_k[prev] == hold_k[b]
+                and wrote_k[prev] == wrote_k[b]
+                and shared[prev] == shared[b]
+            ):
+                _clear(words, summary, b)
+        if me:
+            flagged[nf] = r
+            nf += 1
+    return i, nf, npv
+
+
+def screen_events(
+    k: np.ndarray,
+    opc: np.ndarray,
+    room: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
+    runmap: RunMap,
+    buffer: int = 1 << 20,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Walk one chunk of a node's events (timeline order) on `runmap`, which carries over to the next
+    chunk. Returns (flagged rooms, unique; provenance rows k, s, e, w_k)."""
+    state = runmap.state()
+    size = max(buffer, runmap.slots + 2)
+    flagged = np.empty(size, dtype=np.int64)
+    prov = np.empty((size, 4), dtype=np.int64)
+    rooms: list[np.ndarray] = []
+    rows: list[np.ndarray] = []
+    i = 0
+    while True:
+        i, nf, npv = screen_chunk(state, k, opc, room, start, end, i, flagged, prov)
+        rooms.append(np.unique(flagged[:nf]))
+        rows.append(prov[:npv].copy())
+        if i >= k.shape[0]:
+            break
+    return np.unique(np.concatenate(rooms)), np.concatenate(rows)
 
 
 def screen_rooms(con: duckdb.DuckDBPyConnection) -> None:
-    """Create room_scope (node, room): the rooms of each node the detailed replay must cover."""
+    """Create room_scope (node, room): the rooms of each node the detailed replay must cover; and
+    screen_prov (node, k, s, e, w_k): what each flagged read found, w_k the key of the last write
+    (NULL: never written)."""
     with timed("ownership/screen"):
         con.execute("CREATE OR REPLACE TEMP TABLE room_scope (node VARCHAR, room BIGINT)")
+        con.execute("CREATE OR REPLACE TEMP TABLE screen_prov (node VARCHAR, k BIGINT, s BIGINT, e BIGINT, w_k BIGINT)")
         nodes = [r[0] for r in con.execute("SELECT DISTINCT node FROM timeline ORDER BY node").fetchall()]
         for node in nodes:
-            ev = con.execute(
-                f"""SELECT ({_OPC})::TINYINT AS opc, room, start, "end" FROM timeline WHERE node = ?
-                    ORDER BY k""",
-                [node],
-            ).fetchnumpy()
-            room = np.ascontiguousarray(ev["room"], dtype=np.int64)
-            start = np.ascontiguousarray(ev["start"], dtype=np.int64)
-            end = np.ascontiguousarray(ev["end"], dtype=np.int64)
-            slots = int(max(end.max(initial=0), start.max(initial=0))) + 1
-            flag = screen_events(np.ascontiguousarray(ev["opc"], dtype=np.int8), room, start, end, slots)
-            rooms = np.unique(room[flag])
-            if rooms.size:
-                con.register("screen_out", pa.table({"room": rooms}))
-                try:
-                    con.execute("INSERT INTO room_scope SELECT ?, room FROM screen_out", [node])
-                finally:
-                    con.unregister("screen_out")
+            _screen_node(con, node)
+
+
+def _screen_node(con: duckdb.DuckDBPyConnection, node: str) -> None:
+    """Stream the node's timeline in event order through the walk, CHUNK_EVENTS at a time."""
+    slots = 1 + scalar(con, 'SELECT coalesce(max("end"), 0) FROM timeline WHERE node = ?', [node])
+    runmap = RunMap(int(slots))
+    con.execute("SET VARIABLE screen_node = ?", [node])
+    reading = con.cursor()  # the stream stays open while this connection stores each chunk's output
+    reader = reading.sql(
+        f"""SELECT k, ({_OPC})::TINYINT AS opc, room, start, "end" FROM timeline WHERE node = $node ORDER BY k""",
+        params={"node": node},
+    ).to_arrow_reader(CHUNK_EVENTS)
+    rooms: list[np.ndarray] = []
+    for batch in reader:
+        cols = [np.ascontiguousarray(batch.column(i).to_numpy(), dtype=t) for i, t in enumerate(COLUMN_TYPES)]
+        flagged, prov = screen_events(*cols, runmap)
+        rooms.append(flagged)
+        if len(prov):
+            table = pa.table({"k": prov[:, 0], "s": prov[:, 1], "e": prov[:, 2], "w_k": prov[:, 3]})
+            con.register("screen_prov_out", table)
+            try:
+                con.execute(
+                    """INSERT INTO screen_prov SELECT getvariable('screen_node'), k, s, e, nullif(w_k, -1)
+                       FROM screen_prov_out"""
+                )
+            finally:
+                con.unregister("screen_prov_out")
+    reading.close()
+    flagged = np.unique(np.concatenate(rooms)) if rooms else np.empty(0, dtype=np.int64)
+    con.register("screen_rooms_out", pa.table({"room": flagged}))
+    try:
+        con.execute("INSERT INTO room_scope SELECT getvariable('screen_node'), room FROM screen_rooms_out")
+    finally:
+        con.unregister("screen_rooms_out")

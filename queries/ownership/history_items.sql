@@ -3,7 +3,7 @@
 -- read (history_cand + forensics.envelope). Also the node's writes, numbered in order (widx), and each
 -- item's position there (qidx). Item ids count per node from its base: no dependence on other nodes.
 -- grain: item (history_items), node+widx (history_writes); reads: room_state, timeline, node_index; params: none
-CREATE OR REPLACE TABLE history_writes AS
+CREATE OR REPLACE TEMP TABLE history_writes AS
 SELECT node, k, pos, room, start, "end", ambiguous, ts, op, src, sender,
        (row_number() OVER (PARTITION BY node ORDER BY k) - 1)::BIGINT AS widx
 FROM timeline WHERE op IN ('write', 'xfer');
