@@ -361,8 +361,10 @@ def _screen_node(con: duckdb.DuckDBPyConnection, node: str) -> None:
     ).to_arrow_reader(CHUNK_EVENTS)
     rooms: list[np.ndarray] = []
     for batch in reader:
-        cols = [np.ascontiguousarray(batch.column(i).to_numpy(), dtype=t) for i, t in enumerate(COLUMN_TYPES)]
-        flagged, prov = screen_events(*cols, runmap)
+        k, opc, room, start, end = (
+            np.ascontiguousarray(batch.column(i).to_numpy(), dtype=t) for i, t in enumerate(COLUMN_TYPES)
+        )
+        flagged, prov = screen_events(k, opc, room, start, end, runmap)
         rooms.append(flagged)
         if len(prov):
             table = pa.table({"k": prov[:, 0], "s": prov[:, 1], "e": prov[:, 2], "w_k": prov[:, 3]})
