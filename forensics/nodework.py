@@ -89,6 +89,8 @@ def node_ownership(con: duckdb.DuckDBPyConnection, screen: bool = True) -> None:
     from forensics.screen import screen_rooms
 
     run_query(con, "ownership", "timeline")
+    fits = scalar(con, "SELECT coalesce(bool_and(fits), true) FROM timeline_keys")
+    run_query(con, "ownership", "timeline_view" if fits else "timeline_ranked")
     run_query(con, "ownership", "room_injected_empty")
     if screen:
         screen_rooms(con)

@@ -23,8 +23,10 @@ import pyarrow as pa
 from forensics.db import run_query, timed
 from forensics.envelope import envelope
 from forensics.nodework import Execution, run_nodes
+from forensics.landing import landing_seqs
+from forensics.seqs import seq_jumps
 
-PLACEMENT = ("telemetry_nodes", "seq_gaps", "node_index", "transfer_bounds", "transfer_landing")
+PLACEMENT = ("telemetry_nodes", "seq_gaps", "node_index", "transfer_bounds", "landing_bounds", "transfer_landing")
 # History windows, in writes before the read: most reads resolve in the first; 0 means all.
 HISTORY_WINDOWS = (256, 4096, 32768, 0)
 # candidates resolved per numpy envelope call (items are split into chunks of about this many)
@@ -34,6 +36,11 @@ ENVELOPE_CHUNK = 8_000_000
 def rebuild_ownership(con: duckdb.DuckDBPyConnection, execution: Execution | None = None) -> None:
     """Place transfers (needs every node), then the per-node work (forensics.nodework) for each node."""
     for step in PLACEMENT:
+        if step == "seq_gaps":
+            seq_jumps(con)
+        if step == "transfer_landing":
+            with timed("ownership/landing_seqs"):
+                landing_seqs(con)
         run_query(con, "ownership", step)
     run_nodes(con, execution or Execution())
 

@@ -13,6 +13,7 @@ import duckdb
 
 from forensics.bundle import BundleConfig, InputFile, Window, discover, load_bundle_config
 from forensics.db import connect, run_query
+from forensics.seqs import any_duplicate_seq
 from forensics.errors import InputError
 from forensics.ingest.engine import EngineRows, parse_log, parse_requests_jsonl, store
 from forensics.ingest.gateway import load_gateway_file
@@ -50,7 +51,12 @@ class IngestResult:
 
 def _reject_impossible_events(con: duckdb.DuckDBPyConnection) -> list[tuple[int, int]]:
     """Duplicates and slots beyond the pool: rejected after all files are in. Returns (file_id, count)."""
-    run_query(con, "ingest", "page_events_dedupe")
+    if any_duplicate_seq(con):  # rare: then name every duplicate and the row it repeats
+        run_query(con, "ingest", "page_events_dedupe")
+    else:
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE page_dups (node VARCHAR, seq BIGINT, file_id INTEGER, row BIGINT, first_file INTEGER, first_row BIGINT)"
+        )
     con.execute("""INSERT INTO rejected SELECT file_id, row,
         'duplicate event: (node ' || node || ', seq ' || seq || ') already read at file ' || first_file ||
         ' row ' || first_row FROM page_dups""")

@@ -1,10 +1,18 @@
 -- Which client request a (node, room) belongs to: bootstrap_room joins the gateway to both engines.
--- When the gateway names the nodes, the node must be one of them.
--- grain: node, room, request_id; reads: gateway, request_cohort, timeline; params: none
+-- When the gateway names the nodes, the node must be one of them. Only the rooms the findings name
+-- (replayed rooms, readers, writers and holders of what they found, exposure sources and recipients,
+-- indeterminate rooms) are mapped, on every node they appear on: nothing else looks a room up.
+-- grain: node, room, request_id; reads: gateway, request_cohort, timeline, page_events, room_state,
+--        exposure_segments, read_provenance, write_effects, room_flags; params: none
 CREATE OR REPLACE TABLE room_requests AS
-WITH rooms AS (
-    SELECT DISTINCT node, room FROM timeline
-    UNION SELECT DISTINCT node, room FROM page_events WHERE op = 'transfer'
+WITH named AS (
+    SELECT room FROM room_state UNION SELECT recipient_room FROM exposure_segments
+    UNION SELECT source_room FROM exposure_segments UNION SELECT room FROM read_provenance
+    UNION SELECT w_room FROM read_provenance UNION SELECT room FROM write_effects
+    UNION SELECT holder FROM write_effects UNION SELECT room FROM room_flags
+), rooms AS (
+    SELECT DISTINCT node, room FROM timeline WHERE room IN (SELECT room FROM named)
+    UNION SELECT DISTINCT node, room FROM page_events WHERE op = 'transfer' AND room IN (SELECT room FROM named)
 )
 SELECT r.node, r.room, g.request_id, g.account_id, coalesce(c.cohort, 'customer') AS cohort,
        coalesce(c.cohort_kind, 'customer') AS cohort_kind, g.status AS http_status, g.completion_tokens, g.ts

@@ -2,25 +2,10 @@
 -- stamped at or before xts + lo and before every event stamped at or after xts + hi (receiver clock);
 -- an ordinary transfer also between its room's alloc and read. Between seq_lo and seq_hi the order is
 -- unknown: the landing is `ambiguous` when a receiver event touching the same slots lies in there.
--- grain: transfer row; reads: transfer_links, clock_bounds, page_events, node_index; params: none
-CREATE OR REPLACE TEMP TABLE landing_stamps AS  -- per receiver and stamp: its highest and lowest seq
-SELECT node, ts, max(seq) AS mx, min(seq) AS mn FROM page_events
-WHERE op <> 'transfer' AND node IN (SELECT receiver FROM transfer_links) GROUP BY node, ts;
-
+-- grain: transfer row; reads: landing_bounds, landing_seqs (forensics.landing), page_events, node_index;
+-- params: none
 CREATE OR REPLACE TEMP TABLE landing_fixed AS
-WITH stamps AS (  -- the highest seq stamped at or before each stamp, the lowest at or after it
-    SELECT node, ts, max(mx) OVER (PARTITION BY node ORDER BY ts ROWS UNBOUNDED PRECEDING) AS seq_max,
-           min(mn) OVER (PARTITION BY node ORDER BY ts DESC ROWS UNBOUNDED PRECEDING) AS seq_min
-    FROM landing_stamps),
-before_ts AS (SELECT node, ts, seq_max FROM stamps),
-after_ts AS (SELECT node, ts, seq_min FROM stamps),
-w AS (
-    SELECT l.*, b.lo_us, b.hi_us, coalesce(b.consistent, false) AS bounded,
-           CASE WHEN coalesce(b.consistent, false) THEN l.xts + to_microseconds(b.lo_us) END AS land_lo,
-           CASE WHEN coalesce(b.consistent, false) THEN l.xts + to_microseconds(b.hi_us) END AS land_hi
-    FROM transfer_links l LEFT JOIN clock_bounds b USING (sender, receiver)),
-lo AS (SELECT w.sender, w.xseq, bt.seq_max FROM w ASOF JOIN before_ts bt ON bt.node = w.receiver AND bt.ts <= w.land_lo),
-hi AS (SELECT w.sender, w.xseq, af.seq_min FROM w ASOF JOIN after_ts af ON af.node = w.receiver AND af.ts >= w.land_hi),
+WITH w AS (SELECT * FROM landing_bounds),
 placed AS (
     SELECT w.*, t.first_seq, t.last_seq,
         CASE WHEN w.ordinary THEN greatest(coalesce(lo.seq_max, t.first_seq - 1), w.aseq)
@@ -28,7 +13,7 @@ placed AS (
         CASE WHEN w.ordinary THEN least(coalesce(hi.seq_min, t.last_seq + 1), w.rseq)
              ELSE coalesce(hi.seq_min, t.last_seq + 1) END AS seq_hi0
     FROM w JOIN telemetry_nodes t ON t.node = w.receiver
-    LEFT JOIN lo USING (sender, xseq) LEFT JOIN hi USING (sender, xseq)),
+    LEFT JOIN landing_seqs lo USING (sender, xseq) LEFT JOIN landing_seqs hi USING (sender, xseq)),
 fixed AS (  -- unbounded clocks or contradictory stamps: only causality (or nothing) is left
     SELECT *,
         CASE WHEN NOT bounded OR seq_lo0 >= seq_hi0 THEN CASE WHEN ordinary THEN aseq ELSE first_seq - 1 END
