@@ -22,8 +22,8 @@ import pyarrow as pa
 
 from forensics.db import run_query, timed
 from forensics.envelope import envelope
-from forensics.nodework import Execution, run_nodes
 from forensics.landing import landing_seqs
+from forensics.nodework import Execution, run_nodes
 from forensics.seqs import seq_jumps
 
 PLACEMENT = ("telemetry_nodes", "seq_gaps", "node_index", "transfer_bounds", "landing_bounds", "transfer_landing")

@@ -13,12 +13,12 @@ import duckdb
 
 from forensics.bundle import BundleConfig, InputFile, Window, discover, load_bundle_config
 from forensics.db import connect, run_query
-from forensics.seqs import any_duplicate_seq
 from forensics.errors import InputError
 from forensics.ingest.engine import EngineRows, parse_log, parse_requests_jsonl, store
 from forensics.ingest.gateway import load_gateway_file
 from forensics.ingest.pages import load_page_file
 from forensics.outputs import make_private, private_files, write_json
+from forensics.seqs import any_duplicate_seq
 
 
 @dataclass
@@ -55,7 +55,8 @@ def _reject_impossible_events(con: duckdb.DuckDBPyConnection) -> list[tuple[int,
         run_query(con, "ingest", "page_events_dedupe")
     else:
         con.execute(
-            "CREATE OR REPLACE TEMP TABLE page_dups (node VARCHAR, seq BIGINT, file_id INTEGER, row BIGINT, first_file INTEGER, first_row BIGINT)"
+            """CREATE OR REPLACE TEMP TABLE page_dups (node VARCHAR, seq BIGINT, file_id INTEGER, row BIGINT,
+               first_file INTEGER, first_row BIGINT)"""
         )
     con.execute("""INSERT INTO rejected SELECT file_id, row,
         'duplicate event: (node ' || node || ', seq ' || seq || ') already read at file ' || first_file ||
