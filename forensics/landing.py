@@ -2,8 +2,8 @@
 
 For a transfer that landed between receiver-clock times land_lo and land_hi: seq_max, the highest seq
 of a receiver event stamped at or before land_lo (it surely came before the landing), and seq_min,
-the lowest seq of one stamped at or after land_hi (surely after). Per receiver: its events sorted by
-stamp (a stable sort, fast on the nearly sorted stamps of one node), a running maximum of seq from
+the lowest seq of one stamped at or after land_hi (surely after). Per receiver: its events by stamp
+(as stored when the stamps rise with seq, else after a stable sort), a running maximum of seq from
 the left and a running minimum from the right, and a binary search per transfer. This replaces a
 GROUP BY over every distinct stamp and two ASOF joins.
 Reads: page_events, landing_bounds. Writes: landing_seqs (sender, xseq, seq_max, seq_min).
@@ -49,11 +49,14 @@ def _dense(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _receiver(ev: dict, x: dict) -> pa.Table:
     t, _ = _dense(ev["t"])
     seq, _ = _dense(ev["seq"])
-    order = np.argsort(t, kind="stable")
-    t, seq = t[order], seq[order]
+    del ev
     n = t.size
-    run_max = np.maximum.accumulate(seq) if n else seq
-    run_min = np.minimum.accumulate(seq[::-1])[::-1] if n else seq
+    if n > 1 and not bool(np.all(t[1:] >= t[:-1])):  # stamps out of order: sort (else already sorted)
+        order = np.argsort(t, kind="stable")
+        t, seq = t[order], seq[order]
+        del order
+    run_min = np.minimum.accumulate(seq[::-1])[::-1] if n else seq.copy()
+    run_max = np.maximum.accumulate(seq, out=seq) if n else seq
     lo, lo_null = _dense(x["lo"])
     hi, hi_null = _dense(x["hi"])
     i_lo = np.searchsorted(t, lo, side="right") - 1  # last event stamped at or before lo

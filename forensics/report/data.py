@@ -17,7 +17,7 @@ import duckdb
 import forensics
 from forensics.bundle import BundleConfig, InputFile
 from forensics.cohorts import Rule
-from forensics.db import run_query, scalar
+from forensics.db import run_query, scalar, timed
 from forensics.paths import load_query
 from forensics.report.charts import timeline_buckets
 from forensics.report.provenance import MAX_RANGES, provenance_blocks
@@ -32,7 +32,8 @@ def rows(con: duckdb.DuckDBPyConnection, name: str, **params: Any) -> list[dict[
     """Run queries/report/<name>.sql (a SELECT) and return its rows as dicts."""
     for key, value in params.items():
         con.execute(f"SET VARIABLE {key} = ?", [value])
-    return rows_of(con, load_query("report", name))
+    with timed(f"report/{name}"):
+        return rows_of(con, load_query("report", name))
 
 
 def rows_of(con: duckdb.DuckDBPyConnection, sql: str) -> list[dict[str, Any]]:

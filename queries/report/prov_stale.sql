@@ -1,22 +1,34 @@
 -- Provenance of each certain stale read by a printed response: the read, the last write into the
 -- segment (a write on the node or a transfer landing), the last free before the read, and the
 -- recipient's alloc. Segments are merged into ranges by the report.
--- grain: request_id, node, seg, read pos; reads: report_prov, read_provenance, timeline, room_requests; params: none
+-- grain: request_id, node, seg, read pos; reads: report_prov, read_provenance, timeline, room_requests;
+-- params: none
+CREATE OR REPLACE TEMP TABLE prov_stale_reads AS
+SELECT p.request_id, rp.*
+FROM report_prov p
+JOIN read_provenance rp ON rp.node = p.node AND rp.room = p.room
+ AND rp.cls = 'foreign' AND rp.kind = 'stale' AND NOT rp.uncertain;
+
+-- the timeline events those rows name (reads, writes, allocs, the writers' frees): one pass over it
+CREATE OR REPLACE TEMP TABLE prov_stale_events AS
+SELECT node, k, pos, op, room, start, "end", src, sender, ts, ts_hi FROM timeline
+WHERE (node, k) IN (SELECT node, k FROM prov_stale_reads UNION SELECT node, w_k FROM prov_stale_reads
+                    UNION SELECT node, a_k FROM prov_stale_reads)
+   OR (op = 'free' AND (node, room) IN (SELECT node, w_room FROM prov_stale_reads));
+
 CREATE OR REPLACE TEMP TABLE prov_stale_rows AS
 WITH src AS (SELECT DISTINCT ON (room) room, request_id, account_id, cohort FROM room_requests ORDER BY room, request_id)
-SELECT p.request_id, rp.node, rp.seg_start, rp.seg_end, rp.op AS read_op, rp.ts AS read_ts,
+SELECT rp.request_id, rp.node, rp.seg_start, rp.seg_end, rp.op AS read_op, rp.ts AS read_ts,
        rd.start AS read_start, rd."end" AS read_end, rp.w_room AS source_room,
        s.request_id AS source_request_id, s.account_id AS source_account_id, s.cohort AS source_cohort,
        w.op AS write_op, w.src AS write_src, w.sender AS write_sender, w.ts AS write_ts, w.ts_hi AS write_ts_hi,
        f.free_room, f.free_ts, a.ts AS alloc_ts
-FROM report_prov p
-JOIN read_provenance rp ON rp.node = p.node AND rp.room = p.room
- AND rp.cls = 'foreign' AND rp.kind = 'stale' AND NOT rp.uncertain
-LEFT JOIN timeline rd ON rd.node = rp.node AND rd.k = rp.k
-LEFT JOIN timeline w ON w.node = rp.node AND w.k = rp.w_k
+FROM prov_stale_reads rp
+LEFT JOIN prov_stale_events rd ON rd.node = rp.node AND rd.k = rp.k
+LEFT JOIN prov_stale_events w ON w.node = rp.node AND w.k = rp.w_k
 LEFT JOIN LATERAL (  -- the writer's own free of those slots after it wrote them
-    SELECT any_value(fr.room) AS free_room, min(fr.ts) AS free_ts FROM timeline fr
+    SELECT any_value(fr.room) AS free_room, min(fr.ts) AS free_ts FROM prov_stale_events fr
     WHERE fr.node = rp.node AND fr.room = rp.w_room AND fr.op = 'free' AND fr.pos > rp.w_pos AND fr.pos < rp.pos
       AND fr.start < rp.seg_end AND fr."end" > rp.seg_start) f ON true
-LEFT JOIN timeline a ON a.node = rp.node AND a.k = rp.a_k
+LEFT JOIN prov_stale_events a ON a.node = rp.node AND a.k = rp.a_k
 LEFT JOIN src s ON s.room = rp.w_room;
