@@ -55,8 +55,11 @@ def _receiver(ev: dict, x: dict) -> pa.Table:
         order = np.argsort(t, kind="stable")
         t, seq = t[order], seq[order]
         del order
-    run_min = np.minimum.accumulate(seq[::-1])[::-1] if n else seq.copy()
-    run_max = np.maximum.accumulate(seq, out=seq) if n else seq
+    if n > 1 and not bool(np.all(seq[1:] > seq[:-1])):
+        run_min = np.minimum.accumulate(seq[::-1])[::-1]
+        run_max = np.maximum.accumulate(seq, out=seq)
+    else:  # seq rises with the stamps (as instrumentation logs them): both running extremes are seq
+        run_min = run_max = seq
     lo, lo_null = _dense(x["lo"])
     hi, hi_null = _dense(x["hi"])
     i_lo = np.searchsorted(t, lo, side="right") - 1  # last event stamped at or before lo
