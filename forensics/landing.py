@@ -18,25 +18,99 @@ import pyarrow as pa
 SCHEMA = pa.schema([("sender", pa.string()), ("xseq", pa.int64()), ("seq_max", pa.int64()), ("seq_min", pa.int64())])
 
 
+# receiver events per chunk of the stream (memory stays bounded however many events a node has)
+CHUNK_EVENTS = 8_000_000
+
+
 def landing_seqs(con: duckdb.DuckDBPyConnection) -> None:
     parts = []
     receivers = [r[0] for r in con.execute("SELECT DISTINCT receiver FROM landing_bounds ORDER BY 1").fetchall()]
+    events = "SELECT epoch_us(ts) AS t, seq FROM page_events WHERE node = $node AND op <> 'transfer'"
     for node in receivers:
-        ev = con.execute(
-            "SELECT epoch_us(ts) AS t, seq FROM page_events WHERE node = ? AND op <> 'transfer'", [node]
-        ).fetchnumpy()
         x = con.execute(
             """SELECT sender, xseq, epoch_us(land_lo) AS lo, epoch_us(land_hi) AS hi
                FROM landing_bounds WHERE receiver = ?""",
             [node],
         ).fetchnumpy()
-        parts.append(_receiver(ev, x))
+        reading = con.cursor()
+        try:
+            reader = reading.sql(events, params={"node": node}).to_arrow_reader(CHUNK_EVENTS)
+            batches = ((_dense(b.column(0).to_numpy())[0], _dense(b.column(1).to_numpy())[0]) for b in reader)
+            table = _receiver_chunks(batches, x)
+        finally:
+            reading.close()
+        if table is None:  # stamps or seqs out of order: all of the node's events at once, sorted
+            ev = con.execute(events, {"node": node}).fetchnumpy()
+            table = _receiver(ev, x)
+        parts.append(table)
     table = pa.concat_tables(parts) if parts else SCHEMA.empty_table()
     con.register("landing_seqs_out", table)
     try:
         con.execute("CREATE OR REPLACE TEMP TABLE landing_seqs AS SELECT * FROM landing_seqs_out")
     finally:
         con.unregister("landing_seqs_out")
+
+
+def _receiver_chunks(batches, x: dict) -> pa.Table | None:
+    """The seqs around each landing window from a receiver's events streamed in storage order, while
+    both stamps and seqs rise (as instrumentation logs them): then seq_max(lo) is the seq of the last
+    event stamped at or before lo and seq_min(hi) that of the first stamped at or after hi. Each
+    transfer is answered by the one chunk whose stamps span its bound. None when the order breaks."""
+    lo, lo_null = _dense(x["lo"])
+    hi, hi_null = _dense(x["hi"])
+    m = lo.size
+    seq_max = np.zeros(m, dtype=np.int64)
+    seq_min = np.zeros(m, dtype=np.int64)
+    has_max = np.zeros(m, dtype=bool)
+    has_min = np.zeros(m, dtype=bool)
+    lo_q = np.flatnonzero(~lo_null)
+    lo_q = lo_q[np.argsort(lo[lo_q], kind="stable")]
+    hi_q = np.flatnonzero(~hi_null)
+    hi_q = hi_q[np.argsort(hi[hi_q], kind="stable")]
+    lo_s, hi_s = lo[lo_q], hi[hi_q]
+    prev_t: int | None = None
+    prev_seq: int | None = None
+    for t, seq in batches:
+        if not t.size:
+            continue
+        if not (bool(np.all(t[1:] >= t[:-1])) and bool(np.all(seq[1:] > seq[:-1]))):
+            return None
+        if prev_t is not None and (t[0] < prev_t or seq[0] <= prev_seq):
+            return None
+        # lo in [prev last stamp, this last stamp): the last event stamped <= lo is in this chunk,
+        # or (lo before its first stamp) the previous chunk's last event
+        a = 0 if prev_t is None else int(np.searchsorted(lo_s, prev_t, side="left"))
+        b = int(np.searchsorted(lo_s, t[-1], side="left"))
+        if b > a:
+            idx = np.searchsorted(t, lo_s[a:b], side="right") - 1
+            q = lo_q[a:b]
+            got = idx >= 0
+            seq_max[q[got]] = seq[idx[got]]
+            has_max[q[got]] = True
+            if prev_seq is not None:
+                seq_max[q[~got]] = prev_seq
+                has_max[q[~got]] = True
+        # hi in (prev last stamp, this last stamp]: the first event stamped >= hi is in this chunk
+        a = 0 if prev_t is None else int(np.searchsorted(hi_s, prev_t, side="right"))
+        b = int(np.searchsorted(hi_s, t[-1], side="right"))
+        if b > a:
+            idx = np.searchsorted(t, hi_s[a:b], side="left")
+            seq_min[hi_q[a:b]] = seq[idx]
+            has_min[hi_q[a:b]] = True
+        prev_t, prev_seq = int(t[-1]), int(seq[-1])
+    if prev_t is not None and prev_seq is not None:  # lo at or after the last stamp: the last event
+        rest = lo_q[int(np.searchsorted(lo_s, prev_t, side="left")) :]
+        seq_max[rest] = prev_seq
+        has_max[rest] = True
+    return pa.table(
+        {
+            "sender": pa.array(np.asarray(x["sender"], dtype=object), type=pa.string()),
+            "xseq": pa.array(_dense(x["xseq"])[0]),
+            "seq_max": pa.array(seq_max, mask=~has_max),
+            "seq_min": pa.array(seq_min, mask=~has_min),
+        },
+        schema=SCHEMA,
+    )
 
 
 def _dense(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

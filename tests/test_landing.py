@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from forensics.landing import _receiver
+from forensics.landing import _receiver, _receiver_chunks
 
 
 def brute(t, seq, lo, hi):
@@ -46,3 +46,30 @@ def test_receiver_seqs_match_the_definition(seed: int) -> None:
         [None if k else int(v) for v, k in zip(hi, lo_mask, strict=True)],
     )
     assert list(zip(got["seq_max"], got["seq_min"], strict=True)) == want
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_streamed_receiver_seqs_match_in_any_chunking(seed: int) -> None:
+    rng = np.random.default_rng(100 + seed)
+    n = int(rng.integers(1, 80))
+    seq = np.arange(7, 7 + n, dtype=np.int64) * 2  # rising, not contiguous
+    t = np.cumsum(rng.integers(0, 3, n)).astype(np.int64)  # rising, with ties across chunk cuts
+    m = 50
+    lo = rng.integers(-3, int(t.max()) + 4, m)
+    hi = lo + rng.integers(0, 6, m)
+    mask = rng.random(m) < 0.15
+    x = {
+        "sender": np.array(["p"] * m, dtype=object),
+        "xseq": np.arange(m),
+        "lo": np.ma.masked_array(lo, mask=mask),
+        "hi": np.ma.masked_array(hi, mask=mask),
+    }
+    cuts = sorted({0, n, *rng.integers(0, n + 1, int(rng.integers(0, 6))).tolist()})
+    batches = [(t[a:b], seq[a:b]) for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
+    got = _receiver_chunks(iter(batches), x)
+    assert got is not None
+    assert got.to_pydict() == _receiver({"t": t, "seq": seq}, x).to_pydict()
+    if n > 2:  # a stamp that steps back: the stream gives up, the sorted path takes over
+        t2 = t.copy()
+        t2[n // 2] = t2[n // 2 - 1] - 1
+        assert _receiver_chunks(iter([(t2, seq)]), x) is None
