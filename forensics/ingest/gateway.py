@@ -36,7 +36,9 @@ def _stage_jsonl(con: duckdb.DuckDBPyConnection, f: InputFile) -> bool:
     return True
 
 
-def _stage_table(con: duckdb.DuckDBPyConnection, f: InputFile, reader: str, row_expr: str) -> bool:
+def _stage_table(con: duckdb.DuckDBPyConnection, f: InputFile, reader: str, row_expr: str, view: bool = False) -> bool:
+    """Stage a Parquet or CSV gateway file as text columns: a view over a Parquet file (its row numbers
+    are stable, so it can be read twice: for rejected rows and for loaded ones), a table otherwise."""
     try:
         names = [r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {reader}").fetchall() if r[0] != "file_row_number"]
     except duckdb.Error as err:  # the message names the file by its path in the bundle, not on this machine
@@ -49,7 +51,7 @@ def _stage_table(con: duckdb.DuckDBPyConnection, f: InputFile, reader: str, row_
     cols = ", ".join((f"CAST({_q(c)} AS VARCHAR) AS {c}" if c in names else f"NULL::VARCHAR AS {c}") for c in FIELDS)
     try:
         con.execute(
-            f"CREATE OR REPLACE TEMP TABLE gw_stage AS SELECT {row_expr} AS row, "
+            f"CREATE OR REPLACE TEMP {'VIEW' if view else 'TABLE'} gw_stage AS SELECT {row_expr} AS row, "
             f"NULL::VARCHAR AS parse_error, {cols} FROM {reader}"
         )
     except duckdb.Error as err:
@@ -62,7 +64,7 @@ def load_gateway_file(con: duckdb.DuckDBPyConnection, f: InputFile) -> None:
     name = f.rel.lower()
     path = sql_literal(f.path)
     if name.endswith(".parquet"):
-        ok = _stage_table(con, f, f"read_parquet({path}, file_row_number = true)", "file_row_number + 1")
+        ok = _stage_table(con, f, f"read_parquet({path}, file_row_number = true)", "file_row_number + 1", view=True)
     elif name.endswith((".csv", ".csv.gz")):
         # header on line 1: data row k is on line k + 1
         reader = (
@@ -74,11 +76,19 @@ def load_gateway_file(con: duckdb.DuckDBPyConnection, f: InputFile) -> None:
         ok = _stage_jsonl(con, f)
     if not ok:
         return
+    staged = "VIEW" if name.endswith(".parquet") else "TABLE"
     before = scalar(con, "SELECT count(*) FROM rejected WHERE file_id = ?", [f.file_id])
-    run_query(con, "ingest", "gateway_validate", file_id=f.file_id)
-    read = scalar(con, "SELECT count(*) FROM gw_stage")
+    try:
+        run_query(con, "ingest", "gateway_validate", file_id=f.file_id)
+        read = scalar(con, "SELECT count(*) FROM gw_stage")
+    except duckdb.Error as err:  # a Parquet file can fail part way through its row groups
+        con.execute("DELETE FROM rejected WHERE file_id = ?", [f.file_id])
+        con.execute("DELETE FROM gateway WHERE file_id = ?", [f.file_id])
+        f.error = f"cannot read rows: {str(err).splitlines()[0].replace(str(f.path), f.rel)[:200]}"
+        con.execute(f"DROP VIEW IF EXISTS gw_typed; DROP {staged} IF EXISTS gw_stage")
+        return
     rej = scalar(con, "SELECT count(*) FROM rejected WHERE file_id = ?", [f.file_id]) - before
     f.rows_read += read
     f.rows_rejected += rej
     f.rows_loaded += read - rej
-    con.execute("DROP TABLE gw_stage; DROP TABLE gw_typed")
+    con.execute(f"DROP VIEW gw_typed; DROP {staged} gw_stage")

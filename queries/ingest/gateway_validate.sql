@@ -1,6 +1,7 @@
 -- Type one staged gateway file (all text) into `gateway`; rows that break the contract go to `rejected`.
+-- gw_typed is a view: it is read twice (rejected rows, loaded rows), nothing is copied.
 -- grain: one row per client request; reads: gw_stage; params: file_id
-CREATE OR REPLACE TEMP TABLE gw_typed AS
+CREATE OR REPLACE TEMP VIEW gw_typed AS
 SELECT row, parse_error,
     CASE WHEN regexp_matches(ts, '(Z|z|[+-][0-9]{2}(:?[0-9]{2})?)$') THEN TRY_CAST(ts AS TIMESTAMPTZ) END AS ts_v, ts,
     nullif(request_id, '') AS request_id, nullif(account_id, '') AS account_id, api_token_id, client_ip,
