@@ -25,7 +25,7 @@ CHUNK_EVENTS = 8_000_000
 def landing_seqs(con: duckdb.DuckDBPyConnection) -> None:
     parts = []
     receivers = [r[0] for r in con.execute("SELECT DISTINCT receiver FROM landing_bounds ORDER BY 1").fetchall()]
-    events = "SELECT epoch_us(ts) AS t, seq FROM page_events WHERE node = $node AND op <> 'transfer'"
+    events = "SELECT epoch_us(ts) AS t, seq FROM page_events WHERE node = $node AND op <> 'transfer' ORDER BY seq"
     for node in receivers:
         x = con.execute(
             """SELECT sender, xseq, epoch_us(land_lo) AS lo, epoch_us(land_hi) AS hi

@@ -390,8 +390,10 @@ def _merged(own: Iterator[Chunk], xfer: Iterator[Chunk]) -> Iterator[Chunk]:
         b = tuple(y[j:] for y in b) if j < b[0].size else next(xfer, None)  # type: ignore[assignment]
 
 
+# ORDER BY seq: page_events is not stored in seq order (a parallel insert interleaves row groups),
+# but nearly, which the sort handles fast; the transfers are merged in rather than sorted with them
 OWN_EVENTS = f"""SELECT seq, ({_OPC})::TINYINT AS opc, room, start, "end" FROM page_events
-WHERE node = $node AND op <> 'transfer'"""
+WHERE node = $node AND op <> 'transfer' ORDER BY seq"""
 XFER_EVENTS = f"""SELECT pos * 1048576 + sub AS k, ({_OPC})::TINYINT AS opc, room, start, "end" FROM timeline_xfer
 WHERE node = $node ORDER BY k"""
 SORTED_EVENTS = (
@@ -400,10 +402,10 @@ SORTED_EVENTS = (
 
 
 def _screen_node(con: duckdb.DuckDBPyConnection, node: str) -> None:
-    """Stream the node's timeline in event order through the walk, CHUNK_EVENTS at a time. A node's
-    own events are read as stored (seq order, as instrumentation writes them) and merged with the
-    transfers that landed in its pool; if they are not stored in seq order, the node starts over from
-    a sorted read of its timeline."""
+    """Stream the node's timeline in event order through the walk, CHUNK_EVENTS at a time: the node's
+    own events in seq order, merged with the transfers that landed in its pool (in their order). If the
+    own events ever come out of order (they cannot, by the query; the walk checks it rather than trust
+    it), the node starts over from a sorted read of its whole timeline."""
     slots = 1 + scalar(con, 'SELECT coalesce(max("end"), 0) FROM timeline WHERE node = ?', [node])
     con.execute("SET VARIABLE screen_node = ?", [node])
     try:
