@@ -31,8 +31,6 @@ the runs it covers. Adjacent runs with equal state are merged, which keeps the m
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import duckdb
 import numpy as np
 import pyarrow as pa
@@ -351,101 +349,37 @@ def screen_rooms(con: duckdb.DuckDBPyConnection) -> None:
             _screen_node(con, node)
 
 
-class _OutOfOrder(Exception):
-    """A node's own events are not stored in seq order: the stream falls back to sorting them."""
-
-
-Chunk = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # k, opc, room, start, end
-
-
-def _chunks(reader, own: bool) -> Iterator[Chunk]:
-    last = -1
+def _screen_node(con: duckdb.DuckDBPyConnection, node: str) -> None:
+    """Stream the node's timeline in event order through the walk, CHUNK_EVENTS at a time."""
+    slots = 1 + scalar(con, 'SELECT coalesce(max("end"), 0) FROM timeline WHERE node = ?', [node])
+    runmap = RunMap(int(slots))
+    con.execute("SET VARIABLE screen_node = ?", [node])
+    reading = con.cursor()  # the stream stays open while this connection stores each chunk's output
+    reader = reading.sql(
+        f"""SELECT k, ({_OPC})::TINYINT AS opc, room, start, "end" FROM timeline WHERE node = $node ORDER BY k""",
+        params={"node": node},
+    ).to_arrow_reader(CHUNK_EVENTS)
+    rooms: list[np.ndarray] = []
     for batch in reader:
         k, opc, room, start, end = (
             np.ascontiguousarray(batch.column(i).to_numpy(), dtype=t) for i, t in enumerate(COLUMN_TYPES)
         )
-        if own:
-            k = k << 21  # k = pos * 2^20 with pos = 2 * seq
-            if k.size and (k[0] <= last or not bool(np.all(k[1:] > k[:-1]))):
-                raise _OutOfOrder
-            last = int(k[-1]) if k.size else last
-        yield k, opc, room, start, end
-
-
-def _merged(own: Iterator[Chunk], xfer: Iterator[Chunk]) -> Iterator[Chunk]:
-    """Two streams sorted by k as one: each step emits everything up to the smaller of their last keys."""
-    a, b = next(own, None), next(xfer, None)
-    while a is not None or b is not None:
-        if a is None or b is None:
-            yield a if b is None else b  # type: ignore[misc]
-            a, b = (next(own, None), None) if b is None else (None, next(xfer, None))
-            continue
-        cut = min(int(a[0][-1]), int(b[0][-1]))
-        i = int(np.searchsorted(a[0], cut, side="right"))
-        j = int(np.searchsorted(b[0], cut, side="right"))
-        parts = [np.concatenate([x[:i], y[:j]]) for x, y in zip(a, b, strict=True)]
-        order = np.argsort(parts[0], kind="stable")
-        yield tuple(p[order] for p in parts)  # type: ignore[misc]
-        a = tuple(x[i:] for x in a) if i < a[0].size else next(own, None)  # type: ignore[assignment]
-        b = tuple(y[j:] for y in b) if j < b[0].size else next(xfer, None)  # type: ignore[assignment]
-
-
-# ORDER BY seq: page_events is not stored in seq order (a parallel insert interleaves row groups),
-# but nearly, which the sort handles fast; the transfers are merged in rather than sorted with them
-OWN_EVENTS = f"""SELECT seq, ({_OPC})::TINYINT AS opc, room, start, "end" FROM page_events
-WHERE node = $node AND op <> 'transfer' ORDER BY seq"""
-XFER_EVENTS = f"""SELECT pos * 1048576 + sub AS k, ({_OPC})::TINYINT AS opc, room, start, "end" FROM timeline_xfer
-WHERE node = $node ORDER BY k"""
-SORTED_EVENTS = (
-    f"""SELECT k, ({_OPC})::TINYINT AS opc, room, start, "end" FROM timeline WHERE node = $node ORDER BY k"""
-)
-
-
-def _screen_node(con: duckdb.DuckDBPyConnection, node: str) -> None:
-    """Stream the node's timeline in event order through the walk, CHUNK_EVENTS at a time: the node's
-    own events in seq order, merged with the transfers that landed in its pool (in their order). If the
-    own events ever come out of order (they cannot, by the query; the walk checks it rather than trust
-    it), the node starts over from a sorted read of its whole timeline."""
-    slots = 1 + scalar(con, 'SELECT coalesce(max("end"), 0) FROM timeline WHERE node = ?', [node])
-    con.execute("SET VARIABLE screen_node = ?", [node])
-    try:
-        rooms = _walk(con, node, int(slots), sort=False)
-    except _OutOfOrder:
-        con.execute("DELETE FROM screen_prov WHERE node = getvariable('screen_node')")
-        rooms = _walk(con, node, int(slots), sort=True)
+        flagged, prov = screen_events(k, opc, room, start, end, runmap)
+        rooms.append(flagged)
+        if len(prov):
+            table = pa.table({"k": prov[:, 0], "s": prov[:, 1], "e": prov[:, 2], "w_k": prov[:, 3]})
+            con.register("screen_prov_out", table)
+            try:
+                con.execute(
+                    """INSERT INTO screen_prov SELECT getvariable('screen_node'), k, s, e, nullif(w_k, -1)
+                       FROM screen_prov_out"""
+                )
+            finally:
+                con.unregister("screen_prov_out")
+    reading.close()
     flagged = np.unique(np.concatenate(rooms)) if rooms else np.empty(0, dtype=np.int64)
     con.register("screen_rooms_out", pa.table({"room": flagged}))
     try:
         con.execute("INSERT INTO room_scope SELECT getvariable('screen_node'), room FROM screen_rooms_out")
     finally:
         con.unregister("screen_rooms_out")
-
-
-def _walk(con: duckdb.DuckDBPyConnection, node: str, slots: int, sort: bool) -> list[np.ndarray]:
-    runmap = RunMap(slots)
-    rooms: list[np.ndarray] = []
-    cursors = [con.cursor(), con.cursor()]  # the streams stay open while `con` stores each chunk's output
-    try:
-        if sort:
-            stream = _chunks(cursors[0].sql(SORTED_EVENTS, params={"node": node}).to_arrow_reader(CHUNK_EVENTS), False)
-        else:
-            own = _chunks(cursors[0].sql(OWN_EVENTS, params={"node": node}).to_arrow_reader(CHUNK_EVENTS), True)
-            xfer = _chunks(cursors[1].sql(XFER_EVENTS, params={"node": node}).to_arrow_reader(CHUNK_EVENTS), False)
-            stream = _merged(own, xfer)
-        for k, opc, room, start, end in stream:
-            flagged, prov = screen_events(k, opc, room, start, end, runmap)
-            rooms.append(flagged)
-            if len(prov):
-                table = pa.table({"k": prov[:, 0], "s": prov[:, 1], "e": prov[:, 2], "w_k": prov[:, 3]})
-                con.register("screen_prov_out", table)
-                try:
-                    con.execute(
-                        """INSERT INTO screen_prov SELECT getvariable('screen_node'), k, s, e, nullif(w_k, -1)
-                           FROM screen_prov_out"""
-                    )
-                finally:
-                    con.unregister("screen_prov_out")
-    finally:
-        for c in cursors:
-            c.close()
-    return rooms

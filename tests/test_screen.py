@@ -189,7 +189,7 @@ def test_screened_replay_gives_the_full_answer(tmp_path: Path, case: str) -> Non
 
 def test_page_files_out_of_seq_order_give_the_same_answer(tmp_path: Path) -> None:
     """Page files whose rows are not in seq order (shuffled): the seq checks notice and sort, the
-    streams read in seq order; the findings do not change."""
+    streams read in order; the findings do not change."""
     import pyarrow.parquet as pq
 
     simulate(tmp_path / "sim", build_config("incident", seed=5, requests=500))
@@ -207,30 +207,3 @@ def test_page_files_out_of_seq_order_give_the_same_answer(tmp_path: Path) -> Non
     assert got.rows("SELECT count(*) FROM exposures")[0][0] > 0
     for name, q in FINDINGS.items():
         assert sorted(got.rows(q), key=repr) == sorted(want.rows(q), key=repr), name
-
-
-def test_merged_streams_and_the_order_check() -> None:
-    """The screen's stream: own events (k = seq * 2^21) merged with transfers (odd positions) in
-    key order, whatever the chunking; own events out of seq order raise, so the node starts over."""
-    import pyarrow as pa
-
-    from forensics.screen import _chunks, _merged, _OutOfOrder
-
-    def batches(first: np.ndarray, sizes: list[int]):
-        out, at = [], 0
-        for n in sizes:
-            part = first[at : at + n]
-            z = np.zeros(part.size, dtype=np.int64)
-            out.append(pa.record_batch([part, z.astype(np.int8), z, z, z + 1], ["k", "opc", "room", "start", "end"]))
-            at += n
-        return out
-
-    seq = np.arange(1, 41, dtype=np.int64)
-    xk = np.sort(np.random.default_rng(1).choice(np.arange(1, 80, 2), 15, replace=False)) << 20
-    for own_sizes, x_sizes in (([40], [15]), ([7, 13, 20], [4, 11]), ([1] * 40, [15])):
-        got = np.concatenate(
-            [c[0] for c in _merged(_chunks(batches(seq, own_sizes), True), _chunks(batches(xk, x_sizes), False))]
-        )
-        assert got.tolist() == sorted((seq << 21).tolist() + xk.tolist())
-    with pytest.raises(_OutOfOrder):
-        list(_chunks(batches(seq[::-1].copy(), [40]), True))
