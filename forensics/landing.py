@@ -102,15 +102,7 @@ def _receiver_chunks(batches, x: dict) -> pa.Table | None:
         rest = lo_q[int(np.searchsorted(lo_s, prev_t, side="left")) :]
         seq_max[rest] = prev_seq
         has_max[rest] = True
-    return pa.table(
-        {
-            "sender": pa.array(np.asarray(x["sender"], dtype=object), type=pa.string()),
-            "xseq": pa.array(_dense(x["xseq"])[0]),
-            "seq_max": pa.array(seq_max, mask=~has_max),
-            "seq_min": pa.array(seq_min, mask=~has_min),
-        },
-        schema=SCHEMA,
-    )
+    return _table(x, seq_max, ~has_max, seq_min, ~has_min)
 
 
 def _dense(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -142,12 +134,17 @@ def _receiver(ev: dict, x: dict) -> pa.Table:
     none_hi = hi_null | (i_hi >= n)
     seq_max = run_max[np.clip(i_lo, 0, max(n - 1, 0))] if n else np.zeros(lo.size, dtype=np.int64)
     seq_min = run_min[np.clip(i_hi, 0, max(n - 1, 0))] if n else np.zeros(hi.size, dtype=np.int64)
+    return _table(x, seq_max, none_lo, seq_min, none_hi)
+
+
+def _table(x: dict, seq_max: np.ndarray, no_max: np.ndarray, seq_min: np.ndarray, no_min: np.ndarray) -> pa.Table:
+    """landing_seqs rows for the transfers `x` (null where no event bounds the window on that side)."""
     return pa.table(
         {
             "sender": pa.array(np.asarray(x["sender"], dtype=object), type=pa.string()),
             "xseq": pa.array(_dense(x["xseq"])[0]),
-            "seq_max": pa.array(seq_max, mask=none_lo),
-            "seq_min": pa.array(seq_min, mask=none_hi),
+            "seq_max": pa.array(seq_max, mask=no_max),
+            "seq_min": pa.array(seq_min, mask=no_min),
         },
         schema=SCHEMA,
     )

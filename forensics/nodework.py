@@ -104,6 +104,7 @@ def node_ownership(con: duckdb.DuckDBPyConnection, screen: bool = True) -> None:
     con.execute("DELETE FROM room_state WHERE (node, room) IN (SELECT node, holder FROM room_injected)")
     con.execute("INSERT INTO room_state SELECT * FROM room_state_new")
     con.execute("DROP TABLE room_state_new")
+    run_query(con, "ownership", "history_items")
     if screen:  # the screening pass already found every flagged read's last writers
         run_query(con, "ownership", "history_direct")
         bad = con.execute("SELECT item, want, got FROM history_check ORDER BY item LIMIT 1").fetchall()
@@ -112,7 +113,7 @@ def node_ownership(con: duckdb.DuckDBPyConnection, screen: bool = True) -> None:
                 f"internal error: history item {bad[0][0]} covers {bad[0][1]} slots, the screen {bad[0][2]}"
             )
         return
-    run_query(con, "ownership", "history_items")
+    run_query(con, "ownership", "history_search")
     for window in HISTORY_WINDOWS:
         if scalar(con, "SELECT count(*) FROM history_open") == 0:
             break

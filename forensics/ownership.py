@@ -11,8 +11,9 @@ Transfer placement needs every node; everything after it is node-local and runs 
 (forensics.nodework: in this process, in worker processes, or on Ray).
 Reads: page_events, replay_window. Writes: telemetry_nodes, seq_gaps, transfer_links, clock_bounds,
 transfer_landing, node_index; through the node tasks: timeline, room_state (forensics.replay), holdings,
-alloc_overlaps, anomalous_writes, room_injected, history_writes, history_items, history_found,
-history_open (the last-writer search: SQL candidates, numpy envelope).
+alloc_overlaps, anomalous_writes, room_injected, history_items, history_found,
+history_open (last writers: from the screening pass, or with --full-replay the windowed search: SQL
+candidates, numpy envelope).
 """
 
 from __future__ import annotations
@@ -26,7 +27,17 @@ from forensics.landing import landing_seqs
 from forensics.nodework import Execution, run_nodes
 from forensics.seqs import seq_jumps
 
-PLACEMENT = ("telemetry_nodes", "seq_gaps", "node_index", "transfer_bounds", "landing_bounds", "transfer_landing")
+# query files (queries/ownership/<name>.sql) and numpy steps, in order
+PLACEMENT = (
+    "telemetry_nodes",
+    seq_jumps,
+    "seq_gaps",
+    "node_index",
+    "transfer_bounds",
+    "landing_bounds",
+    landing_seqs,
+    "transfer_landing",
+)
 # History windows, in writes before the read: most reads resolve in the first; 0 means all.
 HISTORY_WINDOWS = (256, 4096, 32768, 0)
 # candidates resolved per numpy envelope call (items are split into chunks of about this many)
@@ -36,12 +47,11 @@ ENVELOPE_CHUNK = 8_000_000
 def rebuild_ownership(con: duckdb.DuckDBPyConnection, execution: Execution | None = None) -> None:
     """Place transfers (needs every node), then the per-node work (forensics.nodework) for each node."""
     for step in PLACEMENT:
-        if step == "seq_gaps":
-            seq_jumps(con)
-        if step == "transfer_landing":
-            with timed("ownership/landing_seqs"):
-                landing_seqs(con)
-        run_query(con, "ownership", step)
+        if isinstance(step, str):
+            run_query(con, "ownership", step)
+        else:
+            with timed(f"ownership/{step.__name__}"):
+                step(con)
     run_nodes(con, execution or Execution())
 
 

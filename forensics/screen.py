@@ -138,6 +138,21 @@ def _clear(words: np.ndarray, summary: np.ndarray, x: int) -> None:
         summary[w >> 6] &= ~(_ONE << np.uint64(w & 63))
 
 
+@njit(cache=True, inline="always")
+def _same(hold_k: np.ndarray, wrote_k: np.ndarray, shared: np.ndarray, p: int, q: int) -> bool:
+    """Runs starting at p and q hold the same state (so they can be one run)."""
+    return hold_k[p] == hold_k[q] and wrote_k[p] == wrote_k[q] and shared[p] == shared[q]
+
+
+@njit(cache=True, inline="always")
+def _emit(prov: np.ndarray, npv: int, ki: int, s: int, e: int, w: int) -> int:
+    prov[npv, 0] = ki
+    prov[npv, 1] = s
+    prov[npv, 2] = e
+    prov[npv, 3] = w
+    return npv + 1
+
+
 class RunMap:
     """The walk's state for one node's slot space [0, slots): a two-level bitset of run starts, and at
     each run start the holder's alloc (key k and room), the last write (k and room), and whether two
@@ -230,24 +245,16 @@ def screen_chunk(
                 while s < b:
                     e = _next_set(words, summary, s)
                     if wrote_k[s] != run_w:
-                        prov[npv, 0] = ki
-                        prov[npv, 1] = run_s
-                        prov[npv, 2] = s
-                        prov[npv, 3] = run_w
-                        npv += 1
+                        npv = _emit(prov, npv, ki, run_s, s, run_w)
                         run_s = s
                         run_w = wrote_k[s]
                     s = e
-                prov[npv, 0] = ki
-                prov[npv, 1] = run_s
-                prov[npv, 2] = b
-                prov[npv, 3] = run_w
-                npv += 1
+                npv = _emit(prov, npv, ki, run_s, b, run_w)
             # undo the splits at a and b where they separate equal runs
             for x in (a, b):
                 if 0 < x < slots:
                     p = _prev_set(words, summary, x - 1)
-                    if hold_k[p] == hold_k[x] and wrote_k[p] == wrote_k[x] and shared[p] == shared[x]:
+                    if _same(hold_k, wrote_k, shared, p, x):
                         _clear(words, summary, x)
         else:
             prev = _prev_set(words, summary, a - 1) if a > 0 else -1
@@ -286,23 +293,12 @@ def screen_chunk(
                             nf += 1
                     wrote_k[s] = ki
                     wrote_room[s] = r
-                if (
-                    prev >= 0
-                    and hold_k[prev] == hold_k[s]
-                    and wrote_k[prev] == wrote_k[s]
-                    and shared[prev] == shared[s]
-                ):
+                if prev >= 0 and _same(hold_k, wrote_k, shared, prev, s):
                     _clear(words, summary, s)
                 else:
                     prev = s
                 s = e
-            if (
-                b < slots
-                and prev >= 0
-                and hold_k[prev] == hold_k[b]
-                and wrote_k[prev] == wrote_k[b]
-                and shared[prev] == shared[b]
-            ):
+            if b < slots and prev >= 0 and _same(hold_k, wrote_k, shared, prev, b):
                 _clear(words, summary, b)
         if me:
             flagged[nf] = r

@@ -10,8 +10,8 @@ import duckdb
 
 from forensics.bundle import InputFile
 from forensics.contract import GATEWAY_FIELDS
-from forensics.db import run_query, scalar
 from forensics.ingest.rawtext import JSON_OBJECT_LINES, load_lines
+from forensics.ingest.staged import validate_staged
 from forensics.paths import sql_literal
 
 FIELDS = GATEWAY_FIELDS
@@ -76,19 +76,13 @@ def load_gateway_file(con: duckdb.DuckDBPyConnection, f: InputFile) -> None:
         ok = _stage_jsonl(con, f)
     if not ok:
         return
-    staged = "VIEW" if name.endswith(".parquet") else "TABLE"
-    before = scalar(con, "SELECT count(*) FROM rejected WHERE file_id = ?", [f.file_id])
-    try:
-        run_query(con, "ingest", "gateway_validate", file_id=f.file_id)
-        read = scalar(con, "SELECT count(*) FROM gw_stage")
-    except duckdb.Error as err:  # a Parquet file can fail part way through its row groups
-        con.execute("DELETE FROM rejected WHERE file_id = ?", [f.file_id])
-        con.execute("DELETE FROM gateway WHERE file_id = ?", [f.file_id])
-        f.error = f"cannot read rows: {str(err).splitlines()[0].replace(str(f.path), f.rel)[:200]}"
-        con.execute(f"DROP VIEW IF EXISTS gw_typed; DROP {staged} IF EXISTS gw_stage")
-        return
-    rej = scalar(con, "SELECT count(*) FROM rejected WHERE file_id = ?", [f.file_id]) - before
-    f.rows_read += read
-    f.rows_rejected += rej
-    f.rows_loaded += read - rej
-    con.execute(f"DROP VIEW gw_typed; DROP {staged} gw_stage")
+    kind = "VIEW" if name.endswith(".parquet") else "TABLE"
+    validate_staged(
+        con,
+        f,
+        "gateway_validate",
+        "gw_stage",
+        "gateway",
+        f"DROP VIEW IF EXISTS gw_typed; DROP {kind} IF EXISTS gw_stage",
+        "cannot read rows",
+    )

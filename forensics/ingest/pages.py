@@ -9,8 +9,8 @@ from __future__ import annotations
 import duckdb
 
 from forensics.bundle import InputFile
-from forensics.db import run_query, scalar
 from forensics.ingest.rawtext import JSON_OBJECT_LINES, load_lines
+from forensics.ingest.staged import validate_staged
 from forensics.paths import sql_literal
 
 INT_TYPES = {"BIGINT", "INTEGER", "SMALLINT", "TINYINT", "UBIGINT", "UINTEGER", "USMALLINT", "UTINYINT", "HUGEINT"}
@@ -115,18 +115,13 @@ def load_page_file(con: duckdb.DuckDBPyConnection, f: InputFile) -> None:
     staged = _stage_parquet(con, f) if f.rel.lower().endswith(".parquet") else _stage_jsonl(con, f)
     if not staged:
         return
-    before_rej = scalar(con, "SELECT count(*) FROM rejected WHERE file_id = ?", [f.file_id])
-    try:
-        run_query(con, "ingest", "page_events_validate", file_id=f.file_id)
-        read = scalar(con, "SELECT count(*) FROM pages_stage")
-    except duckdb.Error as err:  # a Parquet file can fail part way through its row groups
-        con.execute("DELETE FROM rejected WHERE file_id = ?", [f.file_id])
-        con.execute("DELETE FROM page_events WHERE file_id = ?", [f.file_id])
-        f.error = f"cannot read Parquet rows: {str(err).splitlines()[0].replace(str(f.path), f.rel)[:200]}"
-        con.execute("DROP VIEW IF EXISTS pages_stage")
-        return
-    rej = scalar(con, "SELECT count(*) FROM rejected WHERE file_id = ?", [f.file_id]) - before_rej
-    f.rows_read += read
-    f.rows_rejected += rej
-    f.rows_loaded += read - rej
-    con.execute(f"DROP {'VIEW' if f.rel.lower().endswith('.parquet') else 'TABLE'} pages_stage")
+    kind = "VIEW" if f.rel.lower().endswith(".parquet") else "TABLE"
+    validate_staged(
+        con,
+        f,
+        "page_events_validate",
+        "pages_stage",
+        "page_events",
+        f"DROP {kind} IF EXISTS pages_stage",
+        "cannot read Parquet rows",
+    )

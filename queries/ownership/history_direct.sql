@@ -1,19 +1,9 @@
 -- The last-writer lookup when the screening pass ran (forensics.screen): it walked every write of
 -- the node in order and recorded, for each read it flagged, the last write over every run of the
--- read's slots (screen_prov). Items are defined as in history_items.sql; each item's pieces are cut
--- from those runs. Every item is covered by the runs of its read (a screened read is flagged
--- whenever the replay makes an item of it); history_check verifies it.
--- grain: item (history_items); reads: room_state, screen_prov, timeline, node_index; params: none
-CREATE OR REPLACE TABLE history_items AS
-WITH r AS (
-    SELECT node, room, op, k, pos, ts, a_k, f_k, seg_start AS s, seg_end AS e
-    FROM room_state
-    WHERE op IN ('read', 'share') AND NOT coalesce(w_k > a_k, false) AND NOT coalesce(i_k > a_k, false)
-)
-SELECT x.base + row_number() OVER (PARTITION BY r.node ORDER BY r.k, r.room, r.s) AS item, r.*,
-       NULL::BIGINT AS qidx
-FROM r JOIN node_index x USING (node);
-
+-- read's slots (screen_prov). Each item (history_items.sql) is cut into pieces along those runs.
+-- Every item is covered by the runs of its read (a screened read is flagged whenever the replay makes
+-- an item of it); history_check verifies it.
+-- grain: item piece; reads: history_items, screen_prov, timeline; params: none
 CREATE OR REPLACE TEMP TABLE history_parts AS
 SELECT i.item, i.node, greatest(p.s, i.s) AS s, least(p.e, i.e) AS e, p.w_k
 FROM history_items i JOIN screen_prov p ON p.node = i.node AND p.k = i.k AND p.s < i.e AND p.e > i.s;
