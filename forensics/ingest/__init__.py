@@ -16,7 +16,7 @@ from forensics.db import connect, run_query
 from forensics.errors import InputError
 from forensics.ingest.engine import EngineRows, parse_log, parse_requests_jsonl, store
 from forensics.ingest.gateway import load_gateway_file
-from forensics.ingest.pages import load_page_file
+from forensics.ingest.pages import ParquetPages, define_page_events, load_page_file
 from forensics.outputs import make_private, private_files, write_json
 from forensics.seqs import any_duplicate_seq
 
@@ -49,8 +49,9 @@ class IngestResult:
         return "\n".join(lines)
 
 
-def _reject_impossible_events(con: duckdb.DuckDBPyConnection) -> list[tuple[int, int]]:
-    """Duplicates and slots beyond the pool: rejected after all files are in. Returns (file_id, count)."""
+def _reject_impossible_events(con: duckdb.DuckDBPyConnection, parquet: ParquetPages) -> list[tuple[int, int]]:
+    """Duplicates and slots beyond the pool: rejected after all files are in (the page_events view then
+    leaves them out). Returns (file_id, count)."""
     if any_duplicate_seq(con):  # rare: then name every duplicate and the row it repeats
         run_query(con, "ingest", "page_events_dedupe")
     else:
@@ -61,12 +62,12 @@ def _reject_impossible_events(con: duckdb.DuckDBPyConnection) -> list[tuple[int,
     con.execute("""INSERT INTO rejected SELECT file_id, row,
         'duplicate event: (node ' || node || ', seq ' || seq || ') already read at file ' || first_file ||
         ' row ' || first_row FROM page_dups""")
-    con.execute("DELETE FROM page_events p USING page_dups d WHERE p.file_id = d.file_id AND p.row = d.row")
+    define_page_events(con, parquet)
     run_query(con, "ingest", "page_events_beyond_pool")
     con.execute("""INSERT INTO rejected SELECT file_id, row,
         'slots [' || start || ', ' || "end" || ') lie beyond the pool of node ' || node || ' (' || pool_slots ||
         ' slots by its startup log)' FROM page_beyond""")
-    con.execute("DELETE FROM page_events p USING page_beyond d WHERE p.file_id = d.file_id AND p.row = d.row")
+    define_page_events(con, parquet)
     moved: list[tuple[int, int]] = []
     for table in ("page_dups", "page_beyond"):
         moved += con.execute(f"SELECT file_id, count(*) FROM {table} GROUP BY 1 ORDER BY 1").fetchall()
@@ -74,7 +75,9 @@ def _reject_impossible_events(con: duckdb.DuckDBPyConnection) -> list[tuple[int,
     return moved
 
 
-def _apply_window(con: duckdb.DuckDBPyConnection, window: Window, by_id: dict[int, InputFile]) -> None:
+def _apply_window(
+    con: duckdb.DuckDBPyConnection, window: Window, by_id: dict[int, InputFile], parquet: ParquetPages
+) -> None:
     """Page events stamped outside the replay window are counted per file and set aside (never silently)."""
     con.execute("SET VARIABLE w_since = ?", [window.since])
     con.execute("SET VARIABLE w_until = ?", [window.until])
@@ -83,7 +86,7 @@ def _apply_window(con: duckdb.DuckDBPyConnection, window: Window, by_id: dict[in
     for fid, n in con.execute(f"SELECT file_id, count(*) FROM page_events WHERE {outside} GROUP BY 1").fetchall():
         by_id[fid].rows_loaded -= n
         by_id[fid].rows_outside_window += n
-    con.execute(f"DELETE FROM page_events WHERE {outside}")
+    define_page_events(con, parquet, window)
 
 
 def ingest_into(
@@ -95,24 +98,26 @@ def ingest_into(
     run_query(con, "ingest", "schema")
     con.execute("INSERT INTO replay_window VALUES (?, ?)", [window.since, window.until])
     engine_rows = EngineRows()
+    parquet = ParquetPages()
     for f in files:
         if f.error or f.skipped:
             continue
         if f.source == "gateway":
             load_gateway_file(con, f)
         elif f.source == "pages":
-            load_page_file(con, f)
+            load_page_file(con, f, parquet)
         elif f.source == "engine_log":
             parse_log(f, config.log_timezone, engine_rows)
         elif f.source == "engine_requests":
             parse_requests_jsonl(f, config.log_timezone, engine_rows)
     store(con, engine_rows)
+    define_page_events(con, parquet)
     by_id = {f.file_id: f for f in files}
-    for fid, n in _reject_impossible_events(con):
+    for fid, n in _reject_impossible_events(con, parquet):
         by_id[fid].rows_loaded -= n
         by_id[fid].rows_rejected += n
     if window.active:
-        _apply_window(con, window, by_id)
+        _apply_window(con, window, by_id, parquet)
     gateway = [f for f in files if f.source == "gateway"]
     if not gateway:
         raise InputError(f"{bundle}: no gateway log (gateway/*.jsonl, *.jsonl.gz, *.csv, *.csv.gz, *.parquet)")

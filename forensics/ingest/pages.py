@@ -1,14 +1,22 @@
 """Ingest stage, page events: Parquet / JSONL / JSONL.gz files into `page_events`, bad rows into `rejected`.
 
-Everything streams through DuckDB's readers; no Python loop touches a row. Reads: the files.
-Writes: page_events, rejected.
+Every file is validated in one pass of DuckDB's readers (no Python loop touches a row); each bad row goes
+to `rejected` with its reason. `page_events` is then a view (define_page_events): the valid rows of text
+files, copied into `page_events_text`, and the valid rows of Parquet files, read in place. Copying
+100M Parquet rows into the database cost about a minute and as much disk again; the view reads the files
+where they lie, so incident.duckdb needs the bundle at the path it was read from (`investigate
+--copy-events` makes a self-contained copy instead). Rows rejected later (duplicates, slots beyond the
+pool) and rows outside --since/--until are filtered out by the view.
+Reads: the files. Writes: page_events_text, page_events (view), rejected.
 """
 
 from __future__ import annotations
 
 import duckdb
 
-from forensics.bundle import InputFile
+from dataclasses import dataclass, field
+
+from forensics.bundle import InputFile, Window
 from forensics.ingest.rawtext import JSON_OBJECT_LINES, load_lines
 from forensics.ingest.staged import validate_staged
 from forensics.paths import sql_literal
@@ -44,7 +52,30 @@ def _ts_expr(col: str, typ: str | None) -> tuple[str, str]:
     return f"CASE WHEN regexp_matches({text}, '{ZONED}') THEN TRY_CAST({text} AS TIMESTAMPTZ) END", text
 
 
-def _stage_parquet(con: duckdb.DuckDBPyConnection, f: InputFile) -> bool:
+@dataclass
+class ParquetPages:
+    """Parquet page files read in place by the page_events view: one group per column layout."""
+
+    groups: dict[tuple, list[InputFile]] = field(default_factory=dict)
+    columns: dict[tuple, str] = field(default_factory=dict)  # layout -> typed select list
+
+
+def _typed_columns(types: dict[str, str]) -> str:
+    seq, seq_raw = _int_expr("seq", types.get("seq"))
+    room, room_raw = _int_expr("room", types.get("room"))
+    start, _ = _int_expr("start", types.get("start"))
+    end, _ = _int_expr("end", types.get("end"))
+    ts, ts_raw = _ts_expr("ts", types.get("ts"))
+    peer = f"CAST({_q('peer')} AS VARCHAR)" if "peer" in types else "NULL::VARCHAR"
+    srcc = f"CAST({_q('src')} AS VARCHAR)" if "src" in types else "NULL::VARCHAR"
+    return (
+        f"""CAST(node AS VARCHAR) AS node, {seq} AS seq, {seq_raw} AS seq_raw, {ts} AS ts, {ts_raw} AS ts_raw,
+        CAST(op AS VARCHAR) AS op, {room} AS room, {room_raw} AS room_raw, {start} AS start, {end} AS "end",
+        {peer} AS peer, {srcc} AS src"""
+    )
+
+
+def _stage_parquet(con: duckdb.DuckDBPyConnection, f: InputFile, parquet: ParquetPages) -> bool:
     src = f"read_parquet({sql_literal(f.path)}, file_row_number = true)"
     try:
         types = {r[0]: r[1] for r in con.execute(f"DESCRIBE SELECT * FROM {src}").fetchall()}
@@ -56,25 +87,20 @@ def _stage_parquet(con: duckdb.DuckDBPyConnection, f: InputFile) -> bool:
         has = ", ".join(sorted(t for t in types if t != "file_row_number"))
         f.error = f"wrong schema: missing column(s) {', '.join(missing)} (has {has})"
         return False
-    seq, seq_raw = _int_expr("seq", types.get("seq"))
-    room, room_raw = _int_expr("room", types.get("room"))
-    start, _ = _int_expr("start", types.get("start"))
-    end, _ = _int_expr("end", types.get("end"))
-    ts, ts_raw = _ts_expr("ts", types.get("ts"))
-    peer = f"CAST({_q('peer')} AS VARCHAR)" if "peer" in types else "NULL::VARCHAR"
-    srcc = f"CAST({_q('src')} AS VARCHAR)" if "src" in types else "NULL::VARCHAR"
+    layout = tuple(sorted(types.items()))
+    columns = _typed_columns(types)
     try:
         # a view, not a table: the file is read once for the rejected rows and once for the loaded
         # ones, and the raw text of a value is only built for the rows a message needs it for
         con.execute(
             f"""CREATE OR REPLACE TEMP VIEW pages_stage AS SELECT file_row_number + 1 AS row,
-            NULL::VARCHAR AS parse_error, CAST(node AS VARCHAR) AS node, {seq} AS seq, {seq_raw} AS seq_raw,
-            {ts} AS ts, {ts_raw} AS ts_raw, CAST(op AS VARCHAR) AS op, {room} AS room, {room_raw} AS room_raw,
-            {start} AS start, {end} AS "end", {peer} AS peer, {srcc} AS src FROM {src}"""
+            NULL::VARCHAR AS parse_error, {columns} FROM {src}"""
         )
     except duckdb.Error as err:
         f.error = f"cannot read Parquet rows: {str(err).splitlines()[0][:200]}"
         return False
+    parquet.groups.setdefault(layout, []).append(f)
+    parquet.columns[layout] = columns
     return True
 
 
@@ -111,17 +137,56 @@ def _stage_jsonl(con: duckdb.DuckDBPyConnection, f: InputFile) -> bool:
     return True
 
 
-def load_page_file(con: duckdb.DuckDBPyConnection, f: InputFile) -> None:
-    staged = _stage_parquet(con, f) if f.rel.lower().endswith(".parquet") else _stage_jsonl(con, f)
+def load_page_file(con: duckdb.DuckDBPyConnection, f: InputFile, parquet: ParquetPages) -> None:
+    """Validate one page file: bad rows into `rejected`; a text file's good rows into page_events_text,
+    a Parquet file's noted in `parquet` for the view to read in place."""
+    is_parquet = f.rel.lower().endswith(".parquet")
+    staged = _stage_parquet(con, f, parquet) if is_parquet else _stage_jsonl(con, f)
     if not staged:
         return
-    kind = "VIEW" if f.rel.lower().endswith(".parquet") else "TABLE"
+    if not is_parquet:
+        con.execute(
+            """INSERT INTO page_events_text
+               SELECT node, seq, ts, op, room, start, "end", nullif(peer, ''), nullif(src, ''), ?, row
+               FROM pages_stage WHERE row NOT IN (SELECT row FROM rejected WHERE file_id = ?)""",
+            [f.file_id, f.file_id],
+        )
     validate_staged(
         con,
         f,
         "page_events_validate",
         "pages_stage",
-        "page_events",
-        f"DROP {kind} IF EXISTS pages_stage",
+        "page_events_text",
+        f"DROP {'VIEW' if is_parquet else 'TABLE'} IF EXISTS pages_stage",
         "cannot read Parquet rows",
     )
+
+
+def define_page_events(con: duckdb.DuckDBPyConnection, parquet: ParquetPages, window: Window | None = None) -> None:
+    """(Re)create the page_events view: valid rows of text files and of readable Parquet files, less every
+    row `rejected` names (checked only for files with rejected rows), inside `window` if it is active."""
+    rejected = {r[0] for r in con.execute("SELECT DISTINCT file_id FROM rejected").fetchall()}
+    cols = 'node, seq, ts, op, room, start, "end", peer, src, file_id, row'
+    parts = [f"SELECT {cols} FROM page_events_text"]
+    if con.execute("SELECT count(*) FROM page_events_text").fetchone()[0] and rejected:
+        parts[0] += " ANTI JOIN rejected USING (file_id, row)"
+    for layout in sorted(parquet.groups):
+        files = [f for f in parquet.groups[layout] if not f.error]
+        for has_rejects in (False, True):
+            group = [f for f in files if (f.file_id in rejected) == has_rejects]
+            if not group:
+                continue
+            paths = ", ".join(sql_literal(f.path) for f in group)
+            ids = ", ".join(str(f.file_id) for f in group)
+            file_id = str(group[0].file_id) if len(group) == 1 else f"[{ids}][file_index::BIGINT + 1]"
+            part = f"""SELECT {cols} FROM (SELECT node, seq, ts, op, room, start, "end", nullif(peer, '') AS peer,
+                nullif(src, '') AS src, ({file_id})::INTEGER AS file_id, row FROM (
+                    SELECT file_index, file_row_number + 1 AS row, {parquet.columns[layout]}
+                    FROM read_parquet([{paths}], file_row_number = true)))"""
+            parts.append(part + (" ANTI JOIN rejected USING (file_id, row)" if has_rejects else ""))
+    body = "\nUNION ALL\n".join(parts)
+    if window is not None and window.active:
+        lo = f"TIMESTAMPTZ {sql_literal(window.since.isoformat())}" if window.since else "'-infinity'::TIMESTAMPTZ"
+        hi = f"TIMESTAMPTZ {sql_literal(window.until.isoformat())}" if window.until else "'infinity'::TIMESTAMPTZ"
+        body = f"SELECT * FROM ({body}) WHERE ts >= {lo} AND ts < {hi}"
+    con.execute(f"CREATE OR REPLACE VIEW page_events AS {body}")

@@ -1,4 +1,5 @@
--- Validate one staged page-event file: good rows go to page_events, the rest to rejected with a reason.
+-- Validate one staged page-event file: every bad row goes to rejected with a reason. The good rows are
+-- the others: forensics.ingest.pages copies them from a text file, or reads them in place from a Parquet file.
 -- grain: one row per input row of the file (pages_stage)
 -- reads: pages_stage; params: file_id
 INSERT INTO rejected
@@ -18,11 +19,3 @@ SELECT getvariable('file_id'), row,
     END AS reason
 FROM pages_stage
 WHERE reason IS NOT NULL;
-
-INSERT INTO page_events
-SELECT node, seq, ts, op, room, start, "end", nullif(peer, ''), nullif(src, ''), getvariable('file_id'), row
-FROM pages_stage
-WHERE parse_error IS NULL AND node IS NOT NULL AND node <> '' AND seq IS NOT NULL AND ts IS NOT NULL
-  AND op IN ('alloc', 'free', 'write', 'read', 'share', 'transfer') AND room IS NOT NULL
-  AND start IS NOT NULL AND "end" IS NOT NULL AND start >= 0 AND start < "end"
-  AND NOT (op = 'transfer' AND (peer IS NULL OR peer = ''));

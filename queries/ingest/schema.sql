@@ -7,7 +7,9 @@ CREATE TABLE IF NOT EXISTS files (
 -- The historical replay window (--since/--until; NULL = open end): one row.
 CREATE TABLE IF NOT EXISTS replay_window (since TIMESTAMPTZ, "until" TIMESTAMPTZ);
 CREATE TABLE IF NOT EXISTS rejected (file_id INTEGER, row BIGINT, reason VARCHAR);
-CREATE TABLE IF NOT EXISTS page_events (
+-- page_events is a view (forensics.ingest.pages.define_page_events): these rows from text files, and the
+-- valid rows of each Parquet file read where it lies.
+CREATE TABLE IF NOT EXISTS page_events_text (
     node VARCHAR, seq BIGINT, ts TIMESTAMPTZ, op VARCHAR, room BIGINT, start BIGINT, "end" BIGINT,
     peer VARCHAR, src VARCHAR, file_id INTEGER, row BIGINT);
 CREATE TABLE IF NOT EXISTS gateway (
