@@ -9,7 +9,8 @@ clock-offset bounds that ordinary transfers imply. Slot ranges stay ranges, and 
     the node's recent writes, widening the window only for what is still unexplained.
 Transfer placement needs every node; everything after it is node-local and runs as per-node tasks
 (forensics.nodework: in this process, in worker processes, or on Ray).
-Reads: page_events, replay_window. Writes: telemetry_nodes, seq_gaps, transfer_links, clock_bounds,
+Reads: page_events, replay_window. Writes: telemetry_nodes, seq_gaps, transfer_links (forensics.transfers),
+clock_bounds,
 transfer_landing, node_index; through the node tasks: timeline, room_state (forensics.replay), holdings,
 alloc_overlaps, anomalous_writes, room_injected, history_items, history_found,
 history_open (last writers: from the screening pass, or with --full-replay the windowed search: SQL
@@ -26,6 +27,7 @@ from forensics.envelope import envelope
 from forensics.landing import landing_seqs
 from forensics.nodework import Execution, run_nodes
 from forensics.seqs import seq_jumps
+from forensics.transfers import transfer_links
 
 # query files (queries/ownership/<name>.sql) and numpy steps, in order
 PLACEMENT = (
@@ -33,7 +35,8 @@ PLACEMENT = (
     seq_jumps,
     "seq_gaps",
     "node_index",
-    "transfer_bounds",
+    transfer_links,
+    "clock_bounds",
     "landing_bounds",
     landing_seqs,
     "transfer_landing",

@@ -1,0 +1,141 @@
+"""Transfer links: for each transfer, its room's alloc before and read after it on the receiver, in numpy.
+
+A transfer (logged by the sender) is *ordinary* when its room allocated the slots on the receiver and
+read them later without freeing them in between: it landed after that alloc and before that read, and
+those stamps bound the clock offset between the two nodes (queries/ownership/clock_bounds.sql).
+Per transfer, over the receiver's events of the same room whose slots overlap the transferred ones:
+  rseq, rts  the first read or share (lowest seq) and its stamp;
+  aseq, ats  the last alloc before rseq;
+  ordinary   aseq exists and no free lies strictly between aseq and rseq.
+These are a minimum and two maxima, so the receiver's events can come in any order: two streamed
+passes (reads and shares, then allocs and frees), each event matched to the transfers of its room by
+a binary search over them, compiled with numba. This replaces three joins and per-transfer aggregates
+over every event, which ran out of memory at 1B events (90M transfers).
+Reads: page_events, telemetry_nodes. Writes: transfer_links.
+"""
+
+from __future__ import annotations
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+from numba import njit
+
+from forensics.db import timed
+
+# receiver events per streamed chunk (memory stays bounded however many events a node has)
+CHUNK_EVENTS = 8_000_000
+NONE_HI = np.iinfo(np.int64).max  # no read found
+NONE_LO = np.iinfo(np.int64).min  # no alloc / free found
+
+
+@njit(cache=True, nogil=True)
+def _first_reads(rooms, order, xs, xe, ev_room, ev_seq, ev_t, ev_s, ev_e, rseq, rts):  # pragma: no cover
+    n = rooms.size
+    for i in range(ev_room.size):
+        j = np.searchsorted(rooms, ev_room[i])
+        while j < n and rooms[j] == ev_room[i]:
+            t = order[j]
+            if xs[t] < ev_e[i] and xe[t] > ev_s[i] and ev_seq[i] < rseq[t]:
+                rseq[t] = ev_seq[i]
+                rts[t] = ev_t[i]
+            j += 1
+
+
+@njit(cache=True, nogil=True)
+def _allocs_frees(rooms, order, xs, xe, ev_room, ev_seq, ev_t, ev_s, ev_e, ev_free, rseq, aseq, ats, fseq):  # pragma: no cover
+    n = rooms.size
+    for i in range(ev_room.size):
+        j = np.searchsorted(rooms, ev_room[i])
+        while j < n and rooms[j] == ev_room[i]:
+            t = order[j]
+            if xs[t] < ev_e[i] and xe[t] > ev_s[i] and ev_seq[i] < rseq[t]:
+                if ev_free[i]:
+                    if ev_seq[i] > fseq[t]:
+                        fseq[t] = ev_seq[i]
+                elif ev_seq[i] > aseq[t]:
+                    aseq[t] = ev_seq[i]
+                    ats[t] = ev_t[i]
+            j += 1
+
+
+def _stream(con: duckdb.DuckDBPyConnection, node: str, ops: tuple[str, ...]):
+    """The receiver's events of the given ops, in chunks, as (room, seq, t, start, end, is_free) arrays."""
+    reading = con.cursor()
+    try:
+        reader = reading.sql(
+            f"""SELECT room, seq, epoch_us(ts) AS t, start, "end", op = 'free' AS is_free
+               FROM page_events WHERE node = $node AND op IN ({", ".join(f"'{o}'" for o in ops)})""",
+            params={"node": node},
+        ).to_arrow_reader(CHUNK_EVENTS)
+        for batch in reader:
+            cols = [np.ascontiguousarray(batch.column(i).to_numpy(zero_copy_only=False)) for i in range(6)]
+            yield [c.astype(np.int64, copy=False) for c in cols[:5]] + [cols[5].astype(np.bool_)]
+    finally:
+        reading.close()
+
+
+def link_receiver(con: duckdb.DuckDBPyConnection, node: str, x: pa.Table) -> pa.Table:
+    """transfer_links rows for the transfers `x` into `node` (columns as in xfers, plus the links)."""
+    room = x.column("room").to_numpy()
+    xs = np.ascontiguousarray(x.column("start").to_numpy(), dtype=np.int64)
+    xe = np.ascontiguousarray(x.column("end").to_numpy(), dtype=np.int64)
+    order = np.argsort(room, kind="stable")
+    rooms = np.ascontiguousarray(room[order], dtype=np.int64)
+    m = room.size
+    rseq = np.full(m, NONE_HI, dtype=np.int64)
+    rts = np.zeros(m, dtype=np.int64)
+    aseq = np.full(m, NONE_LO, dtype=np.int64)
+    ats = np.zeros(m, dtype=np.int64)
+    fseq = np.full(m, NONE_LO, dtype=np.int64)
+    if m:
+        for er, eq, et, es, ee, _ in _stream(con, node, ("read", "share")):
+            _first_reads(rooms, order, xs, xe, er, eq, et, es, ee, rseq, rts)
+        for er, eq, et, es, ee, ef in _stream(con, node, ("alloc", "free")):
+            _allocs_frees(rooms, order, xs, xe, er, eq, et, es, ee, ef, rseq, aseq, ats, fseq)
+    read = rseq != NONE_HI
+    alloc = read & (aseq != NONE_LO)  # an alloc counts only before a read
+    ordinary = alloc & ~(fseq > aseq)
+    return (
+        x.append_column("aseq", pa.array(aseq, mask=~alloc))
+        .append_column("ats_us", pa.array(ats, mask=~alloc))
+        .append_column("rseq", pa.array(rseq, mask=~read))
+        .append_column("rts_us", pa.array(rts, mask=~read))
+        .append_column("ordinary", pa.array(ordinary))
+    )
+
+
+def transfer_links(con: duckdb.DuckDBPyConnection) -> None:
+    """Create transfer_links: every transfer into a node with telemetry, with its room's alloc and read
+    on the receiver and whether it is ordinary. One receiver at a time."""
+    with timed("ownership/transfer_xfers"):
+        con.execute(
+            """CREATE OR REPLACE TEMP TABLE xfers AS
+               SELECT node AS sender, peer AS receiver, seq AS xseq, ts AS xts, room, start, "end"
+               FROM page_events WHERE op = 'transfer' AND peer IN (SELECT node FROM telemetry_nodes)
+               ORDER BY receiver"""
+        )
+    con.execute(
+        """CREATE OR REPLACE TABLE transfer_links (sender VARCHAR, receiver VARCHAR, xseq BIGINT,
+           xts TIMESTAMPTZ, room BIGINT, start BIGINT, "end" BIGINT, aseq BIGINT, ats TIMESTAMPTZ,
+           rseq BIGINT, rts TIMESTAMPTZ, ordinary BOOLEAN)"""
+    )
+    receivers = [r[0] for r in con.execute("SELECT DISTINCT receiver FROM xfers ORDER BY 1").fetchall()]
+    for node in receivers:
+        x = con.sql(
+            'SELECT sender, receiver, xseq, xts, room, start, "end" FROM xfers WHERE receiver = $node',
+            params={"node": node},
+        ).to_arrow_table()
+        table = link_receiver(con, node, x)
+        del x
+        con.register("transfer_links_out", table)
+        try:
+            con.execute(
+                """INSERT INTO transfer_links
+                   SELECT sender, receiver, xseq, xts, room, start, "end", aseq,
+                          make_timestamp(ats_us)::TIMESTAMPTZ, rseq, make_timestamp(rts_us)::TIMESTAMPTZ, ordinary
+                   FROM transfer_links_out"""
+            )
+        finally:
+            con.unregister("transfer_links_out")
+    con.execute("DROP TABLE xfers")

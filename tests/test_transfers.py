@@ -1,0 +1,98 @@
+"""Transfer links (forensics.transfers) against their definition in SQL: the joins and aggregates the
+numpy passes replaced, run on the same events. Random event streams hit the edge cases (several
+transfers per room, re-allocs, frees between alloc and read, no read at all, events in any order,
+any chunking); simulated incidents check the real flow."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pytest
+from analysis import Findings
+
+import forensics.transfers as transfers
+from forensics.db import connect
+from forensics.simulate import build_config, simulate
+
+# the definition: what the numpy passes must equal (the SQL they replaced)
+REFERENCE = """
+CREATE OR REPLACE TABLE ref_links AS
+WITH x AS (
+    SELECT node AS sender, peer AS receiver, seq AS xseq, ts AS xts, room, start, "end"
+    FROM page_events WHERE op = 'transfer' AND peer IN (SELECT node FROM telemetry_nodes)
+), r AS (
+    SELECT x.sender, x.xseq, min(p.seq) AS rseq, arg_min(p.ts, p.seq) AS rts
+    FROM x JOIN page_events p ON p.node = x.receiver AND p.room = x.room AND p.op IN ('read', 'share')
+        AND p.start < x."end" AND p."end" > x.start
+    GROUP BY x.sender, x.xseq
+), a AS (
+    SELECT x.sender, x.xseq, max(p.seq) AS aseq, arg_max(p.ts, p.seq) AS ats
+    FROM x JOIN r USING (sender, xseq)
+    JOIN page_events p ON p.node = x.receiver AND p.room = x.room AND p.op = 'alloc'
+        AND p.start < x."end" AND p."end" > x.start AND p.seq < r.rseq
+    GROUP BY x.sender, x.xseq
+), f AS (
+    SELECT DISTINCT x.sender, x.xseq
+    FROM x JOIN r USING (sender, xseq) JOIN a USING (sender, xseq)
+    JOIN page_events p ON p.node = x.receiver AND p.room = x.room AND p.op = 'free'
+        AND p.start < x."end" AND p."end" > x.start AND p.seq > a.aseq AND p.seq < r.rseq
+)
+SELECT x.*, a.aseq, a.ats, r.rseq, r.rts, (a.aseq IS NOT NULL AND f.xseq IS NULL) AS ordinary
+FROM x LEFT JOIN r USING (sender, xseq) LEFT JOIN a USING (sender, xseq) LEFT JOIN f USING (sender, xseq);
+"""
+ALL = "SELECT * FROM {} ORDER BY sender, xseq"
+
+
+def random_events(con: duckdb.DuckDBPyConnection, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n = 3000
+    ops = np.array(["alloc", "free", "read", "share", "write", "transfer"])
+    node = rng.choice(["a", "b", "c"], n)
+    op = ops[rng.choice(6, n, p=[0.25, 0.15, 0.2, 0.05, 0.1, 0.25])]
+    start = rng.integers(0, 60, n)
+    con.execute(
+        """CREATE TABLE page_events AS SELECT * FROM (
+           SELECT unnest($node) AS node, unnest($seq) AS seq,
+                  TIMESTAMPTZ '2026-01-01 00:00:00+00' + to_microseconds(unnest($us)) AS ts, unnest($op) AS op,
+                  unnest($room) AS room, unnest($start) AS start, unnest($end) AS "end", unnest($peer) AS peer)
+           ORDER BY random()""",
+        {
+            "node": node.tolist(),
+            "seq": rng.permutation(n).tolist(),  # unique per node: unique overall
+            "us": rng.integers(0, 10**9, n).tolist(),
+            "op": op.tolist(),
+            "room": rng.integers(0, 12, n).tolist(),
+            "start": start.tolist(),
+            "end": (start + rng.integers(1, 12, n)).tolist(),
+            "peer": [rng.choice(["a", "b", "c", "z"]) if o == "transfer" else None for o in op],
+        },
+    )
+    con.execute("CREATE TABLE telemetry_nodes AS SELECT DISTINCT node FROM page_events")
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_links_match_the_definition_on_random_events(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    con = connect(":memory:")
+    random_events(con, seed)
+    if seed % 2:  # small chunks: each pass sees the events in many pieces
+        monkeypatch.setattr(transfers, "CHUNK_EVENTS", 97)
+    transfers.transfer_links(con)
+    con.execute(REFERENCE)
+    got = con.execute(ALL.format("transfer_links")).fetchall()
+    assert got == con.execute(ALL.format("ref_links")).fetchall()
+    kinds = con.execute(
+        """SELECT count(*) FILTER (WHERE ordinary), count(*) FILTER (WHERE rseq IS NOT NULL AND NOT ordinary),
+                  count(*) FILTER (WHERE rseq IS NULL) FROM transfer_links"""
+    ).fetchone()
+    assert all(k > 0 for k in kinds), kinds  # every kind of outcome occurs
+
+
+def test_links_match_the_definition_on_a_simulated_incident(tmp_path: Path) -> None:
+    simulate(tmp_path / "sim", build_config("incident", seed=5, requests=700))
+    run = Findings(tmp_path / "sim" / "bundle")
+    run.con.execute(REFERENCE)
+    got = run.rows(ALL.format("transfer_links"))
+    assert got == run.rows(ALL.format("ref_links"))
+    assert run.rows("SELECT count(*) FILTER (WHERE ordinary), count(*) FROM transfer_links")[0][0] > 100
