@@ -4,7 +4,8 @@ For a transfer that landed between receiver-clock times land_lo and land_hi: seq
 of a receiver event stamped at or before land_lo (it surely came before the landing), and seq_min,
 the lowest seq of one stamped at or after land_hi (surely after). Per receiver: its events by stamp
 (as stored when the stamps rise with seq, else after a stable sort), a running maximum of seq from
-the left and a running minimum from the right, and a binary search per transfer. This replaces a
+the left and a running minimum from the right, and a binary search per transfer. The events are read
+in stored order when that rises (forensics.streams), else sorted. This replaces a
 GROUP BY over every distinct stamp and two ASOF joins.
 Reads: page_events, landing_bounds. Writes: landing_seqs (sender, xseq, seq_max, seq_min).
 """
@@ -14,6 +15,8 @@ from __future__ import annotations
 import duckdb
 import numpy as np
 import pyarrow as pa
+
+from forensics.streams import chunks
 
 SCHEMA = pa.schema([("sender", pa.string()), ("xseq", pa.int64()), ("seq_max", pa.int64()), ("seq_min", pa.int64())])
 
@@ -25,21 +28,19 @@ CHUNK_EVENTS = 8_000_000
 def landing_seqs(con: duckdb.DuckDBPyConnection) -> None:
     parts = []
     receivers = [r[0] for r in con.execute("SELECT DISTINCT receiver FROM landing_bounds ORDER BY 1").fetchall()]
-    events = "SELECT epoch_us(ts) AS t, seq FROM page_events WHERE node = $node AND op <> 'transfer' ORDER BY seq"
+    events = "SELECT epoch_us(ts) AS t, seq FROM page_events WHERE node = $node AND op <> 'transfer'"
     for node in receivers:
         x = con.execute(
             """SELECT sender, xseq, epoch_us(land_lo) AS lo, epoch_us(land_hi) AS hi
                FROM landing_bounds WHERE receiver = ?""",
             [node],
         ).fetchnumpy()
-        reading = con.cursor()
-        try:
-            reader = reading.sql(events, params={"node": node}).to_arrow_reader(CHUNK_EVENTS)
-            batches = ((_dense(b.column(0).to_numpy())[0], _dense(b.column(1).to_numpy())[0]) for b in reader)
-            table = _receiver_chunks(batches, x)
-        finally:
-            reading.close()
-        if table is None:  # stamps or seqs out of order: all of the node's events at once, sorted
+        table = None
+        for query in (events, events + " ORDER BY seq"):  # as stored (see forensics.streams), then sorted
+            table = _receiver_chunks(chunks(con, query, {"node": node}, (np.int64, np.int64), CHUNK_EVENTS), x)
+            if table is not None:
+                break
+        if table is None:  # stamps out of seq order: all of the node's events at once, sorted
             ev = con.execute(events, {"node": node}).fetchnumpy()
             table = _receiver(ev, x)
         parts.append(table)
@@ -70,7 +71,7 @@ def _receiver_chunks(batches, x: dict) -> pa.Table | None:
     lo_s, hi_s = lo[lo_q], hi[hi_q]
     prev_t: int | None = None
     prev_seq: int | None = None
-    for t, seq in batches:
+    for t, seq in batches:  # (no nulls: page_events rows are validated)
         if not t.size:
             continue
         if not (bool(np.all(t[1:] >= t[:-1])) and bool(np.all(seq[1:] > seq[:-1]))):

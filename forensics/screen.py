@@ -37,6 +37,7 @@ import pyarrow as pa
 from numba import njit
 
 from forensics.db import scalar, timed
+from forensics.streams import chunks, in_order, merge, rising
 
 # op codes of the walk (timeline op names in this order)
 OPS = ("alloc", "free", "write", "xfer", "read", "share")
@@ -333,49 +334,75 @@ def screen_events(
     return np.unique(np.concatenate(rooms)), np.concatenate(rows)
 
 
-def screen_rooms(con: duckdb.DuckDBPyConnection) -> None:
+def screen_rooms(con: duckdb.DuckDBPyConnection) -> dict[str, bool]:
     """Create room_scope (node, room): the rooms of each node the detailed replay must cover; and
     screen_prov (node, k, s, e, w_k): what each flagged read found, w_k the key of the last write
-    (NULL: never written)."""
+    (NULL: never written). Returns, per node, whether its events were walked in stored order."""
     with timed("ownership/screen"):
         con.execute("CREATE OR REPLACE TEMP TABLE room_scope (node VARCHAR, room BIGINT)")
         con.execute("CREATE OR REPLACE TEMP TABLE screen_prov (node VARCHAR, k BIGINT, s BIGINT, e BIGINT, w_k BIGINT)")
         nodes = [r[0] for r in con.execute("SELECT DISTINCT node FROM timeline ORDER BY node").fetchall()]
-        for node in nodes:
-            _screen_node(con, node)
+        # timeline is a view over page_events and timeline_xfer (timeline_view.sql) unless ranked
+        as_view = bool(scalar(con, "SELECT count(*) FROM duckdb_views() WHERE view_name = 'timeline'"))
+        return {node: _screen_node(con, node, as_view) for node in nodes}
 
 
-def _screen_node(con: duckdb.DuckDBPyConnection, node: str) -> None:
-    """Stream the node's timeline in event order through the walk, CHUNK_EVENTS at a time."""
+def _screen_node(con: duckdb.DuckDBPyConnection, node: str, as_view: bool) -> bool:
+    """Walk the node's timeline in event order, CHUNK_EVENTS at a time: its own events as stored merged
+    with the transfers that landed in it when the stored order rises (forensics.streams), else one
+    sorted read of the timeline."""
     slots = 1 + scalar(con, 'SELECT coalesce(max("end"), 0) FROM timeline WHERE node = ?', [node])
-    runmap = RunMap(int(slots))
     con.execute("SET VARIABLE screen_node = ?", [node])
-    reading = con.cursor()  # the stream stays open while this connection stores each chunk's output
-    reader = reading.sql(
-        f"""SELECT k, ({_OPC})::TINYINT AS opc, room, start, "end" FROM timeline WHERE node = $node ORDER BY k""",
-        params={"node": node},
-    ).to_arrow_reader(CHUNK_EVENTS)
-    rooms: list[np.ndarray] = []
-    for batch in reader:
-        k, opc, room, start, end = (
-            np.ascontiguousarray(batch.column(i).to_numpy(), dtype=t) for i, t in enumerate(COLUMN_TYPES)
+    params = {"node": node}
+
+    def stored():
+        own = chunks(
+            con,
+            f"""SELECT seq * 2 * 1048576 AS k, ({_OPC})::TINYINT AS opc, room, start, "end"
+                FROM page_events WHERE node = $node AND op <> 'transfer'""",
+            params,
+            COLUMN_TYPES,
+            CHUNK_EVENTS,
         )
-        flagged, prov = screen_events(k, opc, room, start, end, runmap)
-        rooms.append(flagged)
-        if len(prov):
-            table = pa.table({"k": prov[:, 0], "s": prov[:, 1], "e": prov[:, 2], "w_k": prov[:, 3]})
-            con.register("screen_prov_out", table)
-            try:
-                con.execute(
-                    """INSERT INTO screen_prov SELECT getvariable('screen_node'), k, s, e, nullif(w_k, -1)
-                       FROM screen_prov_out"""
-                )
-            finally:
-                con.unregister("screen_prov_out")
-    reading.close()
-    flagged = np.unique(np.concatenate(rooms)) if rooms else np.empty(0, dtype=np.int64)
+        landed = con.execute(
+            f"""SELECT pos * 1048576 + sub AS k, ({_OPC})::TINYINT AS opc, room, start, "end"
+                FROM timeline_xfer WHERE node = $node ORDER BY k""",
+            params,
+        ).fetchnumpy()
+        return merge(rising(own), [np.ascontiguousarray(landed[c], dtype=t) for c, t in zip(landed, COLUMN_TYPES)])
+
+    def ordered():
+        return chunks(
+            con,
+            f"""SELECT k, ({_OPC})::TINYINT AS opc, room, start, "end" FROM timeline WHERE node = $node ORDER BY k""",
+            params,
+            COLUMN_TYPES,
+            CHUNK_EVENTS,
+        )
+
+    def walk(stream) -> np.ndarray:
+        con.execute("DELETE FROM screen_prov WHERE node = getvariable('screen_node')")  # a restarted walk
+        runmap = RunMap(int(slots))
+        rooms: list[np.ndarray] = []
+        for k, opc, room, start, end in stream:
+            flagged, prov = screen_events(k, opc, room, start, end, runmap)
+            rooms.append(flagged)
+            if len(prov):
+                table = pa.table({"k": prov[:, 0], "s": prov[:, 1], "e": prov[:, 2], "w_k": prov[:, 3]})
+                con.register("screen_prov_out", table)
+                try:
+                    con.execute(
+                        """INSERT INTO screen_prov SELECT getvariable('screen_node'), k, s, e, nullif(w_k, -1)
+                           FROM screen_prov_out"""
+                    )
+                finally:
+                    con.unregister("screen_prov_out")
+        return np.unique(np.concatenate(rooms)) if rooms else np.empty(0, dtype=np.int64)
+
+    flagged, stored_order = in_order(walk, stored, ordered) if as_view else (walk(ordered()), False)
     con.register("screen_rooms_out", pa.table({"room": flagged}))
     try:
         con.execute("INSERT INTO room_scope SELECT getvariable('screen_node'), room FROM screen_rooms_out")
     finally:
         con.unregister("screen_rooms_out")
+    return stored_order
