@@ -1,6 +1,6 @@
 """Blast radius files: who received others' data and whose data was exposed, to whom.
 
-Reads: report_affected (temp view made by the report stage's data module), exposures, coverage.
+Reads: report_affected (temp table made by the report stage's data module), exposures, coverage.
 Writes: notifications.csv (one row per customer account to notify, both directions), blast_matrix.csv
 (recipient cohort x source cohort), blast_nodes.csv, blast_hours.csv, blast_sources.csv, and
 shared_prefix.csv (cross-account prefix-cache sharing: a timing side channel, not a leak). CSV cells go

@@ -2,7 +2,7 @@
 
 Reads: affected_responses, exposures, exposure_segments, accounts, coverage, hazards, read_provenance,
 room_requests, request_cohort, cohort_rules, clock_bounds, seq_gaps, node_config, gateway, files,
-rejected, timeline, room_state, write_effects. Writes: temp views/tables report_affected, report_prov.
+rejected, timeline, room_state, write_effects. Writes: temp tables report_affected, report_prov.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ WITH recv AS (
     FROM exposures WHERE source_account_id IS NOT NULL GROUP BY 1
 ), cohort AS (
     SELECT g.account_id, string_agg(DISTINCT coalesce(c.cohort, 'customer'), ';' ORDER BY coalesce(c.cohort, 'customer')) AS cohort
-    FROM gateway g LEFT JOIN request_cohort c ON c.request_id = g.request_id AND c.file_id = g.file_id AND c.row = g.row
+    FROM gateway g LEFT JOIN request_cohort c ON c.file_id = g.file_id AND c.row = g.row
     GROUP BY 1
 )
 SELECT account_id, cohort.cohort, coalesce(recv.responses_affected, 0) AS responses_affected,

@@ -46,7 +46,7 @@ SELECT g.request_id, g.account_id, coalesce(c.cohort, 'customer') AS cohort, p.s
        g.decode_node, g.prefill_node, g.bootstrap_room AS room,
        CASE WHEN p.status = 'confirmed' THEN '' ELSE p.reason END AS reason
 FROM page_based p JOIN gateway g USING (request_id)
-LEFT JOIN request_cohort c ON c.request_id = g.request_id AND c.file_id = g.file_id AND c.row = g.row
+LEFT JOIN request_cohort c ON c.file_id = g.file_id AND c.row = g.row
 WHERE p.status = 'confirmed' OR p.request_id NOT IN (SELECT request_id FROM signature_responses)
 UNION ALL
 SELECT s.request_id, s.account_id, s.cohort, 'indeterminate', 'signature', 'stale', NULL, NULL, '',

@@ -15,7 +15,7 @@ SELECT s.request_id, s.account_id, coalesce(c.cohort, 'customer') AS cohort, s.n
 FROM served s
 JOIN telemetry_nodes t ON t.node = s.node
 LEFT JOIN seen ON seen.node = s.node AND seen.room = s.bootstrap_room
-LEFT JOIN request_cohort c ON c.request_id = s.request_id AND c.file_id = s.file_id AND c.row = s.row
+LEFT JOIN request_cohort c ON c.file_id = s.file_id AND c.row = s.row
 CROSS JOIN replay_window w
 WHERE seen.room IS NULL AND s.ts >= coalesce(w.since, '-infinity'::TIMESTAMPTZ)
   AND s.ts < coalesce(w."until", 'infinity'::TIMESTAMPTZ);

@@ -19,4 +19,4 @@ SELECT r.node, r.room, g.request_id, g.account_id, coalesce(c.cohort, 'customer'
 FROM rooms r
 JOIN gateway g ON g.bootstrap_room = r.room
   AND (r.node IN (g.decode_node, g.prefill_node) OR (g.decode_node IS NULL AND g.prefill_node IS NULL))
-LEFT JOIN request_cohort c ON c.request_id = g.request_id AND c.file_id = g.file_id AND c.row = g.row;
+LEFT JOIN request_cohort c ON c.file_id = g.file_id AND c.row = g.row;

@@ -24,7 +24,7 @@ SELECT g.request_id, g.account_id, coalesce(c.cohort, 'customer') AS cohort, g.d
 FROM gateway g
 JOIN placeholder p ON p.room = g.bootstrap_room AND (g.prefill_node IS NULL OR p.node = g.prefill_node)
 LEFT JOIN decode_len d ON d.node = g.decode_node AND d.room = g.bootstrap_room
-LEFT JOIN request_cohort c ON c.request_id = g.request_id AND c.file_id = g.file_id AND c.row = g.row
+LEFT JOIN request_cohort c ON c.file_id = g.file_id AND c.row = g.row
 WHERE g.decode_node IS NOT NULL AND g.decode_node NOT IN (SELECT node FROM telemetry_nodes)
   AND (g.status BETWEEN 200 AND 299 OR coalesce(g.completion_tokens, 0) > 0)
   AND coalesce(d.decode_input, g.prompt_tokens, 0) > 1

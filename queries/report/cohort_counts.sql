@@ -3,7 +3,7 @@
 -- grain: cohort; reads: request_cohort, gateway, report_affected, exposures; params: none
 WITH req AS (
     SELECT c.cohort, any_value(c.cohort_kind) AS kind, count(*) AS requests, count(DISTINCT g.account_id) AS accounts
-    FROM request_cohort c JOIN gateway g ON g.request_id = c.request_id AND g.file_id = c.file_id AND g.row = c.row
+    FROM request_cohort c JOIN gateway g ON g.file_id = c.file_id AND g.row = c.row
     GROUP BY c.cohort
 ), recv AS (
     SELECT cohort, count(*) AS affected, count(*) FILTER (WHERE status = 'confirmed') AS confirmed,
