@@ -223,6 +223,11 @@ def test_page_events_formats_and_rejections(tmp_path: Path) -> None:
     assert "not a JSON object" in reasons[12]
     n = con.execute("SELECT count(*) FROM page_events").fetchone()[0]
     assert n == 6
+    # a text file's copied rows are its valid ones: rows rejected while validating are never copied
+    # (duplicates and slots beyond the pool are found later, over all files: the view leaves them out)
+    copied = con.execute("SELECT row FROM page_events_text WHERE file_id = ? ORDER BY row", [js.file_id]).fetchall()
+    assert [r[0] for r in copied] == [1, 2, 3, 10, 11]
+    assert con.execute("SELECT count(*) FROM page_events WHERE row >= 4 AND file_id = ?", [js.file_id]).fetchone()[0] == 0
 
 
 def test_truncated_gzip_keeps_rows_before_the_cut(tmp_path: Path) -> None:

@@ -144,13 +144,9 @@ def load_page_file(con: duckdb.DuckDBPyConnection, f: InputFile, parquet: Parque
     staged = _stage_parquet(con, f, parquet) if is_parquet else _stage_jsonl(con, f)
     if not staged:
         return
-    if not is_parquet:
-        con.execute(
-            """INSERT INTO page_events_text
-               SELECT node, seq, ts, op, room, start, "end", nullif(peer, ''), nullif(src, ''), ?, row
-               FROM pages_stage WHERE row NOT IN (SELECT row FROM rejected WHERE file_id = ?)""",
-            [f.file_id, f.file_id],
-        )
+    keep = """INSERT INTO page_events_text
+        SELECT node, seq, ts, op, room, start, "end", nullif(peer, ''), nullif(src, ''), $1, row
+        FROM pages_stage WHERE row NOT IN (SELECT row FROM rejected WHERE file_id = $1)"""
     validate_staged(
         con,
         f,
@@ -159,6 +155,7 @@ def load_page_file(con: duckdb.DuckDBPyConnection, f: InputFile, parquet: Parque
         "page_events_text",
         f"DROP {'VIEW' if is_parquet else 'TABLE'} IF EXISTS pages_stage",
         "cannot read Parquet rows",
+        None if is_parquet else keep,
     )
 
 

@@ -1,7 +1,7 @@
 """Validation of one staged input file, shared by the gateway and page-event loaders.
 
 The staged rows (a view over a Parquet file, or a table of parsed text) go through a validation
-query: good rows into their table, bad ones into `rejected`. Staging through a view means the file is
+query: bad rows into `rejected`, and good rows copied into their table unless they are read in place. Staging through a view means the file is
 read while validating, so a file that fails part way through its row groups is caught here: its rows
 are taken back out and the file is marked unreadable.
 """
@@ -15,13 +15,23 @@ from forensics.db import run_query, scalar
 
 
 def validate_staged(
-    con: duckdb.DuckDBPyConnection, f: InputFile, query: str, stage: str, target: str, drop: str, error: str
+    con: duckdb.DuckDBPyConnection,
+    f: InputFile,
+    query: str,
+    stage: str,
+    target: str,
+    drop: str,
+    error: str,
+    keep: str | None = None,
 ) -> None:
-    """Run queries/ingest/<query>.sql over `stage` into `target` and `rejected`, count the rows on `f`,
-    then run `drop` (removes the staging objects). error: how a read failure is named in `f.error`."""
+    """Run queries/ingest/<query>.sql over `stage` (bad rows into `rejected`), then `keep` if given (copies
+    the good rows into `target`; its parameter is the file id), count the rows on `f`, and run `drop`
+    (removes the staging objects). error: how a read failure is named in `f.error`."""
     before = scalar(con, "SELECT count(*) FROM rejected WHERE file_id = ?", [f.file_id])
     try:
         run_query(con, "ingest", query, file_id=f.file_id)
+        if keep:
+            con.execute(keep, [f.file_id])
         read = scalar(con, f"SELECT count(*) FROM {stage}")
     except duckdb.Error as err:  # a Parquet file can fail part way through its row groups
         con.execute("DELETE FROM rejected WHERE file_id = ?", [f.file_id])
