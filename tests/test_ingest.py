@@ -58,6 +58,66 @@ def test_gateway_every_format_with_counts(tmp_path: Path) -> None:
     assert ts.utcoffset().total_seconds() == 0 and ts.hour == 10
 
 
+def test_typed_parquet_gateway_is_held_to_the_same_contract_as_text(tmp_path: Path) -> None:
+    """A Parquet gateway with the contract's column types is typed by plain casts and read in place; it
+    loads and rejects exactly the rows (and reasons) that the same records do as JSONL text."""
+    from datetime import datetime, timezone
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    at = datetime(2026, 8, 29, 10, 0, 0, 123456, tzinfo=timezone.utc)
+    rows = [
+        gw("r1", 1),
+        gw("r2", 2, status=42),
+        gw("r3", -5),
+        {**gw("r4", 4), "request_id": ""},
+        {**gw("r5", 5), "account_id": None},
+        gw("r6", 6, headers='{"x-internal-test": "1"}'),
+        gw("r7", 7, headers="[1, 2]"),
+        gw("r8", 8, headers="null"),
+        {**gw("r9", 9), "ts": None},
+        gw("r10", None, status=503, prompt_tokens=None),
+        gw("r11", 2**62, status=999, completion_tokens=7, duration_ms=1.5),
+    ]
+    for r in rows:
+        r.setdefault("headers", None)
+        r.setdefault("completion_tokens", 3)
+        r.setdefault("duration_ms", 2.0)
+        r["prompt_tokens"] = r.get("prompt_tokens", 10)
+    text = tmp_path / "text"
+    as_json = [{**r, "ts": r["ts"] and at.isoformat(), "headers": r["headers"] and json.loads(r["headers"])} for r in rows]
+    write_jsonl(text / "gateway" / "g.jsonl", as_json)  # headers as JSON values, not text
+    typed = tmp_path / "typed"
+    (typed / "gateway").mkdir(parents=True)
+    columns = {k: [r[k] for r in rows] for k in rows[0]}
+    columns["ts"] = [at if r["ts"] else None for r in rows]
+    schema = {"ts": pa.timestamp("us", tz="UTC"), "status": pa.int32(), "bootstrap_room": pa.int64(),
+              "prompt_tokens": pa.int64(), "completion_tokens": pa.int64(), "duration_ms": pa.float64()}
+    pq.write_table(
+        pa.table({k: pa.array(v, type=schema.get(k, pa.string())) for k, v in columns.items()}),
+        typed / "gateway" / "g.parquet",
+    )
+    got = {}
+    for name, bundle in (("text", text), ("typed", typed)):
+        res, con = _ingest(bundle, tmp_path / name)
+        got[name] = (
+            # headers compared as JSON values (text keeps the file's spacing, JSONL is re-serialized)
+            con.execute("SELECT * EXCLUDE (file_id, headers), json(headers) FROM gateway ORDER BY row").fetchall(),
+            con.execute("SELECT row, reason FROM rejected ORDER BY row").fetchall(),
+            [(f.rows_read, f.rows_loaded, f.rows_rejected) for f in res.files],
+        )
+        if name == "typed":  # read in place: nothing copied
+            assert con.execute("SELECT count(*) FROM gateway_text").fetchone()[0] == 0
+        con.close()
+    assert got["typed"] == got["text"]
+    loaded, rejected, counts = got["typed"]
+    assert [r[0] for r in loaded] == ["r1", "r6", "r8", "r10", "r11"]
+    assert [r[0] for r in rejected] == [2, 3, 4, 5, 7, 9]
+    assert "status" in rejected[0][1] and ": 42" in rejected[0][1]
+    assert "-5" in rejected[1][1]
+
+
 def test_manifest_hashes_and_accounting(tmp_path: Path, example_bundle: Path) -> None:
     res = ingest_bundle(example_bundle, tmp_path / "incident.duckdb")
     manifest = json.loads((tmp_path / "manifest.json").read_text())
@@ -280,3 +340,4 @@ def test_bundle_toml_unknown_key_named(tmp_path: Path, example_bundle: Path) -> 
 def test_gzip_writer_is_real_gzip(tmp_path: Path) -> None:
     p = write_jsonl(tmp_path / "x.jsonl.gz", [gw("r", 1)], gz=True)
     assert gzip.decompress(p.read_bytes()).startswith(b"{")
+

@@ -15,8 +15,9 @@ from forensics.bundle import BundleConfig, InputFile, Window, discover, load_bun
 from forensics.db import connect, run_query
 from forensics.errors import InputError
 from forensics.ingest.engine import EngineRows, parse_log, parse_requests_jsonl, store
-from forensics.ingest.gateway import load_gateway_file
-from forensics.ingest.pages import ParquetPages, define_page_events, load_page_file
+from forensics.ingest.gateway import define_gateway, load_gateway_file
+from forensics.ingest.pages import define_page_events, load_page_file
+from forensics.ingest.staged import InPlace
 from forensics.outputs import make_private, private_files, write_json
 from forensics.seqs import any_duplicate_seq
 
@@ -49,7 +50,7 @@ class IngestResult:
         return "\n".join(lines)
 
 
-def _reject_impossible_events(con: duckdb.DuckDBPyConnection, parquet: ParquetPages) -> list[tuple[int, int]]:
+def _reject_impossible_events(con: duckdb.DuckDBPyConnection, parquet: InPlace) -> list[tuple[int, int]]:
     """Duplicates and slots beyond the pool: rejected after all files are in (the page_events view then
     leaves them out). Returns (file_id, count)."""
     if any_duplicate_seq(con):  # rare: then name every duplicate and the row it repeats
@@ -76,7 +77,7 @@ def _reject_impossible_events(con: duckdb.DuckDBPyConnection, parquet: ParquetPa
 
 
 def _apply_window(
-    con: duckdb.DuckDBPyConnection, window: Window, by_id: dict[int, InputFile], parquet: ParquetPages
+    con: duckdb.DuckDBPyConnection, window: Window, by_id: dict[int, InputFile], parquet: InPlace
 ) -> None:
     """Page events stamped outside the replay window are counted per file and set aside (never silently)."""
     con.execute("SET VARIABLE w_since = ?", [window.since])
@@ -98,12 +99,13 @@ def ingest_into(
     run_query(con, "ingest", "schema")
     con.execute("INSERT INTO replay_window VALUES (?, ?)", [window.since, window.until])
     engine_rows = EngineRows()
-    parquet = ParquetPages()
+    parquet = InPlace()
+    gateway_files = InPlace()
     for f in files:
         if f.error or f.skipped:
             continue
         if f.source == "gateway":
-            load_gateway_file(con, f)
+            load_gateway_file(con, f, gateway_files)
         elif f.source == "pages":
             load_page_file(con, f, parquet)
         elif f.source == "engine_log":
@@ -111,6 +113,7 @@ def ingest_into(
         elif f.source == "engine_requests":
             parse_requests_jsonl(f, config.log_timezone, engine_rows)
     store(con, engine_rows)
+    define_gateway(con, gateway_files)
     define_page_events(con, parquet)
     by_id = {f.file_id: f for f in files}
     for fid, n in _reject_impossible_events(con, parquet):

@@ -1,7 +1,12 @@
 """Ingest stage, gateway request log: JSONL, JSONL.gz, CSV, CSV.gz and Parquet into `gateway`.
 
-All formats are first staged as text columns, then typed by one query, so every format is held to
-the same contract. Reads: gateway/*. Writes: gateway, rejected.
+Text formats (and Parquet files whose columns are text or other types than the contract's) are staged
+as text columns and typed by one query (queries/ingest/gateway_typed.sql), so every format is held
+to the same contract. A Parquet file whose columns already have the contract's types (a zoned
+timestamp, signed integers) is typed by plain casts instead, with the same checks and messages. Bad
+rows go to `rejected`. `gateway` is then a view (define_gateway), like page_events: the good rows of
+text files, copied into `gateway_text`, and those of typed Parquet files, read where they lie.
+Reads: gateway/*. Writes: gateway_text, gateway (view), rejected.
 """
 
 from __future__ import annotations
@@ -9,9 +14,10 @@ from __future__ import annotations
 import duckdb
 
 from forensics.bundle import InputFile
+from forensics.db import run_query
 from forensics.contract import GATEWAY_FIELDS
 from forensics.ingest.rawtext import JSON_OBJECT_LINES, load_lines
-from forensics.ingest.staged import validate_staged
+from forensics.ingest.staged import InPlace, validate_staged
 from forensics.paths import sql_literal
 
 FIELDS = GATEWAY_FIELDS
@@ -60,11 +66,92 @@ def _stage_table(con: duckdb.DuckDBPyConnection, f: InputFile, reader: str, row_
     return True
 
 
-def load_gateway_file(con: duckdb.DuckDBPyConnection, f: InputFile) -> None:
+SIGNED = {"BIGINT", "INTEGER", "SMALLINT", "TINYINT"}
+NUMERIC = SIGNED | {"DOUBLE", "FLOAT"}
+TEXT = {"VARCHAR", "JSON"}
+
+
+def _typed_columns(types: dict[str, str]) -> str | None:
+    """gw_typed's columns by plain casts when a Parquet file's columns have the contract's types
+    (None otherwise: the file goes through the text path). Text columns are only built where a
+    message needs them; a native value cannot fail to parse, so only the range checks remain."""
+
+    def kind(col: str, allowed: set[str]) -> bool:
+        return col not in types or types[col] in allowed
+
+    if not (
+        types.get("ts") == "TIMESTAMP WITH TIME ZONE"
+        and all(kind(c, SIGNED) for c in ("status", "prompt_tokens", "completion_tokens", "bootstrap_room"))
+        and kind("duration_ms", NUMERIC)
+        and kind("headers", TEXT)
+    ):
+        return None
+
+    def col(c: str) -> str:
+        return _q(c) if c in types else "NULL"
+
+    def text(c: str) -> str:
+        return f"CAST({col(c)} AS VARCHAR)"
+
+    status, room, headers = col("status"), col("bootstrap_room"), text("headers")
+    return f"""CAST(ts AS TIMESTAMPTZ) AS ts_v, NULL::VARCHAR AS ts,
+        nullif({text("request_id")}, '') AS request_id, nullif({text("account_id")}, '') AS account_id,
+        {text("api_token_id")} AS api_token_id, {text("client_ip")} AS client_ip,
+        {text("user_agent")} AS user_agent, {text("model")} AS model,
+        CASE WHEN {status} BETWEEN 100 AND 999 THEN CAST({status} AS INTEGER) END AS status_v,
+        CASE WHEN NOT {status} BETWEEN 100 AND 999 THEN CAST({status} AS VARCHAR) END AS status,
+        CAST({col("prompt_tokens")} AS BIGINT) AS prompt_v, NULL::VARCHAR AS prompt_tokens,
+        CAST({col("completion_tokens")} AS BIGINT) AS completion_v, NULL::VARCHAR AS completion_tokens,
+        CAST({col("duration_ms")} AS DOUBLE) AS duration_v, NULL::VARCHAR AS duration_ms,
+        CASE WHEN {room} >= 0 THEN CAST({room} AS BIGINT) END AS room_v,
+        CASE WHEN {room} < 0 THEN CAST({room} AS VARCHAR) END AS bootstrap_room,
+        nullif({text("prefill_node")}, '') AS prefill_node, nullif({text("decode_node")}, '') AS decode_node,
+        CASE WHEN {headers} IS NULL OR trim({headers}) IN ('', 'null') THEN NULL
+             WHEN json_valid({headers}) AND json_type({headers}) = 'OBJECT' THEN CAST({headers} AS JSON) END
+             AS headers_v, {headers} AS headers"""
+
+
+def _typed_parquet(con: duckdb.DuckDBPyConnection, f: InputFile, reader: str, in_place: InPlace) -> bool | None:
+    """Stage a Parquet file with the contract's types as gw_typed directly: True (noted in `in_place`),
+    False (unreadable, f.error set), None (other types: take the text path)."""
+    try:
+        types = {r[0]: r[1] for r in con.execute(f"DESCRIBE SELECT * FROM {reader}").fetchall()}
+    except duckdb.Error as err:
+        f.error = f"cannot read: {str(err).splitlines()[0].replace(str(f.path), f.rel)[:200]}"
+        return False
+    columns = _typed_columns(types) if all(c in types for c in ("ts", "request_id", "account_id", "status")) else None
+    if columns is None:
+        return None
+    con.execute(
+        f"""CREATE OR REPLACE TEMP VIEW gw_typed AS
+            SELECT file_row_number + 1 AS row, NULL::VARCHAR AS parse_error, {columns} FROM {reader}"""
+    )
+    in_place.add(f, tuple(sorted(types.items())), columns)
+    return True
+
+
+KEEP = """INSERT INTO gateway_text
+    SELECT request_id, ts_v, account_id, api_token_id, client_ip, user_agent, model, status_v, prompt_v,
+           completion_v, duration_v, room_v, prefill_node, decode_node, headers_v, $1, row
+    FROM gw_typed WHERE row NOT IN (SELECT row FROM rejected WHERE file_id = $1)"""
+
+
+def load_gateway_file(con: duckdb.DuckDBPyConnection, f: InputFile, in_place: InPlace) -> None:
+    """Validate one gateway file: bad rows into `rejected`; the good rows copied into gateway_text, or
+    (a Parquet file with the contract's types) noted in `in_place` for the gateway view to read."""
     name = f.rel.lower()
     path = sql_literal(f.path)
     if name.endswith(".parquet"):
-        ok = _stage_table(con, f, f"read_parquet({path}, file_row_number = true)", "file_row_number + 1", view=True)
+        reader = f"read_parquet({path}, file_row_number = true)"
+        typed = _typed_parquet(con, f, reader, in_place)
+        if typed is False:
+            return
+        if typed:
+            validate_staged(
+                con, f, "gateway_validate", "gw_typed", "gateway_text", "DROP VIEW IF EXISTS gw_typed", "cannot read rows"
+            )
+            return
+        ok = _stage_table(con, f, reader, "file_row_number + 1", view=True)
     elif name.endswith((".csv", ".csv.gz")):
         # header on line 1: data row k is on line k + 1
         reader = (
@@ -77,12 +164,28 @@ def load_gateway_file(con: duckdb.DuckDBPyConnection, f: InputFile) -> None:
     if not ok:
         return
     kind = "VIEW" if name.endswith(".parquet") else "TABLE"
+    run_query(con, "ingest", "gateway_typed")
     validate_staged(
         con,
         f,
         "gateway_validate",
         "gw_stage",
-        "gateway",
+        "gateway_text",
         f"DROP VIEW IF EXISTS gw_typed; DROP {kind} IF EXISTS gw_stage",
         "cannot read rows",
+        KEEP,
     )
+
+
+def define_gateway(con: duckdb.DuckDBPyConnection, in_place: InPlace) -> None:
+    """(Re)create the gateway view: rows copied from text files and the valid rows of typed Parquet files."""
+    cols = (
+        "request_id, ts, account_id, api_token_id, client_ip, user_agent, model, status, prompt_tokens, "
+        "completion_tokens, duration_ms, bootstrap_room, prefill_node, decode_node, headers, file_id, row"
+    )
+    outer = (
+        "request_id, ts_v AS ts, account_id, api_token_id, client_ip, user_agent, model, status_v AS status, "
+        "prompt_v AS prompt_tokens, completion_v AS completion_tokens, duration_v AS duration_ms, "
+        "room_v AS bootstrap_room, prefill_node, decode_node, headers_v AS headers"
+    )
+    con.execute(f"CREATE OR REPLACE VIEW gateway AS {in_place.union(con, 'gateway_text', cols, outer)}")

@@ -14,11 +14,9 @@ from __future__ import annotations
 
 import duckdb
 
-from dataclasses import dataclass, field
-
 from forensics.bundle import InputFile, Window
 from forensics.ingest.rawtext import JSON_OBJECT_LINES, load_lines
-from forensics.ingest.staged import validate_staged
+from forensics.ingest.staged import InPlace, validate_staged
 from forensics.paths import sql_literal
 
 INT_TYPES = {"BIGINT", "INTEGER", "SMALLINT", "TINYINT", "UBIGINT", "UINTEGER", "USMALLINT", "UTINYINT", "HUGEINT"}
@@ -52,14 +50,6 @@ def _ts_expr(col: str, typ: str | None) -> tuple[str, str]:
     return f"CASE WHEN regexp_matches({text}, '{ZONED}') THEN TRY_CAST({text} AS TIMESTAMPTZ) END", text
 
 
-@dataclass
-class ParquetPages:
-    """Parquet page files read in place by the page_events view: one group per column layout."""
-
-    groups: dict[tuple, list[InputFile]] = field(default_factory=dict)
-    columns: dict[tuple, str] = field(default_factory=dict)  # layout -> typed select list
-
-
 def _typed_columns(types: dict[str, str]) -> str:
     seq, seq_raw = _int_expr("seq", types.get("seq"))
     room, room_raw = _int_expr("room", types.get("room"))
@@ -75,7 +65,7 @@ def _typed_columns(types: dict[str, str]) -> str:
     )
 
 
-def _stage_parquet(con: duckdb.DuckDBPyConnection, f: InputFile, parquet: ParquetPages) -> bool:
+def _stage_parquet(con: duckdb.DuckDBPyConnection, f: InputFile, parquet: InPlace) -> bool:
     src = f"read_parquet({sql_literal(f.path)}, file_row_number = true)"
     try:
         types = {r[0]: r[1] for r in con.execute(f"DESCRIBE SELECT * FROM {src}").fetchall()}
@@ -99,8 +89,7 @@ def _stage_parquet(con: duckdb.DuckDBPyConnection, f: InputFile, parquet: Parque
     except duckdb.Error as err:
         f.error = f"cannot read Parquet rows: {str(err).splitlines()[0][:200]}"
         return False
-    parquet.groups.setdefault(layout, []).append(f)
-    parquet.columns[layout] = columns
+    parquet.add(f, layout, columns)
     return True
 
 
@@ -137,7 +126,7 @@ def _stage_jsonl(con: duckdb.DuckDBPyConnection, f: InputFile) -> bool:
     return True
 
 
-def load_page_file(con: duckdb.DuckDBPyConnection, f: InputFile, parquet: ParquetPages) -> None:
+def load_page_file(con: duckdb.DuckDBPyConnection, f: InputFile, parquet: InPlace) -> None:
     """Validate one page file: bad rows into `rejected`; a text file's good rows into page_events_text,
     a Parquet file's noted in `parquet` for the view to read in place."""
     is_parquet = f.rel.lower().endswith(".parquet")
@@ -159,29 +148,15 @@ def load_page_file(con: duckdb.DuckDBPyConnection, f: InputFile, parquet: Parque
     )
 
 
-def define_page_events(con: duckdb.DuckDBPyConnection, parquet: ParquetPages, window: Window | None = None) -> None:
+def define_page_events(con: duckdb.DuckDBPyConnection, parquet: InPlace, window: Window | None = None) -> None:
     """(Re)create the page_events view: valid rows of text files and of readable Parquet files, less every
     row `rejected` names (checked only for files with rejected rows), inside `window` if it is active."""
-    rejected = {r[0] for r in con.execute("SELECT DISTINCT file_id FROM rejected").fetchall()}
-    cols = 'node, seq, ts, op, room, start, "end", peer, src, file_id, row'
-    parts = [f"SELECT {cols} FROM page_events_text"]
-    if con.execute("SELECT count(*) FROM page_events_text").fetchone()[0] and rejected:
-        parts[0] += " ANTI JOIN rejected USING (file_id, row)"
-    for layout in sorted(parquet.groups):
-        files = [f for f in parquet.groups[layout] if not f.error]
-        for has_rejects in (False, True):
-            group = [f for f in files if (f.file_id in rejected) == has_rejects]
-            if not group:
-                continue
-            paths = ", ".join(sql_literal(f.path) for f in group)
-            ids = ", ".join(str(f.file_id) for f in group)
-            file_id = str(group[0].file_id) if len(group) == 1 else f"[{ids}][file_index::BIGINT + 1]"
-            part = f"""SELECT {cols} FROM (SELECT node, seq, ts, op, room, start, "end", nullif(peer, '') AS peer,
-                nullif(src, '') AS src, ({file_id})::INTEGER AS file_id, row FROM (
-                    SELECT file_index, file_row_number + 1 AS row, {parquet.columns[layout]}
-                    FROM read_parquet([{paths}], file_row_number = true)))"""
-            parts.append(part + (" ANTI JOIN rejected USING (file_id, row)" if has_rejects else ""))
-    body = "\nUNION ALL\n".join(parts)
+    body = parquet.union(
+        con,
+        "page_events_text",
+        'node, seq, ts, op, room, start, "end", peer, src, file_id, row',
+        """node, seq, ts, op, room, start, "end", nullif(peer, '') AS peer, nullif(src, '') AS src""",
+    )
     if window is not None and window.active:
         lo = f"TIMESTAMPTZ {sql_literal(window.since.isoformat())}" if window.since else "'-infinity'::TIMESTAMPTZ"
         hi = f"TIMESTAMPTZ {sql_literal(window.until.isoformat())}" if window.until else "'infinity'::TIMESTAMPTZ"

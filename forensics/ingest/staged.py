@@ -10,8 +10,47 @@ from __future__ import annotations
 
 import duckdb
 
+from dataclasses import dataclass, field
+
 from forensics.bundle import InputFile
 from forensics.db import run_query, scalar
+from forensics.paths import sql_literal
+
+
+@dataclass
+class InPlace:
+    """Parquet files whose valid rows a view reads where they lie, grouped by column layout: each
+    group is one read_parquet over its files, typed by one select list (rows numbered from 1)."""
+
+    groups: dict[tuple, list[InputFile]] = field(default_factory=dict)
+    columns: dict[tuple, str] = field(default_factory=dict)  # layout -> typed select list
+
+    def add(self, f: InputFile, layout: tuple, columns: str) -> None:
+        self.groups.setdefault(layout, []).append(f)
+        self.columns[layout] = columns
+
+    def union(self, con: duckdb.DuckDBPyConnection, text: str, cols: str, outer: str) -> str:
+        """SQL of all valid rows: table `text` (rows copied from text files) and every readable file of
+        the groups, `outer` selecting the view's columns (then `cols`) from the typed select list, less
+        the rows `rejected` names (an anti join only for files that have rejected rows)."""
+        rejected = {r[0] for r in con.execute("SELECT DISTINCT file_id FROM rejected").fetchall()}
+        parts = [f"SELECT {cols} FROM {text}"]
+        if rejected and scalar(con, f"SELECT count(*) FROM {text}"):
+            parts[0] += " ANTI JOIN rejected USING (file_id, row)"
+        for layout in sorted(self.groups):
+            files = [f for f in self.groups[layout] if not f.error]
+            for has_rejects in (False, True):
+                group = [f for f in files if (f.file_id in rejected) == has_rejects]
+                if not group:
+                    continue
+                paths = ", ".join(sql_literal(f.path) for f in group)
+                ids = ", ".join(str(f.file_id) for f in group)
+                file_id = str(group[0].file_id) if len(group) == 1 else f"[{ids}][file_index::BIGINT + 1]"
+                part = f"""SELECT {cols} FROM (SELECT {outer}, ({file_id})::INTEGER AS file_id, row FROM (
+                    SELECT file_index, file_row_number + 1 AS row, {self.columns[layout]}
+                    FROM read_parquet([{paths}], file_row_number = true)))"""
+                parts.append(part + (" ANTI JOIN rejected USING (file_id, row)" if has_rejects else ""))
+        return "\nUNION ALL\n".join(parts)
 
 
 def validate_staged(

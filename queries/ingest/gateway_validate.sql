@@ -1,21 +1,7 @@
--- Type one staged gateway file (all text) into `gateway`; rows that break the contract go to `rejected`.
--- gw_typed is a view: it is read twice (rejected rows, loaded rows), nothing is copied.
--- grain: one row per client request; reads: gw_stage; params: file_id
-CREATE OR REPLACE TEMP VIEW gw_typed AS
-SELECT row, parse_error,
-    CASE WHEN regexp_matches(ts, '(Z|z|[+-][0-9]{2}(:?[0-9]{2})?)$') THEN TRY_CAST(ts AS TIMESTAMPTZ) END AS ts_v, ts,
-    nullif(request_id, '') AS request_id, nullif(account_id, '') AS account_id, api_token_id, client_ip,
-    user_agent, model,
-    CASE WHEN regexp_matches(status, '^\s*[0-9]{3}\s*$') THEN TRY_CAST(trim(status) AS INTEGER) END AS status_v, status,
-    TRY_CAST(trim(prompt_tokens) AS BIGINT) AS prompt_v, prompt_tokens,
-    TRY_CAST(trim(completion_tokens) AS BIGINT) AS completion_v, completion_tokens,
-    TRY_CAST(trim(duration_ms) AS DOUBLE) AS duration_v, duration_ms,
-    CASE WHEN regexp_matches(bootstrap_room, '^\s*[0-9]+\s*$') THEN TRY_CAST(trim(bootstrap_room) AS BIGINT) END AS room_v,
-    bootstrap_room, nullif(prefill_node, '') AS prefill_node, nullif(decode_node, '') AS decode_node,
-    CASE WHEN headers IS NULL OR trim(headers) IN ('', 'null') THEN NULL
-         WHEN json_valid(headers) AND json_type(headers) = 'OBJECT' THEN CAST(headers AS JSON) END AS headers_v, headers
-FROM gw_stage;
-
+-- Validate one typed gateway file (gw_typed): every row that breaks the contract goes to `rejected` with
+-- its reason. The good rows are the others: forensics.ingest.gateway copies them from a text file, or
+-- reads them in place from a Parquet file.
+-- grain: one row per client request; reads: gw_typed; params: file_id
 INSERT INTO rejected
 SELECT getvariable('file_id'), row, reason FROM (
     SELECT row, CASE
@@ -36,9 +22,3 @@ SELECT getvariable('file_id'), row, reason FROM (
             THEN 'headers not a JSON object'
     END AS reason FROM gw_typed)
 WHERE reason IS NOT NULL;
-
-INSERT INTO gateway
-SELECT request_id, ts_v, account_id, api_token_id, client_ip, user_agent, model, status_v, prompt_v, completion_v,
-       duration_v, room_v, prefill_node, decode_node, headers_v, getvariable('file_id'), row
-FROM gw_typed t
-WHERE NOT EXISTS (SELECT 1 FROM rejected r WHERE r.file_id = getvariable('file_id') AND r.row = t.row);
