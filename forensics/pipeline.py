@@ -14,7 +14,7 @@ from forensics.bundle import Window, sha256_file
 from forensics.cohorts import assign_cohorts, load_exclusions
 from forensics.db import connect, one, timed
 from forensics.findings import compute_findings, write_findings
-from forensics.ingest import ingest_into, node_summary
+from forensics.ingest import copy_in_place, in_place_note, ingest_into, node_summary
 from forensics.nodework import Execution
 from forensics.outputs import make_private, private_files, write_json
 from forensics.ownership import rebuild_ownership
@@ -26,6 +26,7 @@ class InvestigationResult:
     counts: dict[str, int]
     headline: dict[str, int]
     tasks: dict[str, int] | None = None  # per-node tasks run and reused, when they ran apart
+    self_contained: bool = False
 
     def summary(self) -> str:
         h = self.headline
@@ -38,7 +39,8 @@ class InvestigationResult:
         ]
         if self.tasks:
             lines.append(f"Per-node tasks: {self.tasks['tasks_run']} run, {self.tasks['reused']} reused from the cache")
-        return "\n".join([*lines, f"Findings written to {self.out}/", f"Report: {self.out / 'report.html'}"])
+        lines += [f"Findings written to {self.out}/", f"Report: {self.out / 'report.html'}"]
+        return "\n".join([*lines, in_place_note(self.self_contained)])
 
 
 def _headline(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
@@ -81,11 +83,16 @@ def investigate(
     threads: int | None = None,
     execution: Execution | None = None,
     window: Window | None = None,
+    self_contained: bool = False,
 ) -> InvestigationResult:
     execution = execution or Execution(workers=0)
     execution.memory_limit = execution.memory_limit or memory_limit
     with private_files():
-        return _investigate(bundle, out, exclusions, as_of, memory_limit, threads, execution, window or Window())
+        result = _investigate(
+            bundle, out, exclusions, as_of, memory_limit, threads, execution, window or Window(), self_contained
+        )
+    result.self_contained = self_contained
+    return result
 
 
 def _investigate(
@@ -97,6 +104,7 @@ def _investigate(
     threads: int | None,
     execution: Execution,
     window: Window,
+    self_contained: bool,
 ) -> InvestigationResult:
     out.mkdir(parents=True, exist_ok=True)
     db_path = out / "incident.duckdb"
@@ -136,9 +144,13 @@ def _investigate(
             ],
             "outputs": counts,
             "window": window.describe() if window.active else None,
+            "self_contained": self_contained,  # False: incident.duckdb reads the bundle's Parquet files in place
             "execution": {k: v for k, v in execution.stats.items() if k != "tasks"} or None,
         }
         write_json(manifest, out / "manifest.json")
+        if self_contained:
+            with timed("copy_in_place"):
+                copy_in_place(con)
     finally:
         con.close()
     shutil.rmtree(Path(str(db_path) + ".tmp"), ignore_errors=True)

@@ -341,3 +341,32 @@ def test_gzip_writer_is_real_gzip(tmp_path: Path) -> None:
     p = write_jsonl(tmp_path / "x.jsonl.gz", [gw("r", 1)], gz=True)
     assert gzip.decompress(p.read_bytes()).startswith(b"{")
 
+
+
+def test_self_contained_database_opens_without_the_bundle(tmp_path: Path) -> None:
+    """By default incident.duckdb reads the bundle's Parquet files in place; --self-contained copies
+    the page events and gateway rows in, and the database then answers the same without the bundle."""
+    from forensics.pipeline import investigate
+
+    sample = Path(__file__).parents[1] / "sample_data" / "bundle"
+    q = """SELECT (SELECT count(*) FROM page_events), (SELECT count(*) FROM gateway),
+                  (SELECT count(*) FROM timeline), (SELECT count(*) FROM exposures)"""
+    got = {}
+    for mode in ("in_place", "copied"):
+        bundle = tmp_path / mode / "bundle"
+        shutil.copytree(sample, bundle)
+        result = investigate(bundle, tmp_path / mode / "out", self_contained=mode == "copied")
+        assert ("where they lie" in result.summary()) == (mode == "in_place")
+        db = str(tmp_path / mode / "out" / "incident.duckdb")
+        with duckdb.connect(db, read_only=True) as con:
+            before = con.execute(q).fetchone()
+        shutil.rmtree(bundle)
+        with duckdb.connect(db, read_only=True) as con:
+            if mode == "in_place":
+                with pytest.raises(duckdb.Error):
+                    con.execute(q).fetchone()
+                assert con.execute("SELECT count(*) FROM exposures").fetchone()[0] == before[3]  # a table
+            else:
+                assert con.execute(q).fetchone() == before
+        got[mode] = before
+    assert got["copied"] == got["in_place"] and min(got["copied"]) > 0

@@ -29,6 +29,7 @@ class IngestResult:
     config: BundleConfig
     counts: dict[str, int] = field(default_factory=dict)
     nodes: list[tuple] = field(default_factory=list)
+    self_contained: bool = False
 
     def summary(self) -> str:
         lines = [f"Ingested into {self.db}"]
@@ -47,6 +48,7 @@ class IngestResult:
             lines.append("  nodes: node, role, pool tokens, page size, context length, page events")
             for n in self.nodes:
                 lines.append("    " + ", ".join("-" if v is None else str(v) for v in n))
+        lines.append(in_place_note(self.self_contained))
         return "\n".join(lines)
 
 
@@ -151,6 +153,27 @@ def ingest_into(
     return files, config
 
 
+IN_PLACE = ("page_events", "gateway")  # views over the bundle's Parquet files (see forensics.ingest.pages)
+
+
+def copy_in_place(con: duckdb.DuckDBPyConnection) -> None:
+    """Replace the views that read the bundle in place by tables holding the same rows (--self-contained):
+    the database then opens without the bundle. Views built on them (timeline) read the tables."""
+    for view in IN_PLACE:
+        con.execute(f"CREATE OR REPLACE TABLE {view}_copy AS SELECT * FROM {view}")
+        con.execute(f"DROP VIEW {view}")
+        con.execute(f"ALTER TABLE {view}_copy RENAME TO {view}")
+
+
+def in_place_note(self_contained: bool) -> str:
+    if self_contained:
+        return "The database holds copies of the page events and gateway rows (--self-contained)."
+    return (
+        "The database reads page events and gateway rows from the bundle's Parquet files where they lie: "
+        "keep the bundle at its path, or rerun with --self-contained."
+    )
+
+
 def node_summary(con: duckdb.DuckDBPyConnection) -> list[tuple]:
     return con.execute("""
         WITH n AS (SELECT node FROM node_config UNION SELECT DISTINCT node FROM page_events)
@@ -159,14 +182,16 @@ def node_summary(con: duckdb.DuckDBPyConnection) -> list[tuple]:
         FROM n LEFT JOIN node_config c USING (node) ORDER BY n.node""").fetchall()
 
 
-def ingest_bundle(bundle: Path, db: Path, exclusions: Path | None = None) -> IngestResult:
+def ingest_bundle(
+    bundle: Path, db: Path, exclusions: Path | None = None, self_contained: bool = False
+) -> IngestResult:
     with private_files():  # the database and manifest hold customer identifiers
-        result = _ingest_bundle(bundle, db, exclusions)
+        result = _ingest_bundle(bundle, db, exclusions, self_contained)
     make_private(db)
     return result
 
 
-def _ingest_bundle(bundle: Path, db: Path, exclusions: Path | None) -> IngestResult:
+def _ingest_bundle(bundle: Path, db: Path, exclusions: Path | None, self_contained: bool) -> IngestResult:
     db.parent.mkdir(parents=True, exist_ok=True)
     if db.exists():
         db.unlink()
@@ -178,6 +203,9 @@ def _ingest_bundle(bundle: Path, db: Path, exclusions: Path | None) -> IngestRes
             from forensics.cohorts import assign_cohorts, load_exclusions
 
             assign_cohorts(con, load_exclusions(exclusions or bundle / "exclusions.toml"))
+        if self_contained:
+            copy_in_place(con)
+        result.self_contained = self_contained
     finally:
         con.close()
     manifest = db.parent / "manifest.json"
