@@ -25,7 +25,8 @@ def preview(bundle: Path, exclusions: Path | None = None) -> dict[str, Any]:
     from forensics.cohorts import assign_cohorts, load_exclusions
     from forensics.db import connect, run_query
     from forensics.errors import InputError
-    from forensics.ingest.gateway import load_gateway_file
+    from forensics.ingest.gateway import define_gateway, load_gateway_file
+    from forensics.ingest.staged import InPlace
     from forensics.report.data import rows
 
     excl = exclusions or bundle / "exclusions.toml"
@@ -38,8 +39,10 @@ def preview(bundle: Path, exclusions: Path | None = None) -> dict[str, Any]:
     con = connect(":memory:")
     try:
         run_query(con, "ingest", "schema")
+        in_place = InPlace()
         for f in gateway:
-            load_gateway_file(con, f)
+            load_gateway_file(con, f, in_place)
+        define_gateway(con, in_place)
         samples = {}
         for rule in rules:  # one rule alone: every request it matches, won or not
             assign_cohorts(con, [rule])
