@@ -4,8 +4,11 @@ writes them) and checked in numpy; only when it is out of order is it sorted (a 
 nearly sorted input).
 
 - any_duplicate_seq: does any node log one seq twice? Only then does the exact SQL that names every
-  duplicate and the row it repeats (queries/ingest/page_events_dedupe.sql) need to run.
-- seq_jumps: the (node, prev_seq, next_seq) of every jump in a node's seq, for seq_gaps.
+  duplicate and the row it repeats (queries/ingest/page_events_dedupe.sql) need to run. It keeps the
+  jumps it saw in passing (temp table seq_jumps_ingest).
+- seq_jumps: the (node, prev_seq, next_seq) of every jump in a node's seq, for seq_gaps. When ingest
+  removed no event after that check (no duplicate, no slots beyond the pool, no replay window), the
+  seqs are the same and the jumps kept at ingest are taken as they are: one read of every seq, not two.
 """
 
 from __future__ import annotations
@@ -27,21 +30,50 @@ def _node_seqs(con: duckdb.DuckDBPyConnection) -> Iterator[tuple[str, np.ndarray
         yield node, seq
 
 
+SCHEMA = pa.schema([("node", pa.string()), ("prev_seq", pa.int64()), ("next_seq", pa.int64())])
+
+
+def _jumps(node: str, seq: np.ndarray) -> pa.Table:
+    at = np.flatnonzero(seq[1:] - seq[:-1] > 1)
+    return pa.table(
+        {"node": pa.array([node] * at.size, type=pa.string()), "prev_seq": seq[at], "next_seq": seq[at + 1]}
+    )
+
+
+def _store(con: duckdb.DuckDBPyConnection, table: str, parts: list[pa.Table]) -> None:
+    jumps = pa.concat_tables([t.cast(SCHEMA) for t in parts]) if parts else SCHEMA.empty_table()
+    con.register("seq_jumps_out", jumps)
+    try:
+        con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS SELECT * FROM seq_jumps_out")
+    finally:
+        con.unregister("seq_jumps_out")
+
+
 def any_duplicate_seq(con: duckdb.DuckDBPyConnection) -> bool:
-    return any(seq.size > 1 and bool(np.any(seq[1:] == seq[:-1])) for _, seq in _node_seqs(con))
+    parts = []
+    for node, seq in _node_seqs(con):
+        if seq.size > 1 and bool(np.any(seq[1:] == seq[:-1])):
+            return True
+        parts.append(_jumps(node, seq))
+    _store(con, "seq_jumps_ingest", parts)
+    return False
+
+
+def keep_ingest_jumps(con: duckdb.DuckDBPyConnection, unchanged: bool) -> None:
+    """After ingest: the jumps any_duplicate_seq saw stand for the final events if none was removed
+    since (`unchanged`); else they are dropped and seq_jumps reads the seqs again."""
+    if (
+        unchanged
+        and con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'seq_jumps_ingest'").fetchone()[0]
+    ):
+        con.execute("ALTER TABLE seq_jumps_ingest RENAME TO seq_jumps")
+    else:
+        con.execute("DROP TABLE IF EXISTS seq_jumps_ingest")
 
 
 def seq_jumps(con: duckdb.DuckDBPyConnection) -> None:
-    """Create temp table seq_jumps (node, prev_seq, next_seq): consecutive seqs more than 1 apart."""
-    parts = []
-    for node, seq in _node_seqs(con):
-        at = np.flatnonzero(seq[1:] - seq[:-1] > 1)
-        if at.size:
-            parts.append(pa.table({"node": pa.array([node] * at.size), "prev_seq": seq[at], "next_seq": seq[at + 1]}))
-    schema = pa.schema([("node", pa.string()), ("prev_seq", pa.int64()), ("next_seq", pa.int64())])
-    jumps = pa.concat_tables([t.cast(schema) for t in parts]) if parts else schema.empty_table()
-    con.register("seq_jumps_out", jumps)
-    try:
-        con.execute("CREATE OR REPLACE TEMP TABLE seq_jumps AS SELECT * FROM seq_jumps_out")
-    finally:
-        con.unregister("seq_jumps_out")
+    """Create temp table seq_jumps (node, prev_seq, next_seq): consecutive seqs more than 1 apart
+    (unless ingest already did, from the same events: keep_ingest_jumps)."""
+    if con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'seq_jumps'").fetchone()[0]:
+        return
+    _store(con, "seq_jumps", [_jumps(node, seq) for node, seq in _node_seqs(con)])

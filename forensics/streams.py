@@ -25,9 +25,7 @@ class OutOfOrder(Exception):
     """The stored order broke: keys did not strictly rise."""
 
 
-def chunks(
-    con: duckdb.DuckDBPyConnection, sql: str, params: dict, types: tuple, rows: int
-) -> Iterator[Chunk]:
+def chunks(con: duckdb.DuckDBPyConnection, sql: str, params: dict, types: tuple, rows: int) -> Iterator[Chunk]:
     """The query's rows, `rows` at a time, as one contiguous array per column (of the given dtypes)."""
     reading = con.cursor()  # its own cursor: the caller's connection stays free to store results
     try:

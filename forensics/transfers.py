@@ -43,7 +43,9 @@ def _first_reads(rooms, order, xs, xe, ev_room, ev_seq, ev_t, ev_s, ev_e, rseq, 
 
 
 @njit(cache=True, nogil=True)
-def _allocs_frees(rooms, order, xs, xe, ev_room, ev_seq, ev_t, ev_s, ev_e, ev_free, rseq, aseq, ats, fseq):  # pragma: no cover
+def _allocs_frees(
+    rooms, order, xs, xe, ev_room, ev_seq, ev_t, ev_s, ev_e, ev_free, rseq, aseq, ats, fseq
+):  # pragma: no cover
     n = rooms.size
     for i in range(ev_room.size):
         j = np.searchsorted(rooms, ev_room[i])

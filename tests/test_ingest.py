@@ -86,14 +86,22 @@ def test_typed_parquet_gateway_is_held_to_the_same_contract_as_text(tmp_path: Pa
         r.setdefault("duration_ms", 2.0)
         r["prompt_tokens"] = r.get("prompt_tokens", 10)
     text = tmp_path / "text"
-    as_json = [{**r, "ts": r["ts"] and at.isoformat(), "headers": r["headers"] and json.loads(r["headers"])} for r in rows]
+    as_json = [
+        {**r, "ts": r["ts"] and at.isoformat(), "headers": r["headers"] and json.loads(r["headers"])} for r in rows
+    ]
     write_jsonl(text / "gateway" / "g.jsonl", as_json)  # headers as JSON values, not text
     typed = tmp_path / "typed"
     (typed / "gateway").mkdir(parents=True)
     columns = {k: [r[k] for r in rows] for k in rows[0]}
     columns["ts"] = [at if r["ts"] else None for r in rows]
-    schema = {"ts": pa.timestamp("us", tz="UTC"), "status": pa.int32(), "bootstrap_room": pa.int64(),
-              "prompt_tokens": pa.int64(), "completion_tokens": pa.int64(), "duration_ms": pa.float64()}
+    schema = {
+        "ts": pa.timestamp("us", tz="UTC"),
+        "status": pa.int32(),
+        "bootstrap_room": pa.int64(),
+        "prompt_tokens": pa.int64(),
+        "completion_tokens": pa.int64(),
+        "duration_ms": pa.float64(),
+    }
     pq.write_table(
         pa.table({k: pa.array(v, type=schema.get(k, pa.string())) for k, v in columns.items()}),
         typed / "gateway" / "g.parquet",
@@ -287,7 +295,9 @@ def test_page_events_formats_and_rejections(tmp_path: Path) -> None:
     # (duplicates and slots beyond the pool are found later, over all files: the view leaves them out)
     copied = con.execute("SELECT row FROM page_events_text WHERE file_id = ? ORDER BY row", [js.file_id]).fetchall()
     assert [r[0] for r in copied] == [1, 2, 3, 10, 11]
-    assert con.execute("SELECT count(*) FROM page_events WHERE row >= 4 AND file_id = ?", [js.file_id]).fetchone()[0] == 0
+    assert (
+        con.execute("SELECT count(*) FROM page_events WHERE row >= 4 AND file_id = ?", [js.file_id]).fetchone()[0] == 0
+    )
 
 
 def test_truncated_gzip_keeps_rows_before_the_cut(tmp_path: Path) -> None:
@@ -340,7 +350,6 @@ def test_bundle_toml_unknown_key_named(tmp_path: Path, example_bundle: Path) -> 
 def test_gzip_writer_is_real_gzip(tmp_path: Path) -> None:
     p = write_jsonl(tmp_path / "x.jsonl.gz", [gw("r", 1)], gz=True)
     assert gzip.decompress(p.read_bytes()).startswith(b"{")
-
 
 
 def test_self_contained_database_opens_without_the_bundle(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ from forensics.ingest.gateway import define_gateway, load_gateway_file
 from forensics.ingest.pages import define_page_events, load_page_file
 from forensics.ingest.staged import InPlace
 from forensics.outputs import make_private, private_files, write_json
-from forensics.seqs import any_duplicate_seq
+from forensics.seqs import any_duplicate_seq, keep_ingest_jumps
 
 
 @dataclass
@@ -118,9 +118,11 @@ def ingest_into(
     define_gateway(con, gateway_files)
     define_page_events(con, parquet)
     by_id = {f.file_id: f for f in files}
-    for fid, n in _reject_impossible_events(con, parquet):
+    moved = _reject_impossible_events(con, parquet)
+    for fid, n in moved:
         by_id[fid].rows_loaded -= n
         by_id[fid].rows_rejected += n
+    keep_ingest_jumps(con, unchanged=not moved and not window.active)
     if window.active:
         _apply_window(con, window, by_id, parquet)
     gateway = [f for f in files if f.source == "gateway"]
@@ -182,9 +184,7 @@ def node_summary(con: duckdb.DuckDBPyConnection) -> list[tuple]:
         FROM n LEFT JOIN node_config c USING (node) ORDER BY n.node""").fetchall()
 
 
-def ingest_bundle(
-    bundle: Path, db: Path, exclusions: Path | None = None, self_contained: bool = False
-) -> IngestResult:
+def ingest_bundle(bundle: Path, db: Path, exclusions: Path | None = None, self_contained: bool = False) -> IngestResult:
     with private_files():  # the database and manifest hold customer identifiers
         result = _ingest_bundle(bundle, db, exclusions, self_contained)
     make_private(db)

@@ -148,7 +148,13 @@ def load_gateway_file(con: duckdb.DuckDBPyConnection, f: InputFile, in_place: In
             return
         if typed:
             validate_staged(
-                con, f, "gateway_validate", "gw_typed", "gateway_text", "DROP VIEW IF EXISTS gw_typed", "cannot read rows"
+                con,
+                f,
+                "gateway_validate",
+                "gw_typed",
+                "gateway_text",
+                "DROP VIEW IF EXISTS gw_typed",
+                "cannot read rows",
             )
             return
         ok = _stage_table(con, f, reader, "file_row_number + 1", view=True)

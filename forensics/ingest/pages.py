@@ -58,11 +58,9 @@ def _typed_columns(types: dict[str, str]) -> str:
     ts, ts_raw = _ts_expr("ts", types.get("ts"))
     peer = f"CAST({_q('peer')} AS VARCHAR)" if "peer" in types else "NULL::VARCHAR"
     srcc = f"CAST({_q('src')} AS VARCHAR)" if "src" in types else "NULL::VARCHAR"
-    return (
-        f"""CAST(node AS VARCHAR) AS node, {seq} AS seq, {seq_raw} AS seq_raw, {ts} AS ts, {ts_raw} AS ts_raw,
+    return f"""CAST(node AS VARCHAR) AS node, {seq} AS seq, {seq_raw} AS seq_raw, {ts} AS ts, {ts_raw} AS ts_raw,
         CAST(op AS VARCHAR) AS op, {room} AS room, {room_raw} AS room_raw, {start} AS start, {end} AS "end",
         {peer} AS peer, {srcc} AS src"""
-    )
 
 
 def _stage_parquet(con: duckdb.DuckDBPyConnection, f: InputFile, parquet: InPlace) -> bool:

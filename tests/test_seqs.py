@@ -1,0 +1,37 @@
+"""Seq jumps kept from ingest's duplicate check equal those read again after ingest; when ingest
+removed events (slots beyond the pool) they are read again, and the removed event shows as a jump."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from analysis import Findings
+
+import forensics.seqs as seqs
+from forensics.db import run_query
+from forensics.seqs import seq_jumps
+from forensics.simulate import build_config, simulate
+
+
+def gaps_again(run: Findings) -> list[tuple]:
+    run.con.execute("DROP TABLE seq_jumps")
+    seq_jumps(run.con)
+    run_query(run.con, "ownership", "seq_gaps")
+    return run.rows("SELECT * FROM seq_gaps ORDER BY ALL")
+
+
+@pytest.mark.parametrize("gap_events", [0, 30])
+def test_jumps_from_ingest_are_the_jumps_of_the_final_events(
+    tmp_path: Path, gap_events: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cfg = build_config("incident", seed=7, requests=300, gap_node="decode-0", gap_events=gap_events)
+    simulate(tmp_path / "sim", cfg)
+    reads = []
+    node_seqs = seqs._node_seqs
+    monkeypatch.setattr(seqs, "_node_seqs", lambda con: reads.append(1) or node_seqs(con))
+    run = Findings(tmp_path / "sim" / "bundle")
+    assert len(reads) == 1  # the seqs were read once, by ingest's duplicate check
+    kept = run.rows("SELECT * FROM seq_gaps ORDER BY ALL")
+    assert (len(kept) > 0) == (gap_events > 0)
+    assert gaps_again(run) == kept
