@@ -369,7 +369,9 @@ def _screen_node(con: duckdb.DuckDBPyConnection, node: str, as_view: bool) -> bo
                 FROM timeline_xfer WHERE node = $node ORDER BY k""",
             params,
         ).fetchnumpy()
-        return merge(rising(own), [np.ascontiguousarray(landed[c], dtype=t) for c, t in zip(landed, COLUMN_TYPES)])
+        return merge(
+            rising(own), [np.ascontiguousarray(landed[c], dtype=t) for c, t in zip(landed, COLUMN_TYPES, strict=True)]
+        )
 
     def ordered():
         return chunks(

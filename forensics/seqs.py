@@ -19,6 +19,8 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
+from forensics.db import scalar
+
 
 def _node_seqs(con: duckdb.DuckDBPyConnection) -> Iterator[tuple[str, np.ndarray]]:
     nodes = [r[0] for r in con.execute("SELECT DISTINCT node FROM page_events ORDER BY node").fetchall()]
@@ -59,13 +61,14 @@ def any_duplicate_seq(con: duckdb.DuckDBPyConnection) -> bool:
     return False
 
 
+def _exists(con: duckdb.DuckDBPyConnection, table: str) -> bool:
+    return bool(scalar(con, "SELECT count(*) FROM duckdb_tables() WHERE table_name = ?", [table]))
+
+
 def keep_ingest_jumps(con: duckdb.DuckDBPyConnection, unchanged: bool) -> None:
     """After ingest: the jumps any_duplicate_seq saw stand for the final events if none was removed
     since (`unchanged`); else they are dropped and seq_jumps reads the seqs again."""
-    if (
-        unchanged
-        and con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'seq_jumps_ingest'").fetchone()[0]
-    ):
+    if unchanged and _exists(con, "seq_jumps_ingest"):
         con.execute("ALTER TABLE seq_jumps_ingest RENAME TO seq_jumps")
     else:
         con.execute("DROP TABLE IF EXISTS seq_jumps_ingest")
@@ -74,6 +77,6 @@ def keep_ingest_jumps(con: duckdb.DuckDBPyConnection, unchanged: bool) -> None:
 def seq_jumps(con: duckdb.DuckDBPyConnection) -> None:
     """Create temp table seq_jumps (node, prev_seq, next_seq): consecutive seqs more than 1 apart
     (unless ingest already did, from the same events: keep_ingest_jumps)."""
-    if con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'seq_jumps'").fetchone()[0]:
+    if _exists(con, "seq_jumps"):
         return
     _store(con, "seq_jumps", [_jumps(node, seq) for node, seq in _node_seqs(con)])

@@ -6,6 +6,7 @@ import gzip
 import hashlib
 import json
 import shutil
+from datetime import UTC
 from pathlib import Path
 
 import duckdb
@@ -61,12 +62,12 @@ def test_gateway_every_format_with_counts(tmp_path: Path) -> None:
 def test_typed_parquet_gateway_is_held_to_the_same_contract_as_text(tmp_path: Path) -> None:
     """A Parquet gateway with the contract's column types is typed by plain casts and read in place; it
     loads and rejects exactly the rows (and reasons) that the same records do as JSONL text."""
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    at = datetime(2026, 8, 29, 10, 0, 0, 123456, tzinfo=timezone.utc)
+    at = datetime(2026, 8, 29, 10, 0, 0, 123456, tzinfo=UTC)
     rows = [
         gw("r1", 1),
         gw("r2", 2, status=42),

@@ -14,8 +14,8 @@ from __future__ import annotations
 import duckdb
 
 from forensics.bundle import InputFile
-from forensics.db import run_query
 from forensics.contract import GATEWAY_FIELDS
+from forensics.db import run_query
 from forensics.ingest.rawtext import JSON_OBJECT_LINES, load_lines
 from forensics.ingest.staged import InPlace, validate_staged
 from forensics.paths import sql_literal

@@ -1,16 +1,17 @@
 """Validation of one staged input file, shared by the gateway and page-event loaders.
 
 The staged rows (a view over a Parquet file, or a table of parsed text) go through a validation
-query: bad rows into `rejected`, and good rows copied into their table unless they are read in place. Staging through a view means the file is
-read while validating, so a file that fails part way through its row groups is caught here: its rows
-are taken back out and the file is marked unreadable.
+query: bad rows into `rejected`, and good rows copied into their table unless they are read in place
+(InPlace: views over the files). Staging through a view means the file is read while validating, so
+a file that fails part way through its row groups is caught here: its rows are taken back out and
+the file is marked unreadable.
 """
 
 from __future__ import annotations
 
-import duckdb
-
 from dataclasses import dataclass, field
+
+import duckdb
 
 from forensics.bundle import InputFile
 from forensics.db import run_query, scalar
