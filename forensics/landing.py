@@ -8,6 +8,11 @@ the left and a running minimum from the right, and a binary search per transfer.
 in stored order when that rises (forensics.streams), else sorted. This replaces a
 GROUP BY over every distinct stamp and two ASOF joins.
 Reads: page_events, landing_bounds. Writes: landing_seqs (sender, xseq, seq_max, seq_min).
+
+window_hits, once the windows are fixed (landing_fixed.sql): which transfers have a receiver event
+touching the same slots strictly inside their landing window (seq_lo, seq_hi), for the narrow windows
+(at most NARROW seqs wide: the usual case). One pass over each receiver's events in seq order; each
+transfer looks only at the events inside its own window. Writes: landing_window_hits (sender, xseq).
 """
 
 from __future__ import annotations
@@ -15,8 +20,9 @@ from __future__ import annotations
 import duckdb
 import numpy as np
 import pyarrow as pa
+from numba import njit
 
-from forensics.streams import chunks
+from forensics.streams import chunks, in_order, rising
 
 SCHEMA = pa.schema([("sender", pa.string()), ("xseq", pa.int64()), ("seq_max", pa.int64()), ("seq_min", pa.int64())])
 
@@ -149,3 +155,63 @@ def _table(x: dict, seq_max: np.ndarray, no_max: np.ndarray, seq_min: np.ndarray
         },
         schema=SCHEMA,
     )
+
+
+NARROW = 1024  # windows this many seqs wide or less (transfer_landing.sql joins the wider ones)
+
+
+@njit(cache=True, nogil=True)
+def _window_hits(ev_seq, ev_s, ev_e, lo, hi, xs, xe, hit):  # pragma: no cover
+    """Mark transfer t when an event with lo[t] < seq < hi[t] overlaps [xs[t], xe[t]). lo is sorted;
+    every window is at most NARROW wide, so only transfers with lo in [first - NARROW, last) can see
+    an event of this chunk (its seqs ev_seq rise)."""
+    n = ev_seq.size
+    if n == 0:
+        return
+    a = np.searchsorted(lo, ev_seq[0] - NARROW - 1)
+    b = np.searchsorted(lo, ev_seq[n - 1])
+    for t in range(a, b):
+        if hit[t]:
+            continue
+        j = np.searchsorted(ev_seq, lo[t] + 1)
+        while j < n and ev_seq[j] < hi[t]:
+            if ev_s[j] < xe[t] and ev_e[j] > xs[t]:
+                hit[t] = True
+                break
+            j += 1
+
+
+def window_hits(con: duckdb.DuckDBPyConnection) -> None:
+    parts = []
+    receivers = [r[0] for r in con.execute("SELECT DISTINCT receiver FROM landing_fixed ORDER BY 1").fetchall()]
+    events = """SELECT seq, start, "end" FROM page_events WHERE node = $node AND op <> 'transfer'"""
+    for node in receivers:
+        x = con.sql(
+            f"""SELECT sender, xseq, seq_lo, seq_hi, start, "end" FROM landing_fixed
+                WHERE receiver = $node AND seq_hi - seq_lo <= {NARROW} ORDER BY seq_lo""",
+            params={"node": node},
+        ).to_arrow_table()
+        lo, hi, xs, xe = (
+            np.ascontiguousarray(x.column(c).to_numpy(), dtype=np.int64) for c in ("seq_lo", "seq_hi", "start", "end")
+        )
+
+        def walk(stream, lo=lo, hi=hi, xs=xs, xe=xe) -> np.ndarray:
+            hit = np.zeros(lo.size, dtype=np.bool_)
+            for seq, start, end in stream:
+                _window_hits(seq, start, end, lo, hi, xs, xe, hit)
+            return hit
+
+        types = (np.int64, np.int64, np.int64)
+        hit, _ = in_order(
+            walk,
+            lambda node=node: rising(chunks(con, events, {"node": node}, types, CHUNK_EVENTS)),
+            lambda node=node: chunks(con, events + " ORDER BY seq", {"node": node}, types, CHUNK_EVENTS),
+        )
+        parts.append(x.select(["sender", "xseq"]).filter(pa.array(hit)))
+    schema = pa.schema([("sender", pa.string()), ("xseq", pa.int64())])
+    table = pa.concat_tables([p.cast(schema) for p in parts]) if parts else schema.empty_table()
+    con.register("window_hits_out", table)
+    try:
+        con.execute("CREATE OR REPLACE TEMP TABLE landing_window_hits AS SELECT * FROM window_hits_out")
+    finally:
+        con.unregister("window_hits_out")

@@ -24,7 +24,7 @@ import pyarrow as pa
 
 from forensics.db import run_query, timed
 from forensics.envelope import envelope
-from forensics.landing import landing_seqs
+from forensics.landing import landing_seqs, window_hits
 from forensics.nodework import Execution, run_nodes
 from forensics.seqs import seq_jumps
 from forensics.transfers import transfer_links
@@ -39,6 +39,8 @@ PLACEMENT = (
     "clock_bounds",
     "landing_bounds",
     landing_seqs,
+    "landing_fixed",
+    window_hits,
     "transfer_landing",
 )
 # History windows, in writes before the read: most reads resolve in the first; 0 means all.

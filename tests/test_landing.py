@@ -73,3 +73,54 @@ def test_streamed_receiver_seqs_match_in_any_chunking(seed: int) -> None:
         t2 = t.copy()
         t2[n // 2] = t2[n // 2 - 1] - 1
         assert _receiver_chunks(iter([(t2, seq)]), x) is None
+
+
+# the definition window_hits replaced: receiver events strictly inside a narrow window touching its slots
+HITS_SQL = """SELECT DISTINCT g.sender, g.xseq FROM landing_fixed g
+    JOIN page_events v ON v.node = g.receiver AND v.seq > g.seq_lo AND v.seq < g.seq_hi AND v.op <> 'transfer'
+     AND v.start < g."end" AND v."end" > g.start
+    WHERE g.seq_hi - g.seq_lo <= 1024 ORDER BY ALL"""
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_window_hits_match_the_definition(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    import forensics.landing as landing
+    from forensics.db import connect
+
+    rng = np.random.default_rng(seed)
+    con = connect(":memory:")
+    n = 4000
+    seq = rng.permutation(n) if seed % 3 == 0 else np.arange(n)  # stored out of order, or in order
+    start = rng.integers(0, 200, n)
+    con.execute(
+        """CREATE TABLE page_events AS SELECT unnest($node) AS node, unnest($seq) AS seq, unnest($op) AS op,
+           unnest($start) AS start, unnest($end) AS "end" """,
+        {
+            "node": rng.choice(["a", "b"], n).tolist(),
+            "seq": seq.tolist(),
+            "op": rng.choice(["alloc", "read", "write", "transfer"], n).tolist(),
+            "start": start.tolist(),
+            "end": (start + rng.integers(1, 20, n)).tolist(),
+        },
+    )
+    m = 600
+    lo = rng.integers(-5, n, m)
+    xs = rng.integers(0, 200, m)
+    con.execute(
+        """CREATE TABLE landing_fixed AS SELECT unnest($s) AS sender, unnest($x) AS xseq, unnest($r) AS receiver,
+           unnest($lo) AS seq_lo, unnest($hi) AS seq_hi, unnest($xs) AS start, unnest($xe) AS "end" """,
+        {
+            "s": ["p"] * m,
+            "x": list(range(m)),
+            "r": rng.choice(["a", "b", "c"], m).tolist(),
+            "lo": lo.tolist(),
+            "hi": (lo + rng.choice([1, 2, 5, 40, 1024, 1025, 3000], m)).tolist(),  # some too wide: SQL's
+            "xs": xs.tolist(),
+            "xe": (xs + rng.integers(1, 30, m)).tolist(),
+        },
+    )
+    monkeypatch.setattr(landing, "CHUNK_EVENTS", int(rng.choice([50, 333, 10_000])))
+    landing.window_hits(con)
+    got = con.execute("SELECT * FROM landing_window_hits ORDER BY ALL").fetchall()
+    want = con.execute(HITS_SQL).fetchall()
+    assert got == want and 0 < len(want) < m

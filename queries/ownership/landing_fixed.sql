@@ -1,0 +1,24 @@
+-- Where each transfer landed on the receiver's own event order. It landed after every receiver event
+-- stamped at or before xts + lo and before every event stamped at or after xts + hi (receiver clock);
+-- an ordinary transfer also between its room's alloc and read. Between seq_lo and seq_hi the order is
+-- unknown: the landing is `ambiguous` when a receiver event touching the same slots lies in there
+-- (transfer_landing.sql).
+-- grain: transfer row; reads: landing_bounds, landing_seqs (forensics.landing), telemetry_nodes; params: none
+CREATE OR REPLACE TEMP TABLE landing_fixed AS
+WITH w AS (SELECT * FROM landing_bounds),
+placed AS (
+    SELECT w.*, t.first_seq, t.last_seq,
+        CASE WHEN w.ordinary THEN greatest(coalesce(lo.seq_max, t.first_seq - 1), w.aseq)
+             ELSE coalesce(lo.seq_max, t.first_seq - 1) END AS seq_lo0,
+        CASE WHEN w.ordinary THEN least(coalesce(hi.seq_min, t.last_seq + 1), w.rseq)
+             ELSE coalesce(hi.seq_min, t.last_seq + 1) END AS seq_hi0
+    FROM w JOIN telemetry_nodes t ON t.node = w.receiver
+    LEFT JOIN landing_seqs lo USING (sender, xseq) LEFT JOIN landing_seqs hi USING (sender, xseq)),
+fixed AS (  -- unbounded clocks or contradictory stamps: only causality (or nothing) is left
+    SELECT *,
+        CASE WHEN NOT bounded OR seq_lo0 >= seq_hi0 THEN CASE WHEN ordinary THEN aseq ELSE first_seq - 1 END
+             ELSE seq_lo0 END AS seq_lo,
+        CASE WHEN NOT bounded OR seq_lo0 >= seq_hi0 THEN CASE WHEN ordinary THEN rseq ELSE last_seq + 1 END
+             ELSE seq_hi0 END AS seq_hi
+    FROM placed)
+SELECT * FROM fixed;
