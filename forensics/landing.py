@@ -181,6 +181,26 @@ def _window_hits(ev_seq, ev_s, ev_e, lo, hi, xs, xe, hit):  # pragma: no cover
             j += 1
 
 
+def _node_hits(con: duckdb.DuckDBPyConnection, events: str, node: str, windows: tuple) -> np.ndarray:
+    """window_hits of one receiver: its events as stored if their seqs rise, else sorted."""
+    lo, hi, xs, xe = windows
+    types = (np.int64, np.int64, np.int64)
+
+    def walk(stream) -> np.ndarray:
+        hit = np.zeros(lo.size, dtype=np.bool_)
+        for seq, start, end in stream:
+            _window_hits(seq, start, end, lo, hi, xs, xe, hit)
+        return hit
+
+    def stored():
+        return rising(chunks(con, events, {"node": node}, types, CHUNK_EVENTS))
+
+    def ordered():
+        return chunks(con, events + " ORDER BY seq", {"node": node}, types, CHUNK_EVENTS)
+
+    return in_order(walk, stored, ordered)[0]
+
+
 def window_hits(con: duckdb.DuckDBPyConnection) -> None:
     parts = []
     receivers = [r[0] for r in con.execute("SELECT DISTINCT receiver FROM landing_fixed ORDER BY 1").fetchall()]
@@ -195,18 +215,7 @@ def window_hits(con: duckdb.DuckDBPyConnection) -> None:
             np.ascontiguousarray(x.column(c).to_numpy(), dtype=np.int64) for c in ("seq_lo", "seq_hi", "start", "end")
         )
 
-        def walk(stream, lo=lo, hi=hi, xs=xs, xe=xe) -> np.ndarray:
-            hit = np.zeros(lo.size, dtype=np.bool_)
-            for seq, start, end in stream:
-                _window_hits(seq, start, end, lo, hi, xs, xe, hit)
-            return hit
-
-        types = (np.int64, np.int64, np.int64)
-        hit, _ = in_order(
-            walk,
-            lambda node=node: rising(chunks(con, events, {"node": node}, types, CHUNK_EVENTS)),
-            lambda node=node: chunks(con, events + " ORDER BY seq", {"node": node}, types, CHUNK_EVENTS),
-        )
+        hit = _node_hits(con, events, node, (lo, hi, xs, xe))
         parts.append(x.select(["sender", "xseq"]).filter(pa.array(hit)))
     schema = pa.schema([("sender", pa.string()), ("xseq", pa.int64())])
     table = pa.concat_tables([p.cast(schema) for p in parts]) if parts else schema.empty_table()
