@@ -36,11 +36,7 @@ def landing_seqs(con: duckdb.DuckDBPyConnection) -> None:
     receivers = [r[0] for r in con.execute("SELECT DISTINCT receiver FROM landing_bounds ORDER BY 1").fetchall()]
     events = "SELECT epoch_us(ts) AS t, seq FROM page_events WHERE node = $node AND op <> 'transfer'"
     for node in receivers:
-        x = con.execute(
-            """SELECT sender, xseq, epoch_us(land_lo) AS lo, epoch_us(land_hi) AS hi
-               FROM landing_bounds WHERE receiver = ?""",
-            [node],
-        ).fetchnumpy()
+        x = _transfers(con, node)
         table = None
         for query in (events, events + " ORDER BY seq"):  # as stored (see forensics.streams), then sorted
             table = _receiver_chunks(chunks(con, query, {"node": node}, (np.int64, np.int64), CHUNK_EVENTS), x)
@@ -56,6 +52,30 @@ def landing_seqs(con: duckdb.DuckDBPyConnection) -> None:
         con.execute("CREATE OR REPLACE TEMP TABLE landing_seqs AS SELECT * FROM landing_seqs_out")
     finally:
         con.unregister("landing_seqs_out")
+
+
+def _transfers(con: duckdb.DuckDBPyConnection, node: str) -> dict:
+    """The transfers into `node`: sender (an Arrow column: no Python string per row), xseq, and the
+    landing window's ends in epoch microseconds as masked arrays (masked: unbounded)."""
+    t = con.sql(
+        """SELECT sender, xseq, coalesce(epoch_us(land_lo), 0) AS lo, land_lo IS NULL AS lo_null,
+                  coalesce(epoch_us(land_hi), 0) AS hi, land_hi IS NULL AS hi_null
+           FROM landing_bounds WHERE receiver = $node""",
+        params={"node": node},
+    ).to_arrow_table()
+
+    def col(name: str) -> np.ndarray:
+        return np.ascontiguousarray(t.column(name).to_numpy(), dtype=np.int64)
+
+    def nulls(name: str) -> np.ndarray:
+        return np.asarray(t.column(name).to_numpy(zero_copy_only=False), dtype=bool)
+
+    return {
+        "sender": t.column("sender"),
+        "xseq": col("xseq"),
+        "lo": np.ma.MaskedArray(col("lo"), mask=nulls("lo_null")),
+        "hi": np.ma.MaskedArray(col("hi"), mask=nulls("hi_null")),
+    }
 
 
 def _receiver_chunks(batches, x: dict) -> pa.Table | None:
@@ -148,13 +168,19 @@ def _table(x: dict, seq_max: np.ndarray, no_max: np.ndarray, seq_min: np.ndarray
     """landing_seqs rows for the transfers `x` (null where no event bounds the window on that side)."""
     return pa.table(
         {
-            "sender": pa.array(np.asarray(x["sender"], dtype=object), type=pa.string()),
+            "sender": _strings(x["sender"]),
             "xseq": pa.array(_dense(x["xseq"])[0]),
             "seq_max": pa.array(seq_max, mask=no_max),
             "seq_min": pa.array(seq_min, mask=no_min),
         },
         schema=SCHEMA,
     )
+
+
+def _strings(values) -> pa.ChunkedArray | pa.Array:
+    if isinstance(values, pa.ChunkedArray | pa.Array):
+        return values.cast(pa.string())
+    return pa.array(np.asarray(values, dtype=object), type=pa.string())
 
 
 NARROW = 1024  # windows this many seqs wide or less (transfer_landing.sql joins the wider ones)
