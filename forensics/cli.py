@@ -29,18 +29,21 @@ def _root(debug: bool = typer.Option(False, "--debug", help="Show Python traceba
     """KV Forensics."""
 
 
+SELF_CONTAINED = typer.Option(
+    False,
+    "--self-contained",
+    help="Copy the page events and gateway rows into the database, so that it opens without the bundle "
+    "(by default it reads the bundle's Parquet files where they lie; the copy costs about a minute per "
+    "100M page events).",
+)
+
+
 @app.command()
 def ingest(
     bundle: Path = typer.Argument(..., help="Evidence bundle folder (see the evidence-bundle spec)."),
     db: Path = typer.Option(Path("incident.duckdb"), "--db", help="DuckDB database file to write."),
     exclusions: Path | None = typer.Option(None, "--exclusions", help="exclusions.toml overriding the bundle's."),
-    self_contained: bool = typer.Option(
-        False,
-        "--self-contained",
-        help="Copy the page events and gateway rows into the database, so that it opens without the bundle "
-        "(by default it reads the bundle's Parquet files where they lie; the copy costs about a minute per "
-        "100M page events).",
-    ),
+    self_contained: bool = SELF_CONTAINED,
 ) -> None:
     """Load a bundle into typed DuckDB tables, with row accounting and a manifest."""
     from forensics.ingest import ingest_bundle
@@ -85,13 +88,7 @@ def investigate(
         help="Replay every room in detail, not only the rooms the screening pass flags (same findings, slower; "
         "for checking the screen).",
     ),
-    self_contained: bool = typer.Option(
-        False,
-        "--self-contained",
-        help="Copy the page events and gateway rows into the database, so that it opens without the bundle "
-        "(by default it reads the bundle's Parquet files where they lie; the copy costs about a minute per "
-        "100M page events).",
-    ),
+    self_contained: bool = SELF_CONTAINED,
 ) -> None:
     """Ingest, rebuild page ownership and provenance, write findings and the disclosure report."""
     from forensics.errors import InputError

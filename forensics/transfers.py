@@ -31,35 +31,28 @@ NONE_LO = np.iinfo(np.int64).min  # no alloc / free found
 
 
 @njit(cache=True, nogil=True)
-def _first_reads(rooms, order, xs, xe, ev_room, ev_seq, ev_t, ev_s, ev_e, rseq, rts):  # pragma: no cover
+def _match(rooms, order, xs, xe, ev, reads, rseq, rts, aseq, ats, fseq):  # pragma: no cover
+    """Match each event (ev: room, seq, t, start, end, is_free arrays) to the transfers of its room
+    whose slots it overlaps (rooms: the transfers' rooms sorted; order: their indices). reads: the
+    events are reads and shares (keep the lowest seq per transfer), else allocs and frees before that
+    read (keep the highest seq of each)."""
+    ev_room, ev_seq, ev_t, ev_s, ev_e, ev_free = ev
     n = rooms.size
     for i in range(ev_room.size):
         j = np.searchsorted(rooms, ev_room[i])
         while j < n and rooms[j] == ev_room[i]:
             t = order[j]
-            if xs[t] < ev_e[i] and xe[t] > ev_s[i] and ev_seq[i] < rseq[t]:
+            j += 1
+            if not (xs[t] < ev_e[i] and xe[t] > ev_s[i] and ev_seq[i] < rseq[t]):
+                continue
+            if reads:
                 rseq[t] = ev_seq[i]
                 rts[t] = ev_t[i]
-            j += 1
-
-
-@njit(cache=True, nogil=True)
-def _allocs_frees(
-    rooms, order, xs, xe, ev_room, ev_seq, ev_t, ev_s, ev_e, ev_free, rseq, aseq, ats, fseq
-):  # pragma: no cover
-    n = rooms.size
-    for i in range(ev_room.size):
-        j = np.searchsorted(rooms, ev_room[i])
-        while j < n and rooms[j] == ev_room[i]:
-            t = order[j]
-            if xs[t] < ev_e[i] and xe[t] > ev_s[i] and ev_seq[i] < rseq[t]:
-                if ev_free[i]:
-                    if ev_seq[i] > fseq[t]:
-                        fseq[t] = ev_seq[i]
-                elif ev_seq[i] > aseq[t]:
-                    aseq[t] = ev_seq[i]
-                    ats[t] = ev_t[i]
-            j += 1
+            elif ev_free[i]:
+                fseq[t] = max(fseq[t], ev_seq[i])
+            elif ev_seq[i] > aseq[t]:
+                aseq[t] = ev_seq[i]
+                ats[t] = ev_t[i]
 
 
 def _stream(con: duckdb.DuckDBPyConnection, node: str, ops: tuple[str, ...]):
@@ -91,11 +84,10 @@ def link_receiver(con: duckdb.DuckDBPyConnection, node: str, x: pa.Table) -> pa.
     aseq = np.full(m, NONE_LO, dtype=np.int64)
     ats = np.zeros(m, dtype=np.int64)
     fseq = np.full(m, NONE_LO, dtype=np.int64)
-    if m:
-        for er, eq, et, es, ee, _ in _stream(con, node, ("read", "share")):
-            _first_reads(rooms, order, xs, xe, er, eq, et, es, ee, rseq, rts)
-        for er, eq, et, es, ee, ef in _stream(con, node, ("alloc", "free")):
-            _allocs_frees(rooms, order, xs, xe, er, eq, et, es, ee, ef, rseq, aseq, ats, fseq)
+    if m:  # reads first: the allocs and frees that count are those before the first read
+        for reads, ops in ((True, ("read", "share")), (False, ("alloc", "free"))):
+            for ev in _stream(con, node, ops):
+                _match(rooms, order, xs, xe, tuple(ev), reads, rseq, rts, aseq, ats, fseq)
     read = rseq != NONE_HI
     alloc = read & (aseq != NONE_LO)  # an alloc counts only before a read
     ordinary = alloc & ~(fseq > aseq)
