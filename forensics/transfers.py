@@ -31,16 +31,26 @@ NONE_LO = np.iinfo(np.int64).min  # no alloc / free found
 
 
 @njit(cache=True, nogil=True)
-def _match(rooms, order, xs, xe, ev, reads, rseq, rts, aseq, ats, fseq):  # pragma: no cover
-    """Match each event (ev: room, seq, t, start, end, is_free arrays) to the transfers of its room
-    whose slots it overlaps (rooms: the transfers' rooms sorted; order: their indices). reads: the
-    events are reads and shares (keep the lowest seq per transfer), else allocs and frees before that
-    read (keep the highest seq of each)."""
+def _match(rooms, order, xs, xe, ev, eo, reads, rseq, rts, aseq, ats, fseq):  # pragma: no cover
+    """Match each event (ev: room, seq, t, start, end, is_free arrays; visited in the order eo, which
+    sorts them by room) to the transfers of its room whose slots it overlaps (rooms: the transfers'
+    rooms sorted; order: their indices). Events come sorted by room, so each search gallops forward
+    from the last one. reads: the events are reads and shares (keep the lowest seq per transfer),
+    else allocs and frees before that read (keep the highest seq of each)."""
     ev_room, ev_seq, ev_t, ev_s, ev_e, ev_free = ev
     n = rooms.size
-    for i in range(ev_room.size):
-        j = np.searchsorted(rooms, ev_room[i])
-        while j < n and rooms[j] == ev_room[i]:
+    at = 0  # first transfer whose room is not below the current event's
+    for k in range(eo.size):
+        i = eo[k]
+        r = ev_room[i]
+        if at < n and rooms[at] < r:
+            lo, step = at, 1  # rooms[lo] < r
+            while lo + step < n and rooms[lo + step] < r:
+                lo += step
+                step *= 2
+            at = lo + 1 + np.searchsorted(rooms[lo + 1 : min(lo + step, n)], r)
+        j = at
+        while j < n and rooms[j] == r:
             t = order[j]
             j += 1
             if not (xs[t] < ev_e[i] and xe[t] > ev_s[i] and ev_seq[i] < rseq[t]):
@@ -87,7 +97,8 @@ def link_receiver(con: duckdb.DuckDBPyConnection, node: str, x: pa.Table) -> pa.
     if m:  # reads first: the allocs and frees that count are those before the first read
         for reads, ops in ((True, ("read", "share")), (False, ("alloc", "free"))):
             for ev in _stream(con, node, ops):
-                _match(rooms, order, xs, xe, tuple(ev), reads, rseq, rts, aseq, ats, fseq)
+                eo = np.argsort(ev[0], kind="stable")
+                _match(rooms, order, xs, xe, tuple(ev), eo, reads, rseq, rts, aseq, ats, fseq)
     read = rseq != NONE_HI
     alloc = read & (aseq != NONE_LO)  # an alloc counts only before a read
     ordinary = alloc & ~(fseq > aseq)
