@@ -45,6 +45,7 @@ _OPC = "CASE op " + " ".join(f"WHEN '{o}' THEN {i}" for i, o in enumerate(OPS)) 
 
 # events per chunk of the stream (the run map carries over between chunks: memory stays bounded)
 CHUNK_EVENTS = 8_000_000
+PROV_BATCH = 4_000_000  # provenance rows buffered before each insert
 COLUMN_TYPES = (np.int64, np.int8, np.int64, np.int64, np.int64)  # k, opc, room, start, end
 
 _ONE = np.uint64(1)
@@ -382,23 +383,33 @@ def _screen_node(con: duckdb.DuckDBPyConnection, node: str, as_view: bool) -> bo
             CHUNK_EVENTS,
         )
 
+    def store(parts: list[np.ndarray]) -> None:
+        prov = np.concatenate(parts)
+        table = pa.table({"k": prov[:, 0], "s": prov[:, 1], "e": prov[:, 2], "w_k": prov[:, 3]})
+        con.register("screen_prov_out", table)
+        try:
+            con.execute(
+                """INSERT INTO screen_prov SELECT getvariable('screen_node'), k, s, e, nullif(w_k, -1)
+                   FROM screen_prov_out"""
+            )
+        finally:
+            con.unregister("screen_prov_out")
+
     def walk(stream) -> np.ndarray:
         con.execute("DELETE FROM screen_prov WHERE node = getvariable('screen_node')")  # a restarted walk
         runmap = RunMap(int(slots))
         rooms: list[np.ndarray] = []
+        pending: list[np.ndarray] = []  # provenance rows, stored a few million at a time
         for k, opc, room, start, end in stream:
             flagged, prov = screen_events(k, opc, room, start, end, runmap)
             rooms.append(flagged)
             if len(prov):
-                table = pa.table({"k": prov[:, 0], "s": prov[:, 1], "e": prov[:, 2], "w_k": prov[:, 3]})
-                con.register("screen_prov_out", table)
-                try:
-                    con.execute(
-                        """INSERT INTO screen_prov SELECT getvariable('screen_node'), k, s, e, nullif(w_k, -1)
-                           FROM screen_prov_out"""
-                    )
-                finally:
-                    con.unregister("screen_prov_out")
+                pending.append(prov)
+                if sum(len(p) for p in pending) >= PROV_BATCH:
+                    store(pending)
+                    pending = []
+        if pending:
+            store(pending)
         return np.unique(np.concatenate(rooms)) if rooms else np.empty(0, dtype=np.int64)
 
     flagged, stored_order = in_order(walk, stored, ordered) if as_view else (walk(ordered()), False)
