@@ -9,7 +9,7 @@ in stored order when that rises (forensics.streams), else sorted. This replaces 
 GROUP BY over every distinct stamp and two ASOF joins.
 Reads: page_events, landing_bounds. Writes: landing_seqs (sender, xseq, seq_max, seq_min).
 
-window_hits, once the windows are fixed (landing_fixed.sql): which transfers have a receiver event
+window_hits, once the windows are fixed (transfer_landing.sql): which transfers have a receiver event
 touching the same slots strictly inside their landing window (seq_lo, seq_hi), for the narrow windows
 (at most NARROW seqs wide: the usual case). One pass over each receiver's events in seq order; each
 transfer looks only at the events inside its own window. Writes: landing_window_hits (sender, xseq).
@@ -183,7 +183,7 @@ def _strings(values) -> pa.ChunkedArray | pa.Array:
     return pa.array(np.asarray(values, dtype=object), type=pa.string())
 
 
-NARROW = 1024  # windows this many seqs wide or less (transfer_landing.sql joins the wider ones)
+NARROW = 1024  # windows this many seqs wide or less (landing_ambiguous.sql joins the wider ones)
 
 
 @njit(cache=True, nogil=True)
@@ -229,11 +229,11 @@ def _node_hits(con: duckdb.DuckDBPyConnection, events: str, node: str, windows: 
 
 def window_hits(con: duckdb.DuckDBPyConnection) -> None:
     parts = []
-    receivers = [r[0] for r in con.execute("SELECT DISTINCT receiver FROM landing_fixed ORDER BY 1").fetchall()]
+    receivers = [r[0] for r in con.execute("SELECT DISTINCT receiver FROM transfer_landing ORDER BY 1").fetchall()]
     events = """SELECT seq, start, "end" FROM page_events WHERE node = $node AND op <> 'transfer'"""
     for node in receivers:
         x = con.sql(
-            f"""SELECT sender, xseq, seq_lo, seq_hi, start, "end" FROM landing_fixed
+            f"""SELECT sender, xseq, seq_lo, seq_hi, start, "end" FROM transfer_landing
                 WHERE receiver = $node AND seq_hi - seq_lo <= {NARROW} ORDER BY seq_lo""",
             params={"node": node},
         ).to_arrow_table()

@@ -39,9 +39,9 @@ PLACEMENT = (
     "clock_bounds",
     "landing_bounds",
     landing_seqs,
-    "landing_fixed",
-    window_hits,
     "transfer_landing",
+    window_hits,
+    "landing_ambiguous",
 )
 # History windows, in writes before the read: most reads resolve in the first; 0 means all.
 HISTORY_WINDOWS = (256, 4096, 32768, 0)

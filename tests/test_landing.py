@@ -76,7 +76,7 @@ def test_streamed_receiver_seqs_match_in_any_chunking(seed: int) -> None:
 
 
 # the definition window_hits replaced: receiver events strictly inside a narrow window touching its slots
-HITS_SQL = """SELECT DISTINCT g.sender, g.xseq FROM landing_fixed g
+HITS_SQL = """SELECT DISTINCT g.sender, g.xseq FROM transfer_landing g
     JOIN page_events v ON v.node = g.receiver AND v.seq > g.seq_lo AND v.seq < g.seq_hi AND v.op <> 'transfer'
      AND v.start < g."end" AND v."end" > g.start
     WHERE g.seq_hi - g.seq_lo <= 1024 ORDER BY ALL"""
@@ -107,7 +107,7 @@ def test_window_hits_match_the_definition(seed: int, monkeypatch: pytest.MonkeyP
     lo = rng.integers(-5, n, m)
     xs = rng.integers(0, 200, m)
     con.execute(
-        """CREATE TABLE landing_fixed AS SELECT unnest($s) AS sender, unnest($x) AS xseq, unnest($r) AS receiver,
+        """CREATE TABLE transfer_landing AS SELECT unnest($s) AS sender, unnest($x) AS xseq, unnest($r) AS receiver,
            unnest($lo) AS seq_lo, unnest($hi) AS seq_hi, unnest($xs) AS start, unnest($xe) AS "end" """,
         {
             "s": ["p"] * m,
