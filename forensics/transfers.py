@@ -22,6 +22,7 @@ import pyarrow as pa
 from numba import njit
 
 from forensics.db import scalar, timed
+from forensics.streams import chunks
 
 # receiver events per streamed chunk (memory stays bounded however many events a node has)
 CHUNK_EVENTS = 8_000_000
@@ -67,18 +68,14 @@ def _match(rooms, order, xs, xe, ev, eo, reads, rseq, rts, aseq, ats, fseq):  # 
 
 def _stream(con: duckdb.DuckDBPyConnection, node: str, ops: tuple[str, ...]):
     """The receiver's events of the given ops, in chunks, as (room, seq, t, start, end, is_free) arrays."""
-    reading = con.cursor()
-    try:
-        reader = reading.sql(
-            f"""SELECT room, seq, epoch_us(ts) AS t, start, "end", op = 'free' AS is_free
-               FROM page_events WHERE node = $node AND op IN ({", ".join(f"'{o}'" for o in ops)})""",
-            params={"node": node},
-        ).to_arrow_reader(CHUNK_EVENTS)
-        for batch in reader:
-            cols = [np.ascontiguousarray(batch.column(i).to_numpy(zero_copy_only=False)) for i in range(6)]
-            yield [c.astype(np.int64, copy=False) for c in cols[:5]] + [cols[5].astype(np.bool_)]
-    finally:
-        reading.close()
+    return chunks(
+        con,
+        f"""SELECT room, seq, epoch_us(ts) AS t, start, "end", op = 'free' AS is_free
+           FROM page_events WHERE node = $node AND op IN ({", ".join(f"'{o}'" for o in ops)})""",
+        {"node": node},
+        (np.int64, np.int64, np.int64, np.int64, np.int64, np.bool_),
+        CHUNK_EVENTS,
+    )
 
 
 def link_receiver(con: duckdb.DuckDBPyConnection, node: str, x: pa.Table) -> pa.Table:
