@@ -94,7 +94,7 @@ def link_receiver(con: duckdb.DuckDBPyConnection, node: str, x: pa.Table) -> pa.
     if m:  # reads first: the allocs and frees that count are those before the first read
         for reads, ops in ((True, ("read", "share")), (False, ("alloc", "free"))):
             for ev in _stream(con, node, ops):
-                eo = np.argsort(ev[0], kind="stable")
+                eo = np.argsort(ev[0])  # any order within a room: the kernel keeps minima and maxima
                 _match(rooms, order, xs, xe, tuple(ev), eo, reads, rseq, rts, aseq, ats, fseq)
     read = rseq != NONE_HI
     alloc = read & (aseq != NONE_LO)  # an alloc counts only before a read

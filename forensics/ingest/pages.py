@@ -143,6 +143,7 @@ def load_page_file(con: duckdb.DuckDBPyConnection, f: InputFile, parquet: InPlac
         f"DROP {'VIEW' if is_parquet else 'TABLE'} IF EXISTS pages_stage",
         "cannot read Parquet rows",
         None if is_parquet else keep,
+        "page_events_clean",
     )
 
 
