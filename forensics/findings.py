@@ -1,7 +1,7 @@
 """Findings stage: exposures, affected responses, hazards, accounts, coverage; and their CSV files.
 
 Reads: the ownership stage's tables, gateway, request_cohort, engine_requests, node_config.
-Writes: read_provenance, write_effects, exposure_segments, room_flags, room_requests,
+Writes: node_rooms, read_provenance, write_effects, exposure_segments, room_flags, room_requests,
 signature_responses, missing_rooms, exposures, affected_responses, hazard_segments, hazards,
 accounts, coverage; and the findings CSV files.
 """
@@ -12,8 +12,17 @@ from pathlib import Path
 
 import duckdb
 
-from forensics.db import run_query
+from forensics.db import run_query, timed
+from forensics.paths import load_query
 from forensics.outputs import write_csv
+
+def node_rooms(con: duckdb.DuckDBPyConnection) -> None:
+    """node_rooms (node, room, own): each node's rooms, one aggregate per node (queries/findings/node_rooms.sql)."""
+    con.execute("CREATE OR REPLACE TABLE node_rooms (node VARCHAR, room BIGINT, own BOOLEAN)")
+    query = load_query("findings", "node_rooms")
+    for (node,) in con.execute("SELECT node FROM telemetry_nodes ORDER BY node").fetchall():
+        con.execute(query, {"node": node})
+
 
 STEPS = (
     "gap_rooms",
@@ -21,6 +30,7 @@ STEPS = (
     "write_effects",
     "exposure_segments",
     "room_flags",
+    node_rooms,
     "room_requests",
     "signature_responses",
     "missing_rooms",
@@ -50,7 +60,11 @@ OUTPUTS = {
 
 def compute_findings(con: duckdb.DuckDBPyConnection) -> None:
     for step in STEPS:
-        run_query(con, "findings", step)
+        if isinstance(step, str):
+            run_query(con, "findings", step)
+        else:
+            with timed(f"findings/{step.__name__}"):
+                step(con)
 
 
 def write_findings(con: duckdb.DuckDBPyConnection, out: Path) -> dict[str, int]:

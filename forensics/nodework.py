@@ -82,7 +82,8 @@ class NodeTask:
 
 
 def node_ownership(con: duckdb.DuckDBPyConnection, screen: bool = True) -> None:
-    """The per-node steps, on a connection holding page_events, transfer_landing and node_index.
+    """The per-node steps, on a connection holding page_events, transfer_landing, node_index and
+    telemetry_nodes.
     screen: replay in detail only the rooms the screening pass flags (forensics.screen)."""
     from forensics.ownership import HISTORY_WINDOWS, history_round
     from forensics.replay import replay_rooms
@@ -138,6 +139,7 @@ def run_node(task: NodeTask) -> dict[str, Any]:
         )
         con.execute("CREATE TABLE node_index (node VARCHAR, base BIGINT)")
         con.execute("INSERT INTO node_index VALUES (?, 0)", [task.node])
+        run_query(con, "ownership", "telemetry_nodes")  # this node's seq range (timeline_keys)
         t_run = time.perf_counter()
         node_ownership(con, task.screen)
         t_write = time.perf_counter()

@@ -4,18 +4,18 @@
 -- grain: request_id; reads: exposures, exposure_segments, room_requests, room_flags, missing_rooms,
 --        signature_responses; params: none
 CREATE OR REPLACE TABLE affected_responses AS
-WITH seg AS (  -- distinct slots per recipient, whatever their source: ranges merged
-    SELECT rr.request_id, sum(e - s)::BIGINT AS exposed_slots
+WITH seg AS (  -- distinct slots per recipient, whatever their source: the length of the union of its
+               -- ranges, each range counting what lies beyond the ends of the ranges sorted before it
+    SELECT rr.request_id, sum(x.slots)::BIGINT AS exposed_slots
     FROM (
-        SELECT node, recipient_room, min(seg_start) AS s, max(seg_end) AS e FROM (
-            SELECT *, sum(CASE WHEN seg_start <= prev_end THEN 0 ELSE 1 END) OVER (
-                          PARTITION BY node, recipient_room ORDER BY seg_start, seg_end) AS island
-            FROM (SELECT node, recipient_room, seg_start, seg_end,
-                         max(seg_end) OVER (PARTITION BY node, recipient_room ORDER BY seg_start, seg_end
-                                            ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_end
-                  FROM exposure_segments))
-        GROUP BY node, recipient_room, island) e
-    JOIN room_requests rr ON rr.node = e.node AND rr.room = e.recipient_room
+        SELECT node, recipient_room,
+               sum(greatest(0, seg_end - greatest(seg_start, coalesce(prev_end, seg_start)))) AS slots
+        FROM (SELECT node, recipient_room, seg_start, seg_end,
+                     max(seg_end) OVER (PARTITION BY node, recipient_room ORDER BY seg_start, seg_end
+                                        ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_end
+              FROM exposure_segments)
+        GROUP BY node, recipient_room) x
+    JOIN room_requests rr ON rr.node = x.node AND rr.room = x.recipient_room
     GROUP BY rr.request_id
 ), exposed AS (
     SELECT recipient_request_id AS request_id,
@@ -40,12 +40,14 @@ WITH seg AS (  -- distinct slots per recipient, whatever their source: ranges me
            concat_ws('; ', f.reason, m.reason) AS reason
     FROM exposed x FULL JOIN flagged f USING (request_id) FULL JOIN missing m USING (request_id)
     LEFT JOIN seg s USING (request_id)
+), named AS MATERIALIZED (  -- the gateway rows of these requests only, before the cohort lookup
+    SELECT * FROM gateway WHERE request_id IN (SELECT request_id FROM page_based)
 )
 SELECT g.request_id, g.account_id, coalesce(c.cohort, 'customer') AS cohort, p.status, p.evidence, p.kinds,
        p.first_exposed_at, p.exposed_slots, p.source_requests, g.status AS http_status, g.completion_tokens,
        g.decode_node, g.prefill_node, g.bootstrap_room AS room,
        CASE WHEN p.status = 'confirmed' THEN '' ELSE p.reason END AS reason
-FROM page_based p JOIN gateway g USING (request_id)
+FROM page_based p JOIN named g USING (request_id)
 LEFT JOIN request_cohort c ON c.file_id = g.file_id AND c.row = g.row
 WHERE p.status = 'confirmed' OR p.request_id NOT IN (SELECT request_id FROM signature_responses)
 UNION ALL

@@ -10,7 +10,7 @@ HAVING min(p.seq) < g.next_seq AND max(p.seq) > g.prev_seq
 UNION
 SELECT r.node, r.room
 FROM page_events r
+JOIN (SELECT DISTINCT s.receiver FROM seq_gaps g JOIN (SELECT DISTINCT sender, receiver FROM transfer_links) s
+      ON s.sender = g.node) lossy ON lossy.receiver = r.node  -- first: usually no receiver is lossy
 WHERE r.op = 'read'
-  AND NOT EXISTS (SELECT 1 FROM transfer_links t WHERE t.receiver = r.node AND t.room = r.room)
-  AND EXISTS (SELECT 1 FROM seq_gaps g JOIN (SELECT DISTINCT sender, receiver FROM transfer_links) s
-              ON s.sender = g.node WHERE s.receiver = r.node);
+  AND NOT EXISTS (SELECT 1 FROM transfer_links t WHERE t.receiver = r.node AND t.room = r.room);

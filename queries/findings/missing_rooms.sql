@@ -1,20 +1,18 @@
 -- Served requests routed to a node with page telemetry that logged nothing for them there: whatever
 -- they attended is unknown, so they are indeterminate, never clean. With a replay window, only
 -- requests received inside it are in scope (their events may still lie after --until: indeterminate).
--- grain: request_id, node; reads: gateway, telemetry_nodes, page_events, request_cohort, replay_window; params: none
+-- grain: request_id, node; reads: gateway, telemetry_nodes, node_rooms, request_cohort, replay_window; params: none
 CREATE OR REPLACE TABLE missing_rooms AS
 WITH served AS (
     SELECT g.*, n.node FROM gateway g
     CROSS JOIN LATERAL (SELECT unnest([g.decode_node, g.prefill_node]) AS node) n
     WHERE g.bootstrap_room IS NOT NULL AND (g.status BETWEEN 200 AND 299 OR coalesce(g.completion_tokens, 0) > 0)
-), seen AS (
-    SELECT DISTINCT node, room FROM page_events WHERE op <> 'transfer'
 )
 SELECT s.request_id, s.account_id, coalesce(c.cohort, 'customer') AS cohort, s.node, s.bootstrap_room AS room,
        s.status AS http_status, s.completion_tokens, s.ts
 FROM served s
 JOIN telemetry_nodes t ON t.node = s.node
-LEFT JOIN seen ON seen.node = s.node AND seen.room = s.bootstrap_room
+LEFT JOIN node_rooms seen ON seen.node = s.node AND seen.room = s.bootstrap_room AND seen.own
 LEFT JOIN request_cohort c ON c.file_id = s.file_id AND c.row = s.row
 CROSS JOIN replay_window w
 WHERE seen.room IS NULL AND s.ts >= coalesce(w.since, '-infinity'::TIMESTAMPTZ)

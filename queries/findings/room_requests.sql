@@ -2,8 +2,10 @@
 -- When the gateway names the nodes, the node must be one of them. Only the rooms the findings name
 -- (replayed rooms, readers, writers and holders of what they found, exposure sources and recipients,
 -- indeterminate rooms) are mapped, on every node they appear on: nothing else looks a room up.
--- grain: node, room, request_id; reads: gateway, request_cohort, timeline, page_events, room_state,
+-- grain: node, room, request_id; reads: gateway, request_cohort, node_rooms, transfer_landing, room_state,
 --        exposure_segments, read_provenance, write_effects, room_flags; params: none
+-- The rooms of a node are those its page events name (node_rooms: its own events and the transfers it
+-- sent) and the transfers that landed in it (transfer_landing): the rooms of its timeline and its sends.
 CREATE OR REPLACE TABLE room_requests AS
 WITH named AS (
     SELECT room FROM room_state UNION SELECT recipient_room FROM exposure_segments
@@ -11,8 +13,8 @@ WITH named AS (
     UNION SELECT w_room FROM read_provenance UNION SELECT room FROM write_effects
     UNION SELECT holder FROM write_effects UNION SELECT room FROM room_flags
 ), rooms AS (
-    SELECT DISTINCT node, room FROM timeline WHERE room IN (SELECT room FROM named)
-    UNION SELECT DISTINCT node, room FROM page_events WHERE op = 'transfer' AND room IN (SELECT room FROM named)
+    SELECT node, room FROM node_rooms WHERE room IN (SELECT room FROM named)
+    UNION SELECT receiver, room FROM transfer_landing WHERE room IN (SELECT room FROM named)
 )
 SELECT r.node, r.room, g.request_id, g.account_id, coalesce(c.cohort, 'customer') AS cohort,
        coalesce(c.cohort_kind, 'customer') AS cohort_kind, g.status AS http_status, g.completion_tokens, g.ts

@@ -1,5 +1,7 @@
--- Nodes that logged page events, with their seq range; and the seq gaps (lost events) within each.
+-- Nodes that logged page events, with their seq range (of all events, and of their own: all but the
+-- transfers they sent) and the stamps of their first and last event.
 -- grain: node; reads: page_events; params: none
 CREATE OR REPLACE TABLE telemetry_nodes AS
-SELECT node, min(seq) AS first_seq, max(seq) AS last_seq, count(*) AS events
+SELECT node, min(seq) AS first_seq, max(seq) AS last_seq, count(*) AS events, min(ts) AS first_ts, max(ts) AS last_ts,
+       min(seq) FILTER (WHERE op <> 'transfer') AS own_first_seq, max(seq) FILTER (WHERE op <> 'transfer') AS own_last_seq
 FROM page_events GROUP BY node;

@@ -1,7 +1,7 @@
 -- Keys of each node's ordered event stream: its own events at pos = 2*seq, every transfer into its
 -- pool at pos = 2*seq_lo + 1 (right after the last event it surely followed; op 'xfer', ordered
 -- among themselves by the sender's clock, in timeline_xfer). k = pos * 2^20 + sub orders a node.
--- grain: node, pos, sub (timeline_xfer), node (timeline_keys); reads: page_events, transfer_landing,
+-- grain: node, pos, sub (timeline_xfer), node (timeline_keys); reads: telemetry_nodes, transfer_landing,
 --        node_index; params: none
 -- kg = base + rank, for range joins. The rank needs no sort: (pos - lowest pos) * (most transfers at
 -- one pos + 1) + sub orders a node's events as (pos, sub) does, and stays below 2^40 - 1 (the open end
@@ -16,8 +16,8 @@ FROM transfer_landing;
 
 CREATE OR REPLACE TABLE timeline_keys AS
 WITH spans AS (
-    SELECT node, min(seq) * 2 AS lo_pos, max(seq) * 2 AS hi_pos, 0 AS max_sub FROM page_events
-    WHERE op <> 'transfer' GROUP BY node
+    SELECT node, own_first_seq * 2 AS lo_pos, own_last_seq * 2 AS hi_pos, 0 AS max_sub FROM telemetry_nodes
+    WHERE own_first_seq IS NOT NULL
     UNION ALL
     SELECT node, min(pos), max(pos), max(sub) FROM timeline_xfer GROUP BY node
 )

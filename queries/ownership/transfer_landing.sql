@@ -8,12 +8,12 @@ CREATE OR REPLACE TABLE transfer_landing AS
 WITH w AS (SELECT * FROM landing_bounds),
 placed AS (
     SELECT w.*, t.first_seq, t.last_seq,
-        CASE WHEN w.ordinary THEN greatest(coalesce(lo.seq_max, t.first_seq - 1), w.aseq)
-             ELSE coalesce(lo.seq_max, t.first_seq - 1) END AS seq_lo0,
-        CASE WHEN w.ordinary THEN least(coalesce(hi.seq_min, t.last_seq + 1), w.rseq)
-             ELSE coalesce(hi.seq_min, t.last_seq + 1) END AS seq_hi0
+        CASE WHEN w.ordinary THEN greatest(coalesce(s.seq_max, t.first_seq - 1), w.aseq)
+             ELSE coalesce(s.seq_max, t.first_seq - 1) END AS seq_lo0,
+        CASE WHEN w.ordinary THEN least(coalesce(s.seq_min, t.last_seq + 1), w.rseq)
+             ELSE coalesce(s.seq_min, t.last_seq + 1) END AS seq_hi0
     FROM w JOIN telemetry_nodes t ON t.node = w.receiver
-    LEFT JOIN landing_seqs lo USING (sender, xseq) LEFT JOIN landing_seqs hi USING (sender, xseq)),
+    LEFT JOIN landing_seqs s USING (sender, xseq)),
 fixed AS (  -- unbounded clocks or contradictory stamps: only causality (or nothing) is left
     SELECT *,
         CASE WHEN NOT bounded OR seq_lo0 >= seq_hi0 THEN CASE WHEN ordinary THEN aseq ELSE first_seq - 1 END
