@@ -31,12 +31,18 @@ the runs it covers. Adjacent runs with equal state are merged, which keeps the m
 
 from __future__ import annotations
 
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
 import duckdb
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 from numba import njit
 
 from forensics.db import scalar, timed
+from forensics.paths import sql_literal
 from forensics.streams import chunks, in_order, merge, rising
 
 # op codes of the walk (timeline op names in this order)
@@ -182,7 +188,7 @@ class RunMap:
         return (self.words, self.summary, self.rec)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def screen_chunk(
     state: tuple,
     k: np.ndarray,
@@ -343,23 +349,73 @@ def screen_events(
 def screen_rooms(con: duckdb.DuckDBPyConnection) -> dict[str, bool]:
     """Create room_scope (node, room): the rooms of each node the detailed replay must cover; and
     screen_prov (node, k, s, e, w_k): what each flagged read found, w_k the key of the last write
-    (NULL: never written). Returns, per node, whether its events were walked in stored order."""
+    (NULL: never written). Returns, per node, whether its events were walked in stored order.
+
+    Nodes are walked side by side, as many at a time as DuckDB has threads (the compiled walk releases
+    the GIL; each node reads through its own cursor and spools what its reads found to Parquet files).
+    The results are stored node by node in name order, so the tables are the same however many ran."""
     with timed("ownership/screen"):
         con.execute("CREATE OR REPLACE TEMP TABLE room_scope (node VARCHAR, room BIGINT)")
         con.execute("CREATE OR REPLACE TEMP TABLE screen_prov (node VARCHAR, k BIGINT, s BIGINT, e BIGINT, w_k BIGINT)")
         nodes = [r[0] for r in con.execute("SELECT DISTINCT node FROM timeline ORDER BY node").fetchall()]
         # timeline is a view over page_events and timeline_xfer (timeline_view.sql) unless ranked
         as_view = bool(scalar(con, "SELECT count(*) FROM duckdb_views() WHERE view_name = 'timeline'"))
-        return {node: _screen_node(con, node, as_view) for node in nodes}
+        side_by_side = max(1, min(len(nodes), int(con.execute("SELECT current_setting('threads')").fetchall()[0][0])))
+        with tempfile.TemporaryDirectory(prefix="kvf-screen-", dir=_spool_parent(con)) as spool:
+
+            cursors = [con.cursor() for _ in nodes]  # each node's own connection, made here
+
+            def task(i: int) -> tuple[np.ndarray, bool, list[str]]:
+                return _screen_node(cursors[i], nodes[i], as_view, Path(spool) / f"node{i:05d}")
+
+            try:
+                if side_by_side == 1:
+                    results = [task(i) for i in range(len(nodes))]
+                else:
+                    with ThreadPoolExecutor(max_workers=side_by_side) as pool:
+                        results = list(pool.map(task, range(len(nodes))))
+            finally:
+                for cur in cursors:
+                    cur.close()
+            order = {}
+            for node, (flagged, stored_order, parts) in zip(nodes, results, strict=True):
+                con.register("screen_rooms_out", pa.table({"room": flagged}))
+                try:
+                    con.execute("INSERT INTO room_scope SELECT ?, room FROM screen_rooms_out", [node])
+                finally:
+                    con.unregister("screen_rooms_out")
+                if parts:
+                    files = ", ".join(sql_literal(p) for p in parts)
+                    con.execute(
+                        f"""INSERT INTO screen_prov SELECT ?, k, s, e, nullif(w_k, -1)
+                            FROM read_parquet([{files}])""",
+                        [node],
+                    )
+                order[node] = stored_order
+        return order
 
 
-def _screen_node(con: duckdb.DuckDBPyConnection, node: str, as_view: bool) -> bool:
+def _spool_parent(con: duckdb.DuckDBPyConnection) -> str | None:
+    """The database's temp directory (where DuckDB spills), if it exists: spooled rows go there too."""
+    tmp = con.execute("SELECT current_setting('temp_directory')").fetchall()[0][0]
+    if tmp:
+        Path(tmp).mkdir(parents=True, exist_ok=True)
+        return str(tmp)
+    return None
+
+
+def _screen_node(
+    con: duckdb.DuckDBPyConnection, node: str, as_view: bool, spool: Path
+) -> tuple[np.ndarray, bool, list[str]]:
     """Walk the node's timeline in event order, CHUNK_EVENTS at a time: its own events as stored merged
     with the transfers that landed in it when the stored order rises (forensics.streams), else one
-    sorted read of the timeline."""
+    sorted read of the timeline. Returns (flagged rooms, whether stored order served, the Parquet
+    files under `spool` holding the provenance rows k, s, e, w_k in walk order). `con`: a connection
+    of this node's own (nodes may be walked in parallel threads)."""
+    spool.mkdir(parents=True, exist_ok=True)
     slots = 1 + scalar(con, 'SELECT coalesce(max("end"), 0) FROM timeline WHERE node = ?', [node])
-    con.execute("SET VARIABLE screen_node = ?", [node])
     params = {"node": node}
+    parts: list[str] = []
 
     def stored():
         own = chunks(
@@ -388,23 +444,19 @@ def _screen_node(con: duckdb.DuckDBPyConnection, node: str, as_view: bool) -> bo
             CHUNK_EVENTS,
         )
 
-    def store(parts: list[np.ndarray]) -> None:
-        prov = np.concatenate(parts)
-        table = pa.table({"k": prov[:, 0], "s": prov[:, 1], "e": prov[:, 2], "w_k": prov[:, 3]})
-        con.register("screen_prov_out", table)
-        try:
-            con.execute(
-                """INSERT INTO screen_prov SELECT getvariable('screen_node'), k, s, e, nullif(w_k, -1)
-                   FROM screen_prov_out"""
-            )
-        finally:
-            con.unregister("screen_prov_out")
+    def store(pending: list[np.ndarray]) -> None:
+        prov = np.concatenate(pending)
+        path = spool / f"prov{len(parts):06d}.parquet"
+        pq.write_table(pa.table({"k": prov[:, 0], "s": prov[:, 1], "e": prov[:, 2], "w_k": prov[:, 3]}), path)
+        parts.append(str(path))
 
     def walk(stream) -> np.ndarray:
-        con.execute("DELETE FROM screen_prov WHERE node = getvariable('screen_node')")  # a restarted walk
+        for path in parts:  # a restarted walk
+            Path(path).unlink()
+        parts.clear()
         runmap = RunMap(int(slots))
         rooms: list[np.ndarray] = []
-        pending: list[np.ndarray] = []  # provenance rows, stored a few million at a time
+        pending: list[np.ndarray] = []  # provenance rows, spooled a few million at a time
         for k, opc, room, start, end in stream:
             flagged, prov = screen_events(k, opc, room, start, end, runmap)
             rooms.append(flagged)
@@ -418,9 +470,4 @@ def _screen_node(con: duckdb.DuckDBPyConnection, node: str, as_view: bool) -> bo
         return np.unique(np.concatenate(rooms)) if rooms else np.empty(0, dtype=np.int64)
 
     flagged, stored_order = in_order(walk, stored, ordered) if as_view else (walk(ordered()), False)
-    con.register("screen_rooms_out", pa.table({"room": flagged}))
-    try:
-        con.execute("INSERT INTO room_scope SELECT getvariable('screen_node'), room FROM screen_rooms_out")
-    finally:
-        con.unregister("screen_rooms_out")
-    return stored_order
+    return flagged, stored_order, parts

@@ -80,7 +80,7 @@ def _interleave(a: Chunk, b: Chunk, key: int) -> Chunk:
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _fill(out: np.ndarray, a: np.ndarray, b: np.ndarray, at_b: np.ndarray) -> None:  # pragma: no cover
     """out[at_b] = b and the other positions of out = a, in order (one pass; masks cost five)."""
     j = 0

@@ -98,3 +98,14 @@ def test_links_match_the_definition_on_a_simulated_incident(tmp_path: Path) -> N
     got = run.rows(ALL.format("transfer_links"))
     assert got == run.rows(ALL.format("ref_links"))
     assert run.rows("SELECT count(*) FILTER (WHERE ordinary), count(*) FROM transfer_links")[0][0] > 100
+
+
+def test_receivers_side_by_side_stay_within_the_thread_and_transfer_bounds() -> None:
+    from forensics.transfers import SIDE_BY_SIDE_TRANSFERS, _waves
+
+    big = SIDE_BY_SIDE_TRANSFERS
+    counts = [("a", 10), ("b", 20), ("c", 30), ("d", big), ("e", 5)]
+    assert _waves(counts, 1) == [["a"], ["b"], ["c"], ["d"], ["e"]]
+    assert _waves(counts, 2) == [["a", "b"], ["c"], ["d"], ["e"]]  # c + d would exceed the bound
+    assert _waves(counts, 8) == [["a", "b", "c"], ["d"], ["e"]]
+    assert [n for wave in _waves(counts, 3) for n in wave] == ["a", "b", "c", "d", "e"]  # order kept

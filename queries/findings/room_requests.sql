@@ -15,10 +15,12 @@ WITH named AS (
 ), rooms AS (
     SELECT node, room FROM node_rooms WHERE room IN (SELECT room FROM named)
     UNION SELECT receiver, room FROM transfer_landing WHERE room IN (SELECT room FROM named)
+), requests AS MATERIALIZED (  -- the gateway rows of those rooms, before their cohort lookup
+    SELECT * FROM gateway WHERE bootstrap_room IN (SELECT room FROM rooms)
 )
 SELECT r.node, r.room, g.request_id, g.account_id, coalesce(c.cohort, 'customer') AS cohort,
        coalesce(c.cohort_kind, 'customer') AS cohort_kind, g.status AS http_status, g.completion_tokens, g.ts
 FROM rooms r
-JOIN gateway g ON g.bootstrap_room = r.room
+JOIN requests g ON g.bootstrap_room = r.room
   AND (r.node IN (g.decode_node, g.prefill_node) OR (g.decode_node IS NULL AND g.prefill_node IS NULL))
 LEFT JOIN request_cohort c ON c.file_id = g.file_id AND c.row = g.row;
