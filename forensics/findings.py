@@ -13,8 +13,9 @@ from pathlib import Path
 import duckdb
 
 from forensics.db import run_query, timed
-from forensics.paths import load_query
 from forensics.outputs import write_csv
+from forensics.paths import load_query
+
 
 def node_rooms(con: duckdb.DuckDBPyConnection) -> None:
     """node_rooms (node, room, own): each node's rooms, one aggregate per node (queries/findings/node_rooms.sql)."""

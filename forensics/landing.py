@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 from numba import njit
 
+from forensics.parallel import side_by_side
 from forensics.streams import chunks, in_order, rising
 
 SCHEMA = pa.schema([("sender", pa.string()), ("xseq", pa.int64()), ("seq_max", pa.int64()), ("seq_min", pa.int64())])
@@ -32,20 +33,23 @@ CHUNK_EVENTS = 8_000_000
 
 
 def landing_seqs(con: duckdb.DuckDBPyConnection) -> None:
-    parts = []
-    receivers = [r[0] for r in con.execute("SELECT DISTINCT receiver FROM landing_bounds ORDER BY 1").fetchall()]
+    counts = con.execute("SELECT receiver, count(*) FROM landing_bounds GROUP BY 1 ORDER BY 1").fetchall()
     events = "SELECT epoch_us(ts) AS t, seq FROM page_events WHERE node = $node AND op <> 'transfer'"
-    for node in receivers:
-        x = _transfers(con, node)
-        table = None
+
+    def fetch(node: str) -> tuple[str, dict]:  # landing_bounds is a temp view: read on `con`
+        return node, _transfers(con, node)
+
+    def seqs(cur: duckdb.DuckDBPyConnection, job: tuple[str, dict]) -> pa.Table:
+        node, x = job
         for query in (events, events + " ORDER BY seq"):  # as stored (see forensics.streams), then sorted
-            table = _receiver_chunks(chunks(con, query, {"node": node}, (np.int64, np.int64), CHUNK_EVENTS), x)
+            table = _receiver_chunks(chunks(cur, query, {"node": node}, (np.int64, np.int64), CHUNK_EVENTS), x)
             if table is not None:
-                break
-        if table is None:  # stamps out of seq order: all of the node's events at once, sorted
-            ev = con.execute(events, {"node": node}).fetchnumpy()
-            table = _receiver(ev, x)
-        parts.append(table)
+                return table
+        ev = cur.execute(events, {"node": node}).fetchnumpy()  # stamps out of seq order: all at once, sorted
+        return _receiver(ev, x)
+
+    nodes = [node for node, _ in counts]
+    parts = list(side_by_side(con, nodes, seqs, prepare=fetch, weights=[n for _, n in counts]))
     table = pa.concat_tables(parts) if parts else SCHEMA.empty_table()
     con.register("landing_seqs_out", table)
     try:
@@ -228,21 +232,27 @@ def _node_hits(con: duckdb.DuckDBPyConnection, events: str, node: str, windows: 
 
 
 def window_hits(con: duckdb.DuckDBPyConnection) -> None:
-    parts = []
-    receivers = [r[0] for r in con.execute("SELECT DISTINCT receiver FROM transfer_landing ORDER BY 1").fetchall()]
+    counts = con.execute("SELECT receiver, count(*) FROM transfer_landing GROUP BY 1 ORDER BY 1").fetchall()
     events = """SELECT seq, start, "end" FROM page_events WHERE node = $node AND op <> 'transfer'"""
-    for node in receivers:
+
+    def fetch(node: str) -> tuple[str, pa.Table]:
         x = con.sql(
             f"""SELECT sender, xseq, seq_lo, seq_hi, start, "end" FROM transfer_landing
                 WHERE receiver = $node AND seq_hi - seq_lo <= {NARROW} ORDER BY seq_lo""",
             params={"node": node},
         ).to_arrow_table()
+        return node, x
+
+    def hits(cur: duckdb.DuckDBPyConnection, job: tuple[str, pa.Table]) -> pa.Table:
+        node, x = job
         lo, hi, xs, xe = (
             np.ascontiguousarray(x.column(c).to_numpy(), dtype=np.int64) for c in ("seq_lo", "seq_hi", "start", "end")
         )
+        hit = _node_hits(cur, events, node, (lo, hi, xs, xe))
+        return x.select(["sender", "xseq"]).filter(pa.array(hit))
 
-        hit = _node_hits(con, events, node, (lo, hi, xs, xe))
-        parts.append(x.select(["sender", "xseq"]).filter(pa.array(hit)))
+    nodes = [node for node, _ in counts]
+    parts = list(side_by_side(con, nodes, hits, prepare=fetch, weights=[n for _, n in counts]))
     schema = pa.schema([("sender", pa.string()), ("xseq", pa.int64())])
     table = pa.concat_tables([p.cast(schema) for p in parts]) if parts else schema.empty_table()
     con.register("window_hits_out", table)

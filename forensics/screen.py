@@ -32,7 +32,6 @@ the runs it covers. Adjacent runs with equal state are merged, which keeps the m
 from __future__ import annotations
 
 import tempfile
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import duckdb
@@ -42,6 +41,7 @@ import pyarrow.parquet as pq
 from numba import njit
 
 from forensics.db import scalar, timed
+from forensics.parallel import side_by_side
 from forensics.paths import sql_literal
 from forensics.streams import chunks, in_order, merge, rising
 
@@ -351,34 +351,23 @@ def screen_rooms(con: duckdb.DuckDBPyConnection) -> dict[str, bool]:
     screen_prov (node, k, s, e, w_k): what each flagged read found, w_k the key of the last write
     (NULL: never written). Returns, per node, whether its events were walked in stored order.
 
-    Nodes are walked side by side, as many at a time as DuckDB has threads (the compiled walk releases
-    the GIL; each node reads through its own cursor and spools what its reads found to Parquet files).
-    The results are stored node by node in name order, so the tables are the same however many ran."""
+    Nodes are walked side by side (forensics.parallel); each spools what its reads found to Parquet
+    files, stored node by node in name order."""
     with timed("ownership/screen"):
         con.execute("CREATE OR REPLACE TEMP TABLE room_scope (node VARCHAR, room BIGINT)")
         con.execute("CREATE OR REPLACE TEMP TABLE screen_prov (node VARCHAR, k BIGINT, s BIGINT, e BIGINT, w_k BIGINT)")
         nodes = [r[0] for r in con.execute("SELECT DISTINCT node FROM timeline ORDER BY node").fetchall()]
         # timeline is a view over page_events and timeline_xfer (timeline_view.sql) unless ranked
         as_view = bool(scalar(con, "SELECT count(*) FROM duckdb_views() WHERE view_name = 'timeline'"))
-        side_by_side = max(1, min(len(nodes), int(con.execute("SELECT current_setting('threads')").fetchall()[0][0])))
         with tempfile.TemporaryDirectory(prefix="kvf-screen-", dir=_spool_parent(con)) as spool:
 
-            cursors = [con.cursor() for _ in nodes]  # each node's own connection, made here
+            def walk(cur: duckdb.DuckDBPyConnection, i: int) -> tuple[np.ndarray, bool, list[str]]:
+                return _screen_node(cur, nodes[i], as_view, Path(spool) / f"node{i:05d}")
 
-            def task(i: int) -> tuple[np.ndarray, bool, list[str]]:
-                return _screen_node(cursors[i], nodes[i], as_view, Path(spool) / f"node{i:05d}")
-
-            try:
-                if side_by_side == 1:
-                    results = [task(i) for i in range(len(nodes))]
-                else:
-                    with ThreadPoolExecutor(max_workers=side_by_side) as pool:
-                        results = list(pool.map(task, range(len(nodes))))
-            finally:
-                for cur in cursors:
-                    cur.close()
             order = {}
-            for node, (flagged, stored_order, parts) in zip(nodes, results, strict=True):
+            for node, (flagged, stored_order, parts) in zip(
+                nodes, side_by_side(con, range(len(nodes)), walk), strict=True
+            ):
                 con.register("screen_rooms_out", pa.table({"room": flagged}))
                 try:
                     con.execute("INSERT INTO room_scope SELECT ?, room FROM screen_rooms_out", [node])

@@ -16,19 +16,17 @@ Reads: page_events, telemetry_nodes. Writes: transfer_links.
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-
 import duckdb
 import numpy as np
 import pyarrow as pa
 from numba import njit
 
 from forensics.db import scalar, timed
+from forensics.parallel import side_by_side
 from forensics.streams import chunks
 
 # receiver events per streamed chunk (memory stays bounded however many events a node has)
 CHUNK_EVENTS = 8_000_000
-SIDE_BY_SIDE_TRANSFERS = 20_000_000  # most transfers of receivers matched at once (see _waves)
 SORT_RECEIVERS = 16  # more nodes than this: the transfers are stored sorted by receiver
 NONE_HI = np.iinfo(np.int64).max  # no read found
 NONE_LO = np.iinfo(np.int64).min  # no alloc / free found
@@ -113,7 +111,7 @@ def link_receiver(con: duckdb.DuckDBPyConnection, node: str, x: pa.Table) -> pa.
 
 def transfer_links(con: duckdb.DuckDBPyConnection) -> None:
     """Create transfer_links: every transfer into a node with telemetry, with its room's alloc and read
-    on the receiver and whether it is ordinary. Receivers side by side, up to one per thread."""
+    on the receiver and whether it is ordinary. Receivers side by side (forensics.parallel)."""
     with timed("ownership/transfer_xfers"):
         # each receiver's transfers are read with WHERE receiver = ?: with many receivers, store them
         # sorted so that each read skips the others' row groups; with a few, a scan each is cheaper
@@ -131,53 +129,27 @@ def transfer_links(con: duckdb.DuckDBPyConnection) -> None:
            rseq BIGINT, rts TIMESTAMPTZ, ordinary BOOLEAN)"""
     )
     counts = con.execute("SELECT receiver, count(*) FROM xfers GROUP BY 1 ORDER BY 1").fetchall()
-    threads = int(con.execute("SELECT current_setting('threads')").fetchall()[0][0])
-    for wave in _waves(counts, threads):
-        # receivers side by side (the matching releases the GIL), each reading through its own cursor;
-        # stored in receiver order, so the table is the same however many ran at once
-        xs = [
-            con.sql(
-                'SELECT sender, receiver, xseq, xts, room, start, "end" FROM xfers WHERE receiver = $node',
-                params={"node": node},
-            ).to_arrow_table()
-            for node in wave
-        ]
-        cursors = [con.cursor() for _ in wave]
+
+    def fetch(node: str) -> tuple[str, pa.Table]:  # xfers is a temp table: read on `con`
+        x = con.sql(
+            'SELECT sender, receiver, xseq, xts, room, start, "end" FROM xfers WHERE receiver = $node',
+            params={"node": node},
+        ).to_arrow_table()
+        return node, x
+
+    def link(cur: duckdb.DuckDBPyConnection, job: tuple[str, pa.Table]) -> pa.Table:
+        return link_receiver(cur, *job)
+
+    nodes = [node for node, _ in counts]
+    for table in side_by_side(con, nodes, link, prepare=fetch, weights=[n for _, n in counts]):
+        con.register("transfer_links_out", table)
         try:
-            if len(wave) == 1:
-                tables = [link_receiver(cursors[0], wave[0], xs[0])]
-            else:
-                with ThreadPoolExecutor(max_workers=len(wave)) as pool:
-                    tables = list(pool.map(link_receiver, cursors, wave, xs))
+            con.execute(
+                """INSERT INTO transfer_links
+                   SELECT sender, receiver, xseq, xts, room, start, "end", aseq,
+                          make_timestamp(ats_us)::TIMESTAMPTZ, rseq, make_timestamp(rts_us)::TIMESTAMPTZ, ordinary
+                   FROM transfer_links_out"""
+            )
         finally:
-            for cur in cursors:
-                cur.close()
-        del xs
-        for table in tables:
-            con.register("transfer_links_out", table)
-            try:
-                con.execute(
-                    """INSERT INTO transfer_links
-                       SELECT sender, receiver, xseq, xts, room, start, "end", aseq,
-                              make_timestamp(ats_us)::TIMESTAMPTZ, rseq, make_timestamp(rts_us)::TIMESTAMPTZ, ordinary
-                       FROM transfer_links_out"""
-                )
-            finally:
-                con.unregister("transfer_links_out")
+            con.unregister("transfer_links_out")
     con.execute("DROP TABLE xfers")
-
-
-def _waves(counts: list[tuple[str, int]], threads: int) -> list[list[str]]:
-    """Receivers (in name order) grouped into waves run side by side: at most `threads` per wave and,
-    beyond the first of a wave, at most SIDE_BY_SIDE_TRANSFERS transfers in it (memory: a receiver's
-    arrays take about 100 bytes per transfer)."""
-    waves: list[list[str]] = []
-    held = 0
-    for node, n in counts:
-        if waves and len(waves[-1]) < threads and held + n <= SIDE_BY_SIDE_TRANSFERS:
-            waves[-1].append(node)
-            held += n
-        else:
-            waves.append([node])
-            held = n
-    return waves

@@ -9,7 +9,14 @@ import pytest
 from forensics.paths import load_query
 
 GOOD = dict(
-    parse_error=None, node="decode-0", seq=7, ts="2026-08-29T10:00:00Z", op="alloc", room=5, start=0, end=16,
+    parse_error=None,
+    node="decode-0",
+    seq=7,
+    ts="2026-08-29T10:00:00Z",
+    op="alloc",
+    room=5,
+    start=0,
+    end=16,
     peer=None,
 )
 VARIANTS = {

@@ -101,11 +101,39 @@ def test_links_match_the_definition_on_a_simulated_incident(tmp_path: Path) -> N
 
 
 def test_receivers_side_by_side_stay_within_the_thread_and_transfer_bounds() -> None:
-    from forensics.transfers import SIDE_BY_SIDE_TRANSFERS, _waves
+    from forensics.parallel import SIDE_BY_SIDE_WEIGHT, waves
 
-    big = SIDE_BY_SIDE_TRANSFERS
-    counts = [("a", 10), ("b", 20), ("c", 30), ("d", big), ("e", 5)]
-    assert _waves(counts, 1) == [["a"], ["b"], ["c"], ["d"], ["e"]]
-    assert _waves(counts, 2) == [["a", "b"], ["c"], ["d"], ["e"]]  # c + d would exceed the bound
-    assert _waves(counts, 8) == [["a", "b", "c"], ["d"], ["e"]]
-    assert [n for wave in _waves(counts, 3) for n in wave] == ["a", "b", "c", "d", "e"]  # order kept
+    big = SIDE_BY_SIDE_WEIGHT
+    weights = [10, 20, 30, big, 5]
+    assert waves(weights, 1) == [[0], [1], [2], [3], [4]]
+    assert waves(weights, 2) == [[0, 1], [2], [3], [4]]  # 2 and 3 together would exceed the bound
+    assert waves(weights, 8) == [[0, 1, 2], [3], [4]]
+    assert [i for wave in waves(weights, 3) for i in wave] == [0, 1, 2, 3, 4]  # order kept
+
+
+def test_side_by_side_returns_results_in_item_order_on_separate_cursors() -> None:
+    import threading
+
+    import duckdb
+
+    from forensics.parallel import side_by_side
+
+    con = duckdb.connect()
+    con.execute("SET threads = 2")
+    con.execute("CREATE TEMP TABLE hidden AS SELECT 1 AS v")  # temp: only `prepare` (on con) sees it
+    seen_threads: set[int] = set()
+    used: list[object] = []
+
+    def prepare(i: int) -> tuple[int, int]:
+        return i, con.execute("SELECT v FROM hidden").fetchall()[0][0]
+
+    def fn(cur: duckdb.DuckDBPyConnection, job: tuple[int, int]) -> int:
+        seen_threads.add(threading.get_ident())
+        used.append(cur)
+        i, v = job
+        return cur.execute("SELECT ? * 10 + ?", [i, v]).fetchall()[0][0]
+
+    got = list(side_by_side(con, list(range(7)), fn, prepare=prepare))
+    assert got == [i * 10 + 1 for i in range(7)]
+    assert all(cur is not con for cur in used)
+    assert len(seen_threads) >= 2  # waves of two ran in two threads
