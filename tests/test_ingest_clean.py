@@ -8,17 +8,8 @@ import pytest
 
 from forensics.paths import load_query
 
-GOOD = dict(
-    parse_error=None,
-    node="decode-0",
-    seq=7,
-    ts="2026-08-29T10:00:00Z",
-    op="alloc",
-    room=5,
-    start=0,
-    end=16,
-    peer=None,
-)
+COLUMNS = ("parse_error", "node", "seq", "ts", "op", "room", "start", "end", "peer")
+GOOD = dict(zip(COLUMNS, (None, "decode-0", 7, "2026-08-29T10:00:00Z", "alloc", 5, 0, 16, None), strict=True))
 VARIANTS = {
     "good": {},
     "good transfer": dict(op="transfer", peer="decode-1"),
@@ -51,7 +42,7 @@ def test_clean_screen_counts_every_row_validation_rejects(variant: str) -> None:
     )
     con.execute(
         "INSERT INTO pages_stage VALUES (1, ?, ?, ?, NULL, ?, NULL, ?, ?, NULL, ?, ?, ?, NULL)",
-        [row[c] for c in ("parse_error", "node", "seq", "ts", "op", "room", "start", "end", "peer")],
+        [row[c] for c in COLUMNS],
     )
     con.execute("CREATE TABLE rejected (file_id INTEGER, row BIGINT, reason VARCHAR)")
     con.execute("SET VARIABLE file_id = 1")
