@@ -3,7 +3,9 @@
 -- writer's own free of those slots before it (an abort), and the recipient's read.
 -- grain: request_id, node, seg, write pos; reads: report_prov, write_effects, timeline, room_requests; params: none
 CREATE OR REPLACE TEMP TABLE prov_foreign_rows AS
-WITH src AS (SELECT DISTINCT ON (room) room, request_id, account_id, cohort FROM room_requests ORDER BY room, request_id)
+WITH src AS (  -- the request of each writing room named here (as in prov_stale.sql)
+    SELECT DISTINCT ON (room) room, request_id, account_id, cohort FROM room_requests
+    WHERE room IN (SELECT room FROM write_effects) ORDER BY room, request_id)
 SELECT p.request_id, we.node, we.seg_start, we.seg_end, we.room AS source_room,
        s.request_id AS source_request_id, s.account_id AS source_account_id, s.cohort AS source_cohort,
        we.op AS write_op, w.sender AS write_sender, w.src AS write_src, we.ts AS write_ts, we.ts_hi AS write_ts_hi,

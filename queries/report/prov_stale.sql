@@ -17,7 +17,9 @@ WHERE (node, k) IN (SELECT node, k FROM prov_stale_reads UNION SELECT node, w_k 
    OR (op = 'free' AND (node, room) IN (SELECT node, w_room FROM prov_stale_reads));
 
 CREATE OR REPLACE TEMP TABLE prov_stale_rows AS
-WITH src AS (SELECT DISTINCT ON (room) room, request_id, account_id, cohort FROM room_requests ORDER BY room, request_id)
+WITH src AS (  -- the request of each source room named here (rooms map to requests per node: the first)
+    SELECT DISTINCT ON (room) room, request_id, account_id, cohort FROM room_requests
+    WHERE room IN (SELECT w_room FROM prov_stale_reads) ORDER BY room, request_id)
 SELECT rp.request_id, rp.node, rp.seg_start, rp.seg_end, rp.op AS read_op, rp.ts AS read_ts,
        rd.start AS read_start, rd."end" AS read_end, rp.w_room AS source_room,
        s.request_id AS source_request_id, s.account_id AS source_account_id, s.cohort AS source_cohort,
