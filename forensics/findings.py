@@ -18,11 +18,15 @@ from forensics.paths import load_query
 
 
 def node_rooms(con: duckdb.DuckDBPyConnection) -> None:
-    """node_rooms (node, room, own): each node's rooms, one aggregate per node (queries/findings/node_rooms.sql)."""
+    """node_rooms (node, room, own): each node's rooms, one aggregate per node (queries/findings/node_rooms.sql);
+    node_missing (node, file_id, row): the served requests routed to it that it logged nothing of its own
+    for (queries/findings/node_missing.sql)."""
     con.execute("CREATE OR REPLACE TABLE node_rooms (node VARCHAR, room BIGINT, own BOOLEAN)")
-    query = load_query("findings", "node_rooms")
+    con.execute("CREATE OR REPLACE TEMP TABLE node_missing (node VARCHAR, file_id INTEGER, row BIGINT)")
+    rooms, missing = load_query("findings", "node_rooms"), load_query("findings", "node_missing")
     for (node,) in con.execute("SELECT node FROM telemetry_nodes ORDER BY node").fetchall():
-        con.execute(query, {"node": node})
+        con.execute(rooms, {"node": node})
+        con.execute(missing, {"node": node})
 
 
 STEPS = (
