@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -43,6 +43,17 @@ def run_query(con: duckdb.DuckDBPyConnection, stage: str, name: str, **params: A
     con.execute(load_query(stage, name))
     if PROFILE:
         print(f"[profile] {stage}/{name} {time.perf_counter() - t0:.3f}s", file=sys.stderr)
+
+
+def run_steps(con: duckdb.DuckDBPyConnection, stage: str, steps: Sequence[str | Callable[[Any], None]]) -> None:
+    """Run a stage's steps in order: a name runs queries/<stage>/<name>.sql, a function gets `con`
+    (each timed under KVF_PROFILE)."""
+    for step in steps:
+        if isinstance(step, str):
+            run_query(con, stage, step)
+        else:
+            with timed(f"{stage}/{step.__name__}"):
+                step(con)
 
 
 # KVF_PROFILE=1 prints the wall time of every query file to stderr (for benchmarks, not for users).

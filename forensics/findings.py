@@ -12,7 +12,7 @@ from pathlib import Path
 
 import duckdb
 
-from forensics.db import run_query, timed
+from forensics.db import run_steps
 from forensics.outputs import write_csv
 from forensics.paths import load_query
 
@@ -64,12 +64,7 @@ OUTPUTS = {
 
 
 def compute_findings(con: duckdb.DuckDBPyConnection) -> None:
-    for step in STEPS:
-        if isinstance(step, str):
-            run_query(con, "findings", step)
-        else:
-            with timed(f"findings/{step.__name__}"):
-                step(con)
+    run_steps(con, "findings", STEPS)
 
 
 def write_findings(con: duckdb.DuckDBPyConnection, out: Path) -> dict[str, int]:

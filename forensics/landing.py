@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 from numba import njit
 
-from forensics.parallel import side_by_side
+from forensics.parallel import receivers, side_by_side
 from forensics.streams import chunks, in_order, rising
 
 SCHEMA = pa.schema([("sender", pa.string()), ("xseq", pa.int64()), ("seq_max", pa.int64()), ("seq_min", pa.int64())])
@@ -33,7 +33,7 @@ CHUNK_EVENTS = 8_000_000
 
 
 def landing_seqs(con: duckdb.DuckDBPyConnection) -> None:
-    counts = con.execute("SELECT receiver, count(*) FROM landing_bounds GROUP BY 1 ORDER BY 1").fetchall()
+    nodes, weights = receivers(con, "landing_bounds")
     events = "SELECT epoch_us(ts) AS t, seq FROM page_events WHERE node = $node AND op <> 'transfer'"
 
     def fetch(node: str) -> tuple[str, dict]:  # landing_bounds is a temp view: read on `con`
@@ -48,8 +48,7 @@ def landing_seqs(con: duckdb.DuckDBPyConnection) -> None:
         ev = cur.execute(events, {"node": node}).fetchnumpy()  # stamps out of seq order: all at once, sorted
         return _receiver(ev, x)
 
-    nodes = [node for node, _ in counts]
-    parts = list(side_by_side(con, nodes, seqs, prepare=fetch, weights=[n for _, n in counts]))
+    parts = list(side_by_side(con, nodes, seqs, prepare=fetch, weights=weights))
     table = pa.concat_tables(parts) if parts else SCHEMA.empty_table()
     con.register("landing_seqs_out", table)
     try:
@@ -232,7 +231,7 @@ def _node_hits(con: duckdb.DuckDBPyConnection, events: str, node: str, windows: 
 
 
 def window_hits(con: duckdb.DuckDBPyConnection) -> None:
-    counts = con.execute("SELECT receiver, count(*) FROM transfer_landing GROUP BY 1 ORDER BY 1").fetchall()
+    nodes, weights = receivers(con, "transfer_landing")
     events = """SELECT seq, start, "end" FROM page_events WHERE node = $node AND op <> 'transfer'"""
 
     def fetch(node: str) -> tuple[str, pa.Table]:
@@ -251,8 +250,7 @@ def window_hits(con: duckdb.DuckDBPyConnection) -> None:
         hit = _node_hits(cur, events, node, (lo, hi, xs, xe))
         return x.select(["sender", "xseq"]).filter(pa.array(hit))
 
-    nodes = [node for node, _ in counts]
-    parts = list(side_by_side(con, nodes, hits, prepare=fetch, weights=[n for _, n in counts]))
+    parts = list(side_by_side(con, nodes, hits, prepare=fetch, weights=weights))
     schema = pa.schema([("sender", pa.string()), ("xseq", pa.int64())])
     table = pa.concat_tables([p.cast(schema) for p in parts]) if parts else schema.empty_table()
     con.register("window_hits_out", table)

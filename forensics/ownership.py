@@ -22,7 +22,7 @@ from __future__ import annotations
 import duckdb
 import pyarrow as pa
 
-from forensics.db import run_query, timed
+from forensics.db import run_steps, timed
 from forensics.envelope import envelope
 from forensics.landing import landing_seqs, window_hits
 from forensics.nodework import Execution, run_nodes
@@ -51,12 +51,7 @@ ENVELOPE_CHUNK = 8_000_000
 
 def rebuild_ownership(con: duckdb.DuckDBPyConnection, execution: Execution | None = None) -> None:
     """Place transfers (needs every node), then the per-node work (forensics.nodework) for each node."""
-    for step in PLACEMENT:
-        if isinstance(step, str):
-            run_query(con, "ownership", step)
-        else:
-            with timed(f"ownership/{step.__name__}"):
-                step(con)
+    run_steps(con, "ownership", PLACEMENT)
     run_nodes(con, execution or Execution())
 
 

@@ -27,6 +27,13 @@ def duckdb_threads(con: duckdb.DuckDBPyConnection) -> int:
     return int(con.execute("SELECT current_setting('threads')").fetchall()[0][0])
 
 
+def receivers(con: duckdb.DuckDBPyConnection, relation: str) -> tuple[list[str], list[int]]:
+    """The receivers of `relation` (a table or view of transfers with a `receiver` column) in name
+    order, and how many transfers each has: the items and weights of side_by_side."""
+    counts = con.execute(f"SELECT receiver, count(*) FROM {relation} GROUP BY 1 ORDER BY 1").fetchall()
+    return [node for node, _ in counts], [n for _, n in counts]
+
+
 def waves(weights: Sequence[int], threads: int, bound: int = SIDE_BY_SIDE_WEIGHT) -> list[list[int]]:
     """Indices of the items (in order) grouped into waves run side by side: at most `threads` per
     wave and, beyond the first of a wave, at most `bound` weight in it."""

@@ -22,7 +22,7 @@ import pyarrow as pa
 from numba import njit
 
 from forensics.db import scalar, timed
-from forensics.parallel import side_by_side
+from forensics.parallel import receivers, side_by_side
 from forensics.streams import chunks
 
 # receiver events per streamed chunk (memory stays bounded however many events a node has)
@@ -128,7 +128,7 @@ def transfer_links(con: duckdb.DuckDBPyConnection) -> None:
            xts TIMESTAMPTZ, room BIGINT, start BIGINT, "end" BIGINT, aseq BIGINT, ats TIMESTAMPTZ,
            rseq BIGINT, rts TIMESTAMPTZ, ordinary BOOLEAN)"""
     )
-    counts = con.execute("SELECT receiver, count(*) FROM xfers GROUP BY 1 ORDER BY 1").fetchall()
+    nodes, weights = receivers(con, "xfers")
 
     def fetch(node: str) -> tuple[str, pa.Table]:  # xfers is a temp table: read on `con`
         x = con.sql(
@@ -140,8 +140,7 @@ def transfer_links(con: duckdb.DuckDBPyConnection) -> None:
     def link(cur: duckdb.DuckDBPyConnection, job: tuple[str, pa.Table]) -> pa.Table:
         return link_receiver(cur, *job)
 
-    nodes = [node for node, _ in counts]
-    for table in side_by_side(con, nodes, link, prepare=fetch, weights=[n for _, n in counts]):
+    for table in side_by_side(con, nodes, link, prepare=fetch, weights=weights):
         con.register("transfer_links_out", table)
         try:
             con.execute(
