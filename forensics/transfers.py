@@ -7,10 +7,12 @@ Per transfer, over the receiver's events of the same room whose slots overlap th
   rseq, rts  the first read or share (lowest seq) and its stamp;
   aseq, ats  the last alloc before rseq;
   ordinary   aseq exists and no free lies strictly between aseq and rseq.
-These are a minimum and two maxima, so the receiver's events can come in any order: two streamed
-passes (reads and shares, then allocs and frees), each event matched to the transfers of its room by
-a binary search over them, compiled with numba. This replaces three joins and per-transfer aggregates
-over every event, which ran out of memory at 1B events (90M transfers).
+These are a minimum and two maxima. One streamed pass over the receiver's events in seq order (as
+instrumentation stores them) finds them all; events in any other order take two passes (reads and
+shares, then allocs and frees). Each event finds the transfers of its room through a hash table of
+the rooms, compiled with numba: no sort of the events. This replaces three joins and per-transfer
+aggregates over every event, which ran out of memory at 1B events (90M transfers), and a sort of each
+chunk by room with a binary search per event (2.7x slower).
 Reads: page_events, telemetry_nodes. Writes: transfer_links.
 """
 
@@ -23,7 +25,7 @@ from numba import njit
 
 from forensics.db import scalar, timed
 from forensics.parallel import receivers, side_by_side
-from forensics.streams import chunks
+from forensics.streams import chunks, in_order, rising
 
 # receiver events per streamed chunk (memory stays bounded however many events a node has)
 CHUNK_EVENTS = 8_000_000
@@ -32,71 +34,134 @@ NONE_HI = np.iinfo(np.int64).max  # no read found
 NONE_LO = np.iinfo(np.int64).min  # no alloc / free found
 
 
+# a room's events on the receiver: reads and shares (the first counts), allocs and frees (before it)
+READ, ALLOC, FREE = 0, 1, 2
+_OPK = "CASE WHEN op IN ('read', 'share') THEN 0 WHEN op = 'alloc' THEN 1 ELSE 2 END"
+# per transfer, in group order: its slots, then what the receiver's events say about it
+XS, XE, RSEQ, RTS, ASEQ, ATS, FSEQ = range(7)
+
+
 @njit(cache=True, nogil=True)
-def _match(rooms, order, xs, xe, ev, eo, reads, rseq, rts, aseq, ats, fseq):  # pragma: no cover
-    """Match each event (ev: room, seq, t, start, end, is_free arrays; visited in the order eo, which
-    sorts them by room) to the transfers of its room whose slots it overlaps (rooms: the transfers'
-    rooms sorted; order: their indices). Events come sorted by room, so each search gallops forward
-    from the last one. reads: the events are reads and shares (keep the lowest seq per transfer),
-    else allocs and frees before that read (keep the highest seq of each)."""
-    ev_room, ev_seq, ev_t, ev_s, ev_e, ev_free = ev
-    n = rooms.size
-    at = 0  # first transfer whose room is not below the current event's
-    for k in range(eo.size):
-        i = eo[k]
-        r = ev_room[i]
-        if at < n and rooms[at] < r:
-            lo, step = at, 1  # rooms[lo] < r
-            while lo + step < n and rooms[lo + step] < r:
-                lo += step
-                step *= 2
-            at = lo + 1 + np.searchsorted(rooms[lo + 1 : min(lo + step, n)], r)
-        j = at
-        while j < n and rooms[j] == r:
-            t = order[j]
-            j += 1
-            if not (xs[t] < ev_e[i] and xe[t] > ev_s[i] and ev_seq[i] < rseq[t]):
+def _slot(table, room):  # pragma: no cover
+    """Where `room` is, or would go, in the open-addressing room table (rows: room, group or -1 when
+    free; a power of two of them, at most 3/4 used)."""
+    mask = table.shape[0] - 1
+    u = np.uint64(room) * np.uint64(0x9E3779B97F4A7C15)
+    h = np.int64(u ^ (u >> np.uint64(32))) & mask
+    while table[h, 1] >= 0 and table[h, 0] != room:
+        h = (h + 1) & mask
+    return h
+
+
+@njit(cache=True, nogil=True)
+def _group(room, xs, xe):  # pragma: no cover
+    """Group the transfers by room, groups numbered in order of first transfer (so the groups of
+    rooms active at the same time lie close together). Returns (room table, first row of each group
+    and one past the last, transfer -> row, rows: xs, xe and the link fields, unset)."""
+    m = room.size
+    size = 16
+    while 3 * size < 4 * m:  # at most 3/4 full
+        size *= 2
+    table = np.empty((size, 2), dtype=np.int64)
+    table[:, 1] = -1
+    of = np.empty(m, dtype=np.int64)
+    count = np.zeros(m + 1, dtype=np.int64)
+    groups = 0
+    for t in range(m):
+        h = _slot(table, room[t])
+        if table[h, 1] < 0:
+            table[h, 0] = room[t]
+            table[h, 1] = groups
+            groups += 1
+        of[t] = table[h, 1]
+        count[of[t] + 1] += 1
+    first = np.cumsum(count[: groups + 1])
+    fill = first[:groups].copy()
+    row = np.empty(m, dtype=np.int64)
+    rec = np.empty((m, 7), dtype=np.int64)
+    for t in range(m):
+        r = fill[of[t]]
+        fill[of[t]] += 1
+        row[t] = r
+        rec[r, XS] = xs[t]
+        rec[r, XE] = xe[t]
+    return table, first, row, rec
+
+
+@njit(cache=True, nogil=True)
+def _reset(rec):  # pragma: no cover
+    for r in range(rec.shape[0]):
+        rec[r, RSEQ] = NONE_HI
+        rec[r, RTS] = 0
+        rec[r, ASEQ] = NONE_LO
+        rec[r, ATS] = 0
+        rec[r, FSEQ] = NONE_LO
+
+
+@njit(cache=True, nogil=True)
+def _match(table, first, rec, ev_room, ev_seq, ev_t, ev_s, ev_e, ev_k):  # pragma: no cover
+    """Match each event (room, seq, stamp, slots, kind READ/ALLOC/FREE) to the transfers of its room
+    whose slots it overlaps, through the room table. A read keeps the lowest seq per transfer; an
+    alloc or free counts only below the read's seq and keeps the highest. So the events may come in
+    any order when every read comes before every alloc and free (two passes), or all together in
+    rising seq (one pass: a read's seq is then final for all later events, which lie above it)."""
+    for i in range(ev_room.size):
+        g = table[_slot(table, ev_room[i]), 1]
+        if g < 0:
+            continue
+        seq = ev_seq[i]
+        for r in range(first[g], first[g + 1]):
+            if not (rec[r, XS] < ev_e[i] and rec[r, XE] > ev_s[i] and seq < rec[r, RSEQ]):
                 continue
-            if reads:
-                rseq[t] = ev_seq[i]
-                rts[t] = ev_t[i]
-            elif ev_free[i]:
-                fseq[t] = max(fseq[t], ev_seq[i])
-            elif ev_seq[i] > aseq[t]:
-                aseq[t] = ev_seq[i]
-                ats[t] = ev_t[i]
+            k = ev_k[i]
+            if k == READ:
+                rec[r, RSEQ] = seq
+                rec[r, RTS] = ev_t[i]
+            elif k == FREE:
+                if seq > rec[r, FSEQ]:
+                    rec[r, FSEQ] = seq
+            elif seq > rec[r, ASEQ]:
+                rec[r, ASEQ] = seq
+                rec[r, ATS] = ev_t[i]
 
 
 def _stream(con: duckdb.DuckDBPyConnection, node: str, ops: tuple[str, ...]):
-    """The receiver's events of the given ops, in chunks, as (room, seq, t, start, end, is_free) arrays."""
+    """The receiver's events of the given ops as stored, in chunks: (room, seq, t, start, end, kind)."""
     return chunks(
         con,
-        f"""SELECT room, seq, epoch_us(ts) AS t, start, "end", op = 'free' AS is_free
+        f"""SELECT room, seq, epoch_us(ts) AS t, start, "end", ({_OPK})::TINYINT AS k
            FROM page_events WHERE node = $node AND op IN ({", ".join(f"'{o}'" for o in ops)})""",
         {"node": node},
-        (np.int64, np.int64, np.int64, np.int64, np.int64, np.bool_),
+        (np.int64, np.int64, np.int64, np.int64, np.int64, np.int8),
         CHUNK_EVENTS,
     )
 
 
 def link_receiver(con: duckdb.DuckDBPyConnection, node: str, x: pa.Table) -> pa.Table:
-    """transfer_links rows for the transfers `x` into `node` (columns as in xfers, plus the links)."""
-    room = x.column("room").to_numpy()
+    """transfer_links rows for the transfers `x` into `node` (columns as in xfers, plus the links).
+    One pass over the receiver's events when their seqs rise as stored (forensics.streams), else two:
+    reads and shares, then allocs and frees, in any order."""
+    room = np.ascontiguousarray(x.column("room").to_numpy(), dtype=np.int64)
     xs = np.ascontiguousarray(x.column("start").to_numpy(), dtype=np.int64)
     xe = np.ascontiguousarray(x.column("end").to_numpy(), dtype=np.int64)
-    order = np.argsort(room, kind="stable")
-    rooms = np.ascontiguousarray(room[order], dtype=np.int64)
-    m = room.size
-    rseq = np.full(m, NONE_HI, dtype=np.int64)
-    rts = np.zeros(m, dtype=np.int64)
-    aseq = np.full(m, NONE_LO, dtype=np.int64)
-    ats = np.zeros(m, dtype=np.int64)
-    fseq = np.full(m, NONE_LO, dtype=np.int64)
-    if m:  # reads first: the allocs and frees that count are those before the first read
-        for reads, ops in ((True, ("read", "share")), (False, ("alloc", "free"))):
-            for ev in _stream(con, node, ops):
-                eo = np.argsort(ev[0])  # any order within a room: the kernel keeps minima and maxima
-                _match(rooms, order, xs, xe, tuple(ev), eo, reads, rseq, rts, aseq, ats, fseq)
+    table, first, row, rec = _group(room, xs, xe)
+
+    def walk(streams) -> None:
+        _reset(rec)
+        for stream in streams:
+            for ev in stream:
+                _match(table, first, rec, *ev)
+
+    if room.size:
+        in_order(
+            walk,
+            lambda: [rising(_stream(con, node, ("read", "share", "alloc", "free")), key=1)],
+            lambda: [_stream(con, node, ("read", "share")), _stream(con, node, ("alloc", "free"))],
+        )
+    else:
+        _reset(rec)
+    got = rec[row]
+    rseq, rts, aseq, ats, fseq = (got[:, c] for c in (RSEQ, RTS, ASEQ, ATS, FSEQ))
     read = rseq != NONE_HI
     alloc = read & (aseq != NONE_LO)  # an alloc counts only before a read
     ordinary = alloc & ~(fseq > aseq)

@@ -45,7 +45,7 @@ FROM x LEFT JOIN r USING (sender, xseq) LEFT JOIN a USING (sender, xseq) LEFT JO
 ALL = "SELECT * FROM {} ORDER BY sender, xseq"
 
 
-def random_events(con: duckdb.DuckDBPyConnection, seed: int) -> None:
+def random_events(con: duckdb.DuckDBPyConnection, seed: int, stored: str = "random()") -> None:
     rng = np.random.default_rng(seed)
     n = 3000
     ops = np.array(["alloc", "free", "read", "share", "write", "transfer"])
@@ -57,7 +57,8 @@ def random_events(con: duckdb.DuckDBPyConnection, seed: int) -> None:
            SELECT unnest($node) AS node, unnest($seq) AS seq,
                   TIMESTAMPTZ '2026-01-01 00:00:00+00' + to_microseconds(unnest($us)) AS ts, unnest($op) AS op,
                   unnest($room) AS room, unnest($start) AS start, unnest($end) AS "end", unnest($peer) AS peer)
-           ORDER BY random()""",
+           ORDER BY """
+        + stored,
         {
             "node": node.tolist(),
             "seq": rng.permutation(n).tolist(),  # unique per node: unique overall
@@ -72,10 +73,14 @@ def random_events(con: duckdb.DuckDBPyConnection, seed: int) -> None:
     con.execute("CREATE TABLE telemetry_nodes AS SELECT DISTINCT node FROM page_events")
 
 
-@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("seed", range(8))
 def test_links_match_the_definition_on_random_events(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
     con = connect(":memory:")
-    random_events(con, seed)
+    in_seq = seed >= 6  # stored in seq order: one pass over each receiver's events, else two
+    random_events(con, seed, "seq" if in_seq else "random()")
+    passes: list[tuple[str, ...]] = []
+    stream = transfers._stream
+    monkeypatch.setattr(transfers, "_stream", lambda c, n, ops: passes.append(ops) or stream(c, n, ops))
     if seed % 2:  # small chunks: each pass sees the events in many pieces
         monkeypatch.setattr(transfers, "CHUNK_EVENTS", 97)
     if seed % 3 == 2:  # transfers stored sorted by receiver (as with many nodes)
@@ -89,6 +94,29 @@ def test_links_match_the_definition_on_random_events(seed: int, monkeypatch: pyt
                   count(*) FILTER (WHERE rseq IS NULL) FROM transfer_links"""
     ).fetchone()
     assert all(k > 0 for k in kinds), kinds  # every kind of outcome occurs
+    assert (("read", "share") in passes) != in_seq, passes
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_room_table_finds_every_room_and_only_those(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    m = int(rng.integers(1, 5000))
+    pool = rng.integers(np.iinfo(np.int64).min, np.iinfo(np.int64).max, m // 3 + 1, dtype=np.int64)
+    pool[0] = np.iinfo(np.int64).min  # the extremes and zero are rooms like any other
+    pool[-1] = 0
+    room = rng.choice(pool, m)
+    xs = rng.integers(0, 100, m)
+    table, first, row, rec = transfers._group(room, xs, xs + 1)
+    groups = {}
+    for t in range(m):
+        groups.setdefault(int(room[t]), []).append(t)
+    assert len(first) == len(groups) + 1
+    for g, (r, members) in enumerate(groups.items()):  # groups numbered in order of first transfer
+        assert table[transfers._slot(table, r), 1] == g
+        assert sorted(row[members]) == list(range(first[g], first[g + 1]))
+        assert (rec[row[members], transfers.XS] == xs[members]).all()
+    absent = np.setdiff1d(rng.integers(-(2**62), 2**62, 2000, dtype=np.int64), room)
+    assert all(table[transfers._slot(table, int(r)), 1] < 0 for r in absent)
 
 
 def test_links_match_the_definition_on_a_simulated_incident(tmp_path: Path) -> None:
