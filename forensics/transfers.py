@@ -18,6 +18,9 @@ Reads: page_events, telemetry_nodes. Writes: transfer_links.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from itertools import chain
+
 import duckdb
 import numpy as np
 import pyarrow as pa
@@ -146,17 +149,16 @@ def link_receiver(con: duckdb.DuckDBPyConnection, node: str, x: pa.Table) -> pa.
     xe = np.ascontiguousarray(x.column("end").to_numpy(), dtype=np.int64)
     table, first, row, rec = _group(room, xs, xe)
 
-    def walk(streams) -> None:
+    def walk(events: Iterator[list[np.ndarray]]) -> None:
         _reset(rec)
-        for stream in streams:
-            for ev in stream:
-                _match(table, first, rec, *ev)
+        for ev in events:
+            _match(table, first, rec, *ev)
 
     if room.size:
         in_order(
             walk,
-            lambda: [rising(_stream(con, node, ("read", "share", "alloc", "free")), key=1)],
-            lambda: [_stream(con, node, ("read", "share")), _stream(con, node, ("alloc", "free"))],
+            lambda: rising(_stream(con, node, ("read", "share", "alloc", "free")), key=1),
+            lambda: chain(_stream(con, node, ("read", "share")), _stream(con, node, ("alloc", "free"))),
         )
     else:
         _reset(rec)
