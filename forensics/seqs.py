@@ -1,6 +1,6 @@
 """Per-node seq checks without a hash aggregate or a window over every event: each node's seq column
 is fetched once (in storage order, which is seq order when the files were written as instrumentation
-writes them) and checked in numpy; only when it is out of order is it sorted (a stable sort, fast on
+writes them) and checked in one compiled pass; only when it is out of order is it sorted (a stable sort, fast on
 nearly sorted input).
 
 - any_duplicate_seq: does any node log one seq twice? Only then does the exact SQL that names every
@@ -18,25 +18,45 @@ from collections.abc import Iterator
 import duckdb
 import numpy as np
 import pyarrow as pa
+from numba import njit
 
 from forensics.db import scalar
 
 
-def _node_seqs(con: duckdb.DuckDBPyConnection) -> Iterator[tuple[str, np.ndarray]]:
+@njit(cache=True)
+def _scan(seq: np.ndarray) -> tuple[bool, bool, np.ndarray]:  # pragma: no cover
+    """One pass: (strictly rising, some seq repeats its predecessor, positions i where
+    seq[i + 1] - seq[i] > 1). The last two mean what they say only on sorted seqs."""
+    rising = True
+    repeat = False
+    at = []
+    for i in range(seq.size - 1):
+        d = seq[i + 1] - seq[i]
+        if d <= 0:
+            rising = False
+            repeat = repeat or d == 0
+        elif d > 1:
+            at.append(i)
+    return rising, repeat, np.array(at, dtype=np.int64)
+
+
+def _node_seqs(con: duckdb.DuckDBPyConnection) -> Iterator[tuple[str, np.ndarray, bool, np.ndarray]]:
+    """Per node: its seqs sorted, whether one repeats, and where they jump (see _scan)."""
     nodes = [r[0] for r in con.execute("SELECT DISTINCT node FROM page_events ORDER BY node").fetchall()]
     for node in nodes:
         seq = con.execute("SELECT seq FROM page_events WHERE node = ?", [node]).fetchnumpy()["seq"]
         seq = np.ascontiguousarray(seq, dtype=np.int64)
-        if seq.size > 1 and not bool(np.all(seq[1:] > seq[:-1])):
+        rising, repeat, at = _scan(seq)
+        if not rising:
             seq = np.sort(seq, kind="stable")
-        yield node, seq
+            _, repeat, at = _scan(seq)
+        yield node, seq, repeat, at
 
 
 SCHEMA = pa.schema([("node", pa.string()), ("prev_seq", pa.int64()), ("next_seq", pa.int64())])
 
 
-def _jumps(node: str, seq: np.ndarray) -> pa.Table:
-    at = np.flatnonzero(seq[1:] - seq[:-1] > 1)
+def _jumps(node: str, seq: np.ndarray, at: np.ndarray) -> pa.Table:
     return pa.table(
         {"node": pa.array([node] * at.size, type=pa.string()), "prev_seq": seq[at], "next_seq": seq[at + 1]}
     )
@@ -53,10 +73,10 @@ def _store(con: duckdb.DuckDBPyConnection, table: str, parts: list[pa.Table]) ->
 
 def any_duplicate_seq(con: duckdb.DuckDBPyConnection) -> bool:
     parts = []
-    for node, seq in _node_seqs(con):
-        if seq.size > 1 and bool(np.any(seq[1:] == seq[:-1])):
+    for node, seq, repeat, at in _node_seqs(con):
+        if repeat:
             return True
-        parts.append(_jumps(node, seq))
+        parts.append(_jumps(node, seq, at))
     _store(con, "seq_jumps_ingest", parts)
     return False
 
@@ -79,4 +99,4 @@ def seq_jumps(con: duckdb.DuckDBPyConnection) -> None:
     (unless ingest already did, from the same events: keep_ingest_jumps)."""
     if _exists(con, "seq_jumps"):
         return
-    _store(con, "seq_jumps", [_jumps(node, seq) for node, seq in _node_seqs(con)])
+    _store(con, "seq_jumps", [_jumps(node, seq, at) for node, seq, _, at in _node_seqs(con)])

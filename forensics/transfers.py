@@ -162,18 +162,41 @@ def link_receiver(con: duckdb.DuckDBPyConnection, node: str, x: pa.Table) -> pa.
         )
     else:
         _reset(rec)
-    got = rec[row]
-    rseq, rts, aseq, ats, fseq = (got[:, c] for c in (RSEQ, RTS, ASEQ, ATS, FSEQ))
-    read = rseq != NONE_HI
-    alloc = read & (aseq != NONE_LO)  # an alloc counts only before a read
-    ordinary = alloc & ~(fseq > aseq)
+    aseq, ats, rseq, rts, no_alloc, no_read, ordinary = _links(rec, row)
+    stamp = pa.timestamp("us", tz="UTC")
     return (
-        x.append_column("aseq", pa.array(aseq, mask=~alloc))
-        .append_column("ats_us", pa.array(ats, mask=~alloc))
-        .append_column("rseq", pa.array(rseq, mask=~read))
-        .append_column("rts_us", pa.array(rts, mask=~read))
+        x.append_column("aseq", pa.array(aseq, mask=no_alloc))
+        .append_column("ats", pa.array(ats, type=stamp, mask=no_alloc))
+        .append_column("rseq", pa.array(rseq, mask=no_read))
+        .append_column("rts", pa.array(rts, type=stamp, mask=no_read))
         .append_column("ordinary", pa.array(ordinary))
     )
+
+
+@njit(cache=True, nogil=True)
+def _links(rec, row):  # pragma: no cover
+    """Each transfer's links in its own order: aseq, ats, rseq, rts, whether there is no alloc, no
+    read, and whether it is ordinary (an alloc counts only before a read; no free in between)."""
+    m = row.size
+    aseq = np.empty(m, dtype=np.int64)
+    ats = np.empty(m, dtype=np.int64)
+    rseq = np.empty(m, dtype=np.int64)
+    rts = np.empty(m, dtype=np.int64)
+    no_alloc = np.empty(m, dtype=np.bool_)
+    no_read = np.empty(m, dtype=np.bool_)
+    ordinary = np.empty(m, dtype=np.bool_)
+    for t in range(m):
+        r = row[t]
+        read = rec[r, RSEQ] != NONE_HI
+        alloc = read and rec[r, ASEQ] != NONE_LO
+        aseq[t] = rec[r, ASEQ]
+        ats[t] = rec[r, ATS]
+        rseq[t] = rec[r, RSEQ]
+        rts[t] = rec[r, RTS]
+        no_alloc[t] = not alloc
+        no_read[t] = not read
+        ordinary[t] = alloc and not rec[r, FSEQ] > rec[r, ASEQ]
+    return aseq, ats, rseq, rts, no_alloc, no_read, ordinary
 
 
 def transfer_links(con: duckdb.DuckDBPyConnection) -> None:
@@ -212,8 +235,7 @@ def transfer_links(con: duckdb.DuckDBPyConnection) -> None:
         try:
             con.execute(
                 """INSERT INTO transfer_links
-                   SELECT sender, receiver, xseq, xts, room, start, "end", aseq,
-                          make_timestamp(ats_us)::TIMESTAMPTZ, rseq, make_timestamp(rts_us)::TIMESTAMPTZ, ordinary
+                   SELECT sender, receiver, xseq, xts, room, start, "end", aseq, ats, rseq, rts, ordinary
                    FROM transfer_links_out"""
             )
         finally:

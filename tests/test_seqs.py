@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 from analysis import Findings
 
@@ -35,3 +36,21 @@ def test_jumps_from_ingest_are_the_jumps_of_the_final_events(
     kept = run.rows("SELECT * FROM seq_gaps ORDER BY ALL")
     assert (len(kept) > 0) == (gap_events > 0)
     assert gaps_again(run) == kept
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_seq_scan_matches_numpy(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    seq = np.cumsum(rng.choice([0, 1, 1, 1, 2, 5], 5000)).astype(np.int64)  # repeats and jumps
+    if seed % 2:
+        seq = seq[rng.permutation(seq.size)]
+    rising, repeat, at = seqs._scan(seq)
+    d = np.diff(seq)
+    assert rising == bool(np.all(d > 0))
+    if rising or seed % 2 == 0:  # sorted input: repeats and jumps are exact
+        assert repeat == bool(np.any(d == 0))
+        assert at.tolist() == np.flatnonzero(d > 1).tolist()
+    srt = np.sort(seq)
+    _, repeat, at = seqs._scan(srt)
+    assert repeat == bool(np.any(np.diff(srt) == 0)) and at.tolist() == np.flatnonzero(np.diff(srt) > 1).tolist()
+    assert seqs._scan(np.arange(3, dtype=np.int64))[:2] == (True, False)
