@@ -22,7 +22,7 @@ from __future__ import annotations
 import duckdb
 import pyarrow as pa
 
-from forensics.db import run_query, run_steps, scalar, timed
+from forensics.db import run_steps, timed
 from forensics.envelope import envelope
 from forensics.landing import landing_seqs, window_hits
 from forensics.nodework import Execution, run_nodes
@@ -30,22 +30,8 @@ from forensics.seqs import seq_jumps
 from forensics.transfers import transfer_links
 
 # query files (queries/ownership/<name>.sql) and numpy steps, in order
-
-
-def telemetry_nodes(con: duckdb.DuckDBPyConnection) -> None:
-    """telemetry_nodes: from ingest's per-file figures when page_events kept every staged row of every
-    page file (queries/ownership/telemetry_nodes_files.sql), else from the events (telemetry_nodes.sql)."""
-    kept_all = scalar(
-        con,
-        """SELECT count(*) FILTER (WHERE error IS NOT NULL OR rows_rejected > 0 OR rows_outside_window > 0) = 0
-                  AND coalesce(sum(rows_loaded), 0) = (SELECT coalesce(sum(events), 0) FROM page_file_stats)
-           FROM files WHERE source = 'pages' AND skipped IS NULL""",
-    )
-    run_query(con, "ownership", "telemetry_nodes_files" if kept_all else "telemetry_nodes")
-
-
 PLACEMENT = (
-    telemetry_nodes,
+    "telemetry_nodes",
     seq_jumps,
     "seq_gaps",
     "node_index",

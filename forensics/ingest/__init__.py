@@ -12,7 +12,7 @@ from pathlib import Path
 import duckdb
 
 from forensics.bundle import BundleConfig, InputFile, Window, discover, load_bundle_config
-from forensics.db import connect, run_query, scalar
+from forensics.db import connect, run_query
 from forensics.errors import InputError
 from forensics.ingest.engine import EngineRows, parse_log, parse_requests_jsonl, store
 from forensics.ingest.gateway import define_gateway, load_gateway_file
@@ -66,13 +66,7 @@ def _reject_impossible_events(con: duckdb.DuckDBPyConnection, parquet: InPlace) 
         'duplicate event: (node ' || node || ', seq ' || seq || ') already read at file ' || first_file ||
         ' row ' || first_row FROM page_dups""")
     define_page_events(con, parquet)
-    if scalar(con, "SELECT coalesce(sum(beyond), 0) FROM page_file_stats"):  # the screen saw some (or false alarms)
-        run_query(con, "ingest", "page_events_beyond_pool")
-    else:
-        con.execute(
-            """CREATE OR REPLACE TEMP TABLE page_beyond (file_id INTEGER, row BIGINT, node VARCHAR, seq BIGINT,
-               start BIGINT, "end" BIGINT, pool_slots BIGINT)"""
-        )
+    run_query(con, "ingest", "page_events_beyond_pool")
     con.execute("""INSERT INTO rejected SELECT file_id, row,
         'slots [' || start || ', ' || "end" || ') lie beyond the pool of node ' || node || ' (' || pool_slots ||
         ' slots by its startup log)' FROM page_beyond""")
@@ -109,18 +103,18 @@ def ingest_into(
     engine_rows = EngineRows()
     parquet = InPlace()
     gateway_files = InPlace()
-    readable = [f for f in files if not (f.error or f.skipped)]
-    for f in readable:  # engine logs first: the page files' screen checks slots against their pools
-        if f.source == "engine_log":
-            parse_log(f, config.log_timezone, engine_rows)
-        elif f.source == "engine_requests":
-            parse_requests_jsonl(f, config.log_timezone, engine_rows)
-    store(con, engine_rows)
-    for f in readable:
+    for f in files:
+        if f.error or f.skipped:
+            continue
         if f.source == "gateway":
             load_gateway_file(con, f, gateway_files)
         elif f.source == "pages":
             load_page_file(con, f, parquet)
+        elif f.source == "engine_log":
+            parse_log(f, config.log_timezone, engine_rows)
+        elif f.source == "engine_requests":
+            parse_requests_jsonl(f, config.log_timezone, engine_rows)
+    store(con, engine_rows)
     define_gateway(con, gateway_files)
     define_page_events(con, parquet)
     by_id = {f.file_id: f for f in files}

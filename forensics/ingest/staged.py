@@ -68,11 +68,11 @@ def validate_staged(
     """Run queries/ingest/<query>.sql over `stage` (bad rows into `rejected`), then `keep` if given (copies
     the good rows into `target`; its parameter is the file id), count the rows on `f`, and run `drop`
     (removes the staging objects). error: how a read failure is named in `f.error`. clean: a query
-    (queries/ingest/<clean>.sql, parameter file_id) counting the rows that might be bad, by a cheaper
-    test that never misses one: when it counts none, the validation query is skipped."""
+    (queries/ingest/<clean>.sql) counting the rows that might be bad, by a cheaper test that never
+    misses one: when it counts none, the validation query is skipped."""
     before = scalar(con, "SELECT count(*) FROM rejected WHERE file_id = ?", [f.file_id])
     try:
-        if clean is None or _suspect(con, clean, f.file_id):
+        if clean is None or _suspect(con, clean):
             run_query(con, "ingest", query, file_id=f.file_id)
         if keep:
             con.execute(keep, [f.file_id])
@@ -90,9 +90,7 @@ def validate_staged(
     con.execute(drop)
 
 
-def _suspect(con: duckdb.DuckDBPyConnection, clean: str, file_id: int) -> int:
-    """Rows queries/ingest/<clean>.sql counts as possibly bad (see validate_staged); its last
-    statement gives the count."""
+def _suspect(con: duckdb.DuckDBPyConnection, clean: str) -> int:
+    """Rows queries/ingest/<clean>.sql counts as possibly bad (see validate_staged)."""
     with timed(f"ingest/{clean}"):
-        con.execute("SET VARIABLE file_id = ?", [file_id])
         return int(scalar(con, load_query("ingest", clean)))

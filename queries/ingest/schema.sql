@@ -7,10 +7,6 @@ CREATE TABLE IF NOT EXISTS files (
 -- The historical replay window (--since/--until; NULL = open end): one row.
 CREATE TABLE IF NOT EXISTS replay_window (since TIMESTAMPTZ, "until" TIMESTAMPTZ);
 CREATE TABLE IF NOT EXISTS rejected (file_id INTEGER, row BIGINT, reason VARCHAR);
--- Per page-event file and node, from the one screening pass over its staged rows (page_events_clean.sql).
-CREATE TABLE IF NOT EXISTS page_file_stats (
-    file_id INTEGER, node VARCHAR, suspect BIGINT, beyond BIGINT, first_seq BIGINT, last_seq BIGINT, events BIGINT,
-    first_ts TIMESTAMPTZ, last_ts TIMESTAMPTZ, own_first_seq BIGINT, own_last_seq BIGINT);
 -- page_events is a view (forensics.ingest.pages.define_page_events): these rows from text files, and the
 -- valid rows of each Parquet file read where it lies.
 CREATE TABLE IF NOT EXISTS page_events_text (
