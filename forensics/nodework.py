@@ -257,6 +257,11 @@ def _load_outputs(con: duckdb.DuckDBPyConnection, outputs: list[tuple[str, Path]
                 JOIN task_dirs d USING (dir) JOIN node_index x ON x.node = d.node"""
         )
     con.execute("DROP TABLE task_dirs")
+    # the transfers that landed (odd positions), under the name the in-process run gives them
+    con.execute(
+        """CREATE OR REPLACE VIEW timeline_xfer AS SELECT node, pos, sub, op, room, start, "end", ts, ts_hi, src,
+           sender, xseq, ambiguous FROM timeline WHERE pos % 2 = 1"""
+    )
 
 
 def run_nodes(con: duckdb.DuckDBPyConnection, execution: Execution) -> None:

@@ -100,12 +100,13 @@ def _replay_rooms(con: duckdb.DuckDBPyConnection, holders_only: bool, screened: 
     """Node by node, and within a node by room buckets of at most CHUNK_EVENTS events: rooms are
     independent, so memory stays bounded (and one chunk's buffers are reused for the next)."""
     con.execute("DROP TABLE IF EXISTS room_state_new")
-    if holders_only:
-        source = "(SELECT * FROM timeline WHERE (node, room) IN (SELECT node, holder FROM room_injected))"
-    elif screened:
-        source = "(SELECT * FROM timeline WHERE (node, room) IN (SELECT node, room FROM room_scope))"
-    else:
-        source = "timeline"
+    source = "timeline"
+    if holders_only or screened:  # a few rooms: their events read once (one pass over the timeline), not per query
+        rooms = "SELECT node, holder FROM room_injected" if holders_only else "SELECT node, room FROM room_scope"
+        con.execute(
+            f"CREATE OR REPLACE TEMP TABLE replay_source AS SELECT * FROM timeline WHERE (node, room) IN ({rooms})"
+        )
+        source = "replay_source"
     chunks = con.execute(
         f"""SELECT x.node, greatest(1, ceil(coalesce(count(t.k), 0) / ?))::BIGINT AS parts
             FROM node_index x LEFT JOIN {source} t USING (node) GROUP BY x.node ORDER BY x.node""",
@@ -127,6 +128,7 @@ def _replay_rooms(con: duckdb.DuckDBPyConnection, holders_only: bool, screened: 
             finally:
                 con.unregister("replay_out")
             del out
+    con.execute("DROP TABLE IF EXISTS replay_source")
 
 
 def _replay_chunk(con: duckdb.DuckDBPyConnection, source: str) -> pa.Table:
