@@ -12,13 +12,14 @@ from pathlib import Path
 import duckdb
 
 from forensics.bundle import BundleConfig, InputFile, Window, discover, load_bundle_config
-from forensics.db import connect, run_query
+from forensics.db import connect, run_query, timed
 from forensics.errors import InputError
 from forensics.ingest.engine import EngineRows, parse_log, parse_requests_jsonl, store
 from forensics.ingest.gateway import define_gateway, load_gateway_file
 from forensics.ingest.pages import define_page_events, load_page_file
 from forensics.ingest.staged import InPlace
 from forensics.outputs import make_private, private_files, write_json
+from forensics.paths import load_query
 from forensics.seqs import any_duplicate_seq, keep_ingest_jumps
 
 
@@ -66,7 +67,7 @@ def _reject_impossible_events(con: duckdb.DuckDBPyConnection, parquet: InPlace) 
         'duplicate event: (node ' || node || ', seq ' || seq || ') already read at file ' || first_file ||
         ' row ' || first_row FROM page_dups""")
     define_page_events(con, parquet)
-    run_query(con, "ingest", "page_events_beyond_pool")
+    _beyond_pool(con)
     con.execute("""INSERT INTO rejected SELECT file_id, row,
         'slots [' || start || ', ' || "end" || ') lie beyond the pool of node ' || node || ' (' || pool_slots ||
         ' slots by its startup log)' FROM page_beyond""")
@@ -76,6 +77,23 @@ def _reject_impossible_events(con: duckdb.DuckDBPyConnection, parquet: InPlace) 
         moved += con.execute(f"SELECT file_id, count(*) FROM {table} GROUP BY 1 ORDER BY 1").fetchall()
         con.execute(f"DROP TABLE {table}")
     return moved
+
+
+def _beyond_pool(con: duckdb.DuckDBPyConnection) -> None:
+    """page_beyond: the events whose slots lie beyond their pool, one query per node with a known pool
+    (queries/ingest/page_events_beyond_pool.sql)."""
+    con.execute(
+        """CREATE OR REPLACE TEMP TABLE page_beyond (file_id INTEGER, row BIGINT, node VARCHAR, seq BIGINT,
+           start BIGINT, "end" BIGINT, pool_slots BIGINT)"""
+    )
+    pools = con.execute(
+        """SELECT node, (pool_tokens // page_size + 1) * page_size FROM node_config
+           WHERE pool_tokens IS NOT NULL AND page_size IS NOT NULL ORDER BY node"""
+    ).fetchall()
+    query = load_query("ingest", "page_events_beyond_pool")
+    with timed("ingest/page_events_beyond_pool"):
+        for node, pool_slots in pools:
+            con.execute(query, {"node": node, "pool_slots": pool_slots})
 
 
 def _apply_window(

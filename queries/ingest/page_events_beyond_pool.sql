@@ -1,11 +1,9 @@
--- Events whose slots lie beyond the node's KV pool (as its startup log states it) cannot be real.
--- A transfer's slots are in its peer's pool, every other event's in its own node's.
--- grain: one row per such event; reads: page_events, node_config; params: none
-CREATE OR REPLACE TEMP TABLE page_beyond AS
-WITH pools AS (
-    SELECT node, (pool_tokens // page_size + 1) * page_size AS pool_slots
-    FROM node_config WHERE pool_tokens IS NOT NULL AND page_size IS NOT NULL
-)
-SELECT p.file_id, p.row, p.node, p.seq, p.start, p."end", c.pool_slots
-FROM page_events p
-JOIN pools c ON c.node = CASE WHEN p.op = 'transfer' THEN p.peer ELSE p.node END AND p."end" > c.pool_slots;
+-- Valid page events whose slots lie beyond the pool of the node they are in (the receiver's, for a
+-- transfer), by that node's startup log: impossible, so rejected. Run once per node with a known pool
+-- ($node, $pool_slots: constants, so that row groups whose highest slot is within the pool are
+-- skipped unread), into page_beyond (created empty by forensics.ingest).
+-- grain: one row per such event; reads: page_events, node_config; params: $node, $pool_slots
+INSERT INTO page_beyond
+SELECT file_id, row, node, seq, start, "end", $pool_slots
+FROM page_events
+WHERE "end" > $pool_slots AND CASE WHEN op = 'transfer' THEN peer ELSE node END = $node;
