@@ -21,7 +21,8 @@ def node_rooms(con: duckdb.DuckDBPyConnection) -> None:
     """node_rooms (node, room, own): each node's rooms, one aggregate per node (queries/findings/node_rooms.sql);
     node_missing (node, file_id, row): the served requests routed to it that it logged nothing of its own
     for (queries/findings/node_missing.sql)."""
-    con.execute("CREATE OR REPLACE TABLE node_rooms (node VARCHAR, room BIGINT, own BOOLEAN)")
+    # temp: a lookup for the next two steps (derived from page_events; 18M rows at 100M events)
+    con.execute("CREATE OR REPLACE TEMP TABLE node_rooms (node VARCHAR, room BIGINT, own BOOLEAN)")
     con.execute("CREATE OR REPLACE TEMP TABLE node_missing (node VARCHAR, file_id INTEGER, row BIGINT)")
     rooms, missing = load_query("findings", "node_rooms"), load_query("findings", "node_missing")
     for (node,) in con.execute("SELECT node FROM telemetry_nodes ORDER BY node").fetchall():

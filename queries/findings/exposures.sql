@@ -2,13 +2,19 @@
 -- slots = distinct KV token slots of the recipient that held the source's data while it attended them.
 -- grain: recipient, source, node, kind; reads: exposure_segments, room_requests; params: none
 CREATE OR REPLACE TABLE exposures AS
+WITH e AS (  -- per (node, recipient room, source room, kind) first, on integer keys: the join and the
+             -- group by request ids below then see one row per pair instead of one per range
+    SELECT node, recipient_room, source_room, kind, sum(seg_end - seg_start) AS slots, bool_or(certain) AS certain,
+           min(first_ts) AS first_ts
+    FROM exposure_segments GROUP BY node, recipient_room, source_room, kind
+)
 SELECT coalesce(rr.request_id, '') AS recipient_request_id, coalesce(sr.request_id, '') AS source_request_id,
        rr.account_id AS recipient_account_id, sr.account_id AS source_account_id, e.node, e.kind,
-       sum(e.seg_end - e.seg_start)::BIGINT AS slots,
+       sum(e.slots)::BIGINT AS slots,
        CASE WHEN bool_or(e.certain) THEN 'confirmed' ELSE 'indeterminate' END AS status,
        min(e.first_ts) AS first_exposed_at,
        e.recipient_room, e.source_room, rr.cohort AS recipient_cohort, sr.cohort AS source_cohort
-FROM exposure_segments e
+FROM e
 LEFT JOIN room_requests rr ON rr.node = e.node AND rr.room = e.recipient_room
 LEFT JOIN (SELECT DISTINCT ON (room) room, request_id, account_id, cohort FROM room_requests ORDER BY room, request_id) sr
        ON sr.room = e.source_room
