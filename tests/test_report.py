@@ -206,3 +206,16 @@ def test_renders_in_headless_chromium(example_out: Path, tmp_path: Path) -> None
     assert re.search(r'id="headline-customer">1<', dom.stdout)
     assert "<svg" in dom.stdout and "Uncaught" not in dom.stderr and "Refused to" not in dom.stderr
     print(f"screenshot: {shot}")
+
+
+def test_md_escape_fast_path_equals_the_full_escape() -> None:
+    import random
+
+    from forensics.report.render import MD_SPECIAL, md_escape
+
+    rng = random.Random(1)
+    chars = "ab_-#>*[]|\\`<\r\n x1"
+    for _ in range(5000):
+        text = "".join(rng.choice(chars) for _ in range(rng.randint(0, 8)))
+        full = MD_SPECIAL.sub(lambda m: "\\" + m.group(0), text.replace("<", "&lt;"))
+        assert md_escape(text) == full.replace("\r", " ").replace("\n", " "), text

@@ -19,6 +19,7 @@ from forensics.paths import TEMPLATES
 from forensics.report.charts import timeline_svg
 
 MD_SPECIAL = re.compile(r"[\\`*\[\]|]|^[#>]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
+MD_ANY = re.compile(r"[\\`*\[\]|#>_<\r\n]")  # none of these: the text needs no escaping (most cells)
 
 
 class Raw(str):
@@ -29,6 +30,8 @@ def md_escape(value: Any) -> str:
     if isinstance(value, Raw):
         return value
     text = "" if value is None else str(value)
+    if not MD_ANY.search(text):
+        return text
     text = text.replace("<", "&lt;")  # no raw HTML: markdown renderers pass tags through
     text = MD_SPECIAL.sub(lambda m: "\\" + m.group(0), text)
     return text.replace("\r", " ").replace("\n", " ")
