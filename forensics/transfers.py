@@ -147,23 +147,25 @@ def link_receiver(con: duckdb.DuckDBPyConnection, node: str, x: pa.Table) -> pa.
     room = np.ascontiguousarray(x.column("room").to_numpy(), dtype=np.int64)
     xs = np.ascontiguousarray(x.column("start").to_numpy(), dtype=np.int64)
     xe = np.ascontiguousarray(x.column("end").to_numpy(), dtype=np.int64)
-    table, first, row, rec = _group(room, xs, xe)
+    grouped = list(_group(room, xs, xe))  # room table, group starts, transfer -> record, records
+    del room, xs, xe
 
     def walk(events: Iterator[list[np.ndarray]]) -> None:
+        table, first, _, rec = grouped
         _reset(rec)
         for ev in events:
             _match(table, first, rec, *ev)
 
-    if room.size:
+    if x.num_rows:
         in_order(
             walk,
             lambda: rising(_stream(con, node, ("read", "share", "alloc", "free")), key=1),
             lambda: chain(_stream(con, node, ("read", "share")), _stream(con, node, ("alloc", "free"))),
         )
     else:
-        _reset(rec)
-    aseq, ats, rseq, rts, no_alloc, no_read, ordinary = _links(rec, row)
-    del table, first, row, rec, room, xs, xe  # over 100 bytes per transfer: freed before the Arrow columns
+        _reset(grouped[3])
+    aseq, ats, rseq, rts, no_alloc, no_read, ordinary = _links(grouped[3], grouped[2])
+    grouped.clear()  # over 100 bytes per transfer: freed before the Arrow columns are built
     stamp = pa.timestamp("us", tz="UTC")
     return (
         x.append_column("aseq", pa.array(aseq, mask=no_alloc))
