@@ -58,8 +58,9 @@ def side_by_side(
 ) -> Iterator[R]:
     """fn(cursor, prepare(item)) for every item, up to DuckDB's thread count at a time (bounded by
     `weights`, see waves), each call on a cursor of its own; results yielded in item order, a wave at
-    a time (store each before the next wave runs, and memory holds one wave). `prepare` runs in the
-    caller's thread on `con` (it can read the caller's temp tables, which cursors do not see)."""
+    a time, and not kept once handed over (store each and drop it before the next wave runs: memory then
+    holds one wave). `prepare` runs in the caller's thread on `con` (it can read the caller's temp
+    tables, which cursors do not see)."""
     threads = max(1, duckdb_threads(con))
     for group in waves(weights if weights is not None else [0] * len(items), threads):
         inputs = [prepare(items[i]) if prepare else items[i] for i in group]
@@ -74,4 +75,5 @@ def side_by_side(
             for cur in cursors:
                 cur.close()
         del inputs
-        yield from results
+        while results:  # handed over one by one: a wave's results are not held while the next one runs
+            yield results.pop(0)

@@ -243,4 +243,5 @@ def transfer_links(con: duckdb.DuckDBPyConnection) -> None:
             )
         finally:
             con.unregister("transfer_links_out")
+        del table  # not held while the next receiver is linked (45M transfers each at 1B events)
     con.execute("DROP TABLE xfers")

@@ -165,3 +165,28 @@ def test_side_by_side_returns_results_in_item_order_on_separate_cursors() -> Non
     assert got == [i * 10 + 1 for i in range(7)]
     assert all(cur is not con for cur in used)
     assert len(seen_threads) >= 2  # waves of two ran in two threads
+
+
+def test_side_by_side_holds_no_result_while_the_next_wave_runs() -> None:
+    import weakref
+
+    import duckdb
+
+    from forensics.parallel import side_by_side
+
+    class Result:
+        pass
+
+    con = duckdb.connect()
+    con.execute("SET threads = 1")  # one item per wave
+    refs: list[weakref.ref] = []
+    alive: list[bool] = []
+
+    def fn(cur: duckdb.DuckDBPyConnection, i: int) -> Result:
+        alive.append(any(r() is not None for r in refs))
+        return Result()
+
+    for item in side_by_side(con, list(range(3)), fn):
+        refs.append(weakref.ref(item))
+        del item  # stored: the caller lets go (as transfer_links does)
+    assert alive == [False, False, False]
