@@ -39,7 +39,7 @@ NONE_LO = np.iinfo(np.int64).min  # no alloc / free found
 
 # a room's events on the receiver: reads and shares (the first counts), allocs and frees (before it)
 READ, ALLOC, FREE = 0, 1, 2
-_OPK = "CASE WHEN op IN ('read', 'share') THEN 0 WHEN op = 'alloc' THEN 1 ELSE 2 END"
+_OPK = f"CASE WHEN op IN ('read', 'share') THEN {READ} WHEN op = 'alloc' THEN {ALLOC} ELSE {FREE} END"
 # per transfer, in group order: its slots, then what the receiver's events say about it
 XS, XE, RSEQ, RTS, ASEQ, ATS, FSEQ = range(7)
 
@@ -57,10 +57,20 @@ def _slot(table, room):  # pragma: no cover
 
 
 @njit(cache=True, nogil=True)
+def _reset(rec):  # pragma: no cover
+    for r in range(rec.shape[0]):
+        rec[r, RSEQ] = NONE_HI
+        rec[r, RTS] = 0
+        rec[r, ASEQ] = NONE_LO
+        rec[r, ATS] = 0
+        rec[r, FSEQ] = NONE_LO
+
+
+@njit(cache=True, nogil=True)
 def _group(room, xs, xe):  # pragma: no cover
     """Group the transfers by room, groups numbered in order of first transfer (so the groups of
     rooms active at the same time lie close together). Returns (room table, first row of each group
-    and one past the last, transfer -> row, rows: xs, xe and the link fields, unset)."""
+    and one past the last, transfer -> row, rows: xs, xe and the link fields, as _reset sets them)."""
     m = room.size
     size = 16
     while 3 * size < 4 * m:  # at most 3/4 full
@@ -88,17 +98,8 @@ def _group(room, xs, xe):  # pragma: no cover
         row[t] = r
         rec[r, XS] = xs[t]
         rec[r, XE] = xe[t]
+    _reset(rec)
     return table, first, row, rec
-
-
-@njit(cache=True, nogil=True)
-def _reset(rec):  # pragma: no cover
-    for r in range(rec.shape[0]):
-        rec[r, RSEQ] = NONE_HI
-        rec[r, RTS] = 0
-        rec[r, ASEQ] = NONE_LO
-        rec[r, ATS] = 0
-        rec[r, FSEQ] = NONE_LO
 
 
 @njit(cache=True, nogil=True)
@@ -152,7 +153,7 @@ def link_receiver(con: duckdb.DuckDBPyConnection, node: str, x: pa.Table) -> pa.
 
     def walk(events: Iterator[list[np.ndarray]]) -> None:
         table, first, _, rec = grouped
-        _reset(rec)
+        _reset(rec)  # afresh: the stored order may break part way (forensics.streams.in_order)
         for ev in events:
             _match(table, first, rec, *ev)
 
@@ -162,8 +163,6 @@ def link_receiver(con: duckdb.DuckDBPyConnection, node: str, x: pa.Table) -> pa.
             lambda: rising(_stream(con, node, ("read", "share", "alloc", "free")), key=1),
             lambda: chain(_stream(con, node, ("read", "share")), _stream(con, node, ("alloc", "free"))),
         )
-    else:
-        _reset(grouped[3])
     aseq, ats, rseq, rts, no_alloc, no_read, ordinary = _links(grouped[3], grouped[2])
     grouped.clear()  # over 100 bytes per transfer: freed before the Arrow columns are built
     stamp = pa.timestamp("us", tz="UTC")
