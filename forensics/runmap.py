@@ -12,8 +12,13 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from forensics.prefetch import prefetch
+
 # op codes of the walk (timeline op names in this order)
 OPS = ("alloc", "free", "write", "xfer", "read", "share")
+
+# events ahead whose records the walk prefetches
+AHEAD = 8
 
 # columns of RunMap.rec
 HOLD_K, HOLD_ROOM, WROTE_K, WROTE_ROOM, SHARED = 0, 1, 2, 3, 4
@@ -152,37 +157,56 @@ class RunMap:
 @njit(cache=True, nogil=True)
 def screen_chunk(
     state: tuple,
-    k: np.ndarray,
-    opc: np.ndarray,
-    room: np.ndarray,
-    start: np.ndarray,
-    end: np.ndarray,
+    own: tuple,
     i0: int,
+    side: tuple,
+    j0: int,
     flagged: np.ndarray,
     prov: np.ndarray,
-) -> tuple[int, int, int]:
-    """Walk events i0.. of a chunk (timeline order) over the run map; returns (next event, rooms
-    written to `flagged`, rows written to `prov`). It stops early, before an event, when the buffers
-    may not hold that event's output (at most slots + 1 entries each): drain them and call again.
+) -> tuple[int, int, int, int]:
+    """Walk events own[i0:] and side[j0:] of a chunk, merged by key (each a tuple of arrays k, opc,
+    room, start, end, rising in k; no key in both), over the run map; returns (next own event, next
+    side event, rooms written to `flagged`, rows written to `prov`). It stops early, before an event,
+    when the buffers may not hold that event's output (at most slots + 1 entries each): drain them
+    and call again. The side events (transfers landed in this node) are merged here, as they are
+    walked: interleaving them into fresh arrays first cost more than the walk of them.
 
     flagged: rooms the detailed replay must cover (with repeats). prov (rows of k, s, e, w_k): for
     every flagged read or share, its range split into maximal runs of one last write (w_k, -1 where
     nothing was ever written): the content it found."""
     words, summary, rec = state
+    k, opc, room, start, end = own
+    sk, sopc, sroom, sstart, send = side
     slots = rec.shape[0] - 1
     nf = 0
     npv = 0
     n = k.shape[0]
+    m = sk.shape[0]
     i = i0
-    while i < n:
+    j = j0
+    while i < n or j < m:
         if flagged.shape[0] - nf < slots + 2 or prov.shape[0] - npv < slots + 2:
             break
-        op = opc[i]
-        a = start[i]
-        b = end[i]
-        r = room[i]
-        ki = k[i]
-        i += 1
+        if i + AHEAD < n:  # the records the event AHEAD on will touch first (see forensics.prefetch)
+            prefetch(rec, start[i + AHEAD])
+            prefetch(rec, end[i + AHEAD])
+        if j < m and (i >= n or sk[j] < k[i]):
+            if j + AHEAD < m:
+                prefetch(rec, sstart[j + AHEAD])
+                prefetch(rec, send[j + AHEAD])
+            op = sopc[j]
+            a = sstart[j]
+            b = send[j]
+            r = sroom[j]
+            ki = sk[j]
+            j += 1
+        else:
+            op = opc[i]
+            a = start[i]
+            b = end[i]
+            r = room[i]
+            ki = k[i]
+            i += 1
         if op < 0 or a < 0 or b > slots:
             flagged[nf] = r  # not something this pass models: replay the room
             nf += 1
@@ -274,7 +298,7 @@ def screen_chunk(
         if me:
             flagged[nf] = r
             nf += 1
-    return i, nf, npv
+    return i, j, nf, npv
 
 
 def screen_events(
@@ -285,20 +309,26 @@ def screen_events(
     end: np.ndarray,
     runmap: RunMap,
     buffer: int = 1 << 20,
+    side: tuple | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Walk one chunk of a node's events (timeline order) on `runmap`, which carries over to the next
-    chunk. Returns (flagged rooms, unique; provenance rows k, s, e, w_k)."""
+    chunk, merged with `side` (arrays k, opc, room, start, end of more events in key order, whose keys
+    lie between the chunk's; see forensics.streams.alongside). Returns (flagged rooms, unique;
+    provenance rows k, s, e, w_k)."""
     state = runmap.state()
+    own = (k, opc, room, start, end)
+    if side is None:
+        side = tuple(c[:0] for c in own)
     size = max(buffer, runmap.slots + 2)
     flagged = np.empty(size, dtype=np.int64)
     prov = np.empty((size, 4), dtype=np.int64)
     rooms: list[np.ndarray] = []
     rows: list[np.ndarray] = []
-    i = 0
+    i = j = 0
     while True:
-        i, nf, npv = screen_chunk(state, k, opc, room, start, end, i, flagged, prov)
+        i, j, nf, npv = screen_chunk(state, own, i, side, j, flagged, prov)
         rooms.append(np.unique(flagged[:nf]))
         rows.append(prov[:npv].copy())
-        if i >= k.shape[0]:
+        if i >= k.shape[0] and j >= side[0].shape[0]:
             break
     return np.unique(np.concatenate(rooms)), np.concatenate(rows)

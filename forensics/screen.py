@@ -42,7 +42,7 @@ from forensics.db import scalar, timed
 from forensics.parallel import side_by_side
 from forensics.paths import sql_literal
 from forensics.runmap import OPS, RunMap, screen_events
-from forensics.streams import chunks, in_order, merge, rising
+from forensics.streams import alongside, chunks, in_order, rising
 
 _OPC = "CASE op " + " ".join(f"WHEN '{o}' THEN {i}" for i, o in enumerate(OPS)) + " ELSE -1 END"
 
@@ -62,13 +62,15 @@ def screen_rooms(con: duckdb.DuckDBPyConnection) -> dict[str, bool]:
     with timed("ownership/screen"):
         con.execute("CREATE OR REPLACE TEMP TABLE room_scope (node VARCHAR, room BIGINT)")
         con.execute("CREATE OR REPLACE TEMP TABLE screen_prov (node VARCHAR, k BIGINT, s BIGINT, e BIGINT, w_k BIGINT)")
-        nodes = [r[0] for r in con.execute("SELECT DISTINCT node FROM timeline ORDER BY node").fetchall()]
+        # the nodes of the timeline and the highest slot end of each (1 + it: the run map's size)
+        sizes = con.execute("SELECT node, coalesce(max_end, 0) + 1 FROM timeline_keys ORDER BY node").fetchall()
+        nodes = [node for node, _ in sizes]
         # timeline is a view over page_events and timeline_xfer (timeline_view.sql) unless ranked
         as_view = bool(scalar(con, "SELECT count(*) FROM duckdb_views() WHERE view_name = 'timeline'"))
         with tempfile.TemporaryDirectory(prefix="kvf-screen-", dir=_spool_parent(con)) as spool:
 
             def walk(cur: duckdb.DuckDBPyConnection, i: int) -> tuple[np.ndarray, bool, list[str]]:
-                return _screen_node(cur, nodes[i], as_view, Path(spool) / f"node{i:05d}")
+                return _screen_node(cur, nodes[i], int(sizes[i][1]), as_view, Path(spool) / f"node{i:05d}")
 
             order = {}
             for node, (flagged, stored_order, parts) in zip(
@@ -100,7 +102,7 @@ def _spool_parent(con: duckdb.DuckDBPyConnection) -> str | None:
 
 
 def _screen_node(
-    con: duckdb.DuckDBPyConnection, node: str, as_view: bool, spool: Path
+    con: duckdb.DuckDBPyConnection, node: str, slots: int, as_view: bool, spool: Path
 ) -> tuple[np.ndarray, bool, list[str]]:
     """Walk the node's timeline in event order, CHUNK_EVENTS at a time: its own events as stored merged
     with the transfers that landed in it when the stored order rises (forensics.streams), else one
@@ -108,7 +110,6 @@ def _screen_node(
     files under `spool` holding the provenance rows k, s, e, w_k in walk order). `con`: a connection
     of this node's own (nodes may be walked in parallel threads)."""
     spool.mkdir(parents=True, exist_ok=True)
-    slots = 1 + scalar(con, 'SELECT coalesce(max("end"), 0) FROM timeline WHERE node = ?', [node])
     params = {"node": node}
     parts: list[str] = []
 
@@ -126,18 +127,19 @@ def _screen_node(
                 FROM timeline_xfer WHERE node = $node ORDER BY k""",
             params,
         ).fetchnumpy()
-        return merge(
+        return alongside(
             rising(own), [np.ascontiguousarray(landed[c], dtype=t) for c, t in zip(landed, COLUMN_TYPES, strict=True)]
         )
 
     def ordered():
-        return chunks(
+        stream = chunks(
             con,
             f"""SELECT k, ({_OPC})::TINYINT AS opc, room, start, "end" FROM timeline WHERE node = $node ORDER BY k""",
             params,
             COLUMN_TYPES,
             CHUNK_EVENTS,
         )
+        return ((chunk, None) for chunk in stream)  # every event in one sorted read: nothing alongside
 
     def store(pending: list[np.ndarray]) -> None:
         prov = np.concatenate(pending)
@@ -149,11 +151,12 @@ def _screen_node(
         for path in parts:  # a restarted walk
             Path(path).unlink()
         parts.clear()
-        runmap = RunMap(int(slots))
+        runmap = RunMap(slots)
         rooms: list[np.ndarray] = []
         pending: list[np.ndarray] = []  # provenance rows, spooled a few million at a time
-        for k, opc, room, start, end in stream:
-            flagged, prov = screen_events(k, opc, room, start, end, runmap)
+        for (k, opc, room, start, end), landed in stream:
+            side = None if landed is None else tuple(landed)
+            flagged, prov = screen_events(k, opc, room, start, end, runmap, side=side)
             rooms.append(flagged)
             if len(prov):
                 pending.append(prov)

@@ -16,7 +16,6 @@ from typing import TypeVar
 import duckdb
 import numpy as np
 import pyarrow as pa
-from numba import njit
 
 T = TypeVar("T")
 Chunk = list[np.ndarray]
@@ -54,45 +53,19 @@ def rising(stream: Iterator[Chunk], key: int = 0) -> Iterator[Chunk]:
         yield chunk
 
 
-def merge(stream: Iterator[Chunk], other: Chunk, key: int = 0) -> Iterator[Chunk]:
-    """Merge a stream of chunks rising in `key` with `other` (columns of the same types, sorted by key,
-    no key in common): each chunk takes the rows of `other` up to its last key, the rest come last."""
+def alongside(stream: Iterator[Chunk], other: Chunk, key: int = 0) -> Iterator[tuple[Chunk, Chunk]]:
+    """Pair a stream of chunks rising in `key` with the rows of `other` (columns of the same types,
+    sorted by key, no key in common) that belong among them: each chunk comes with the rows of
+    `other` up to its last key; the rest come last, with an empty chunk. Merging each pair by key
+    (the walk does it as it goes) gives the sorted union, without copying either side."""
     ok = other[key]
     taken = 0
     for chunk in stream:
         upto = int(np.searchsorted(ok, chunk[key][-1], side="right")) if chunk[key].size else taken
-        if upto > taken:
-            chunk = _interleave(chunk, [c[taken:upto] for c in other], key)
-            taken = upto
-        yield chunk
+        yield chunk, [c[taken:upto] for c in other]
+        taken = max(taken, upto)
     if taken < ok.size:
-        yield [c[taken:] for c in other]
-
-
-def _interleave(a: Chunk, b: Chunk, key: int) -> Chunk:
-    n = a[key].size + b[key].size
-    at_b = np.searchsorted(a[key], b[key]) + np.arange(b[key].size)  # where b's rows go (rising)
-    out = []
-    for ca, cb in zip(a, b, strict=True):
-        c = np.empty(n, dtype=ca.dtype)
-        _fill(c, ca, cb, at_b)
-        out.append(c)
-    return out
-
-
-@njit(cache=True, nogil=True)
-def _fill(out: np.ndarray, a: np.ndarray, b: np.ndarray, at_b: np.ndarray) -> None:  # pragma: no cover
-    """out[at_b] = b and the other positions of out = a, in order (one pass; masks cost five)."""
-    j = 0
-    ia = 0
-    nb = at_b.size
-    for i in range(out.size):
-        if j < nb and at_b[j] == i:
-            out[i] = b[j]
-            j += 1
-        else:
-            out[i] = a[ia]
-            ia += 1
+        yield [c[:0] for c in other], [c[taken:] for c in other]
 
 
 def in_order(

@@ -114,13 +114,17 @@ def test_run_map_walk_matches_the_slot_model(seed: int) -> None:
         )
         slots = int(end.max())
     want, want_prov = slot_model(opc, room, start, end)
-    # the walk in chunks (the run map carries over) with small buffers (it stops and resumes)
+    # the walk in chunks (the run map carries over) with small buffers (it stops and resumes); some
+    # of each chunk's events come as a side stream (as landed transfers do), merged by key in the walk
     runmap = RunMap(slots + 1)
     k = np.arange(len(opc), dtype=np.int64)
     cuts = sorted({0, len(opc), *rng.integers(0, len(opc) + 1, 3).tolist()})
+    side = rng.random(len(opc)) < [0.0, 0.3, 0.9][seed % 4 % 3]
     rooms, prov = [], []
     for lo, hi in zip(cuts[:-1], cuts[1:], strict=True):
-        f, p = screen_events(k[lo:hi], opc[lo:hi], room[lo:hi], start[lo:hi], end[lo:hi], runmap, buffer=1)
+        cols = [c[lo:hi] for c in (k, opc, room, start, end)]
+        own = [c[~side[lo:hi]] for c in cols]
+        f, p = screen_events(*own, runmap, buffer=1, side=tuple(c[side[lo:hi]] for c in cols))
         rooms.append(f)
         prov.append(p)
     got = np.unique(np.concatenate(rooms))

@@ -1,4 +1,4 @@
-"""forensics.streams: stored order checked chunk by chunk, merged with a sorted side stream, and the
+"""forensics.streams: stored order checked chunk by chunk, paired with the rows of a sorted side stream, and the
 sorted read taken from scratch when the stored order breaks; the screen uses the stored order on
 simulated bundles (written in seq order) and falls back on shuffled ones with the same answer."""
 
@@ -14,7 +14,7 @@ from analysis import Findings
 
 from forensics.screen import screen_rooms
 from forensics.simulate import build_config, simulate
-from forensics.streams import OutOfOrder, in_order, merge, rising
+from forensics.streams import OutOfOrder, alongside, in_order, rising
 
 
 def split(cols: list[np.ndarray], cuts: list[int]) -> list[list[np.ndarray]]:
@@ -23,7 +23,7 @@ def split(cols: list[np.ndarray], cuts: list[int]) -> list[list[np.ndarray]]:
 
 
 @pytest.mark.parametrize("seed", range(8))
-def test_merge_gives_the_sorted_union_in_any_chunking(seed: int) -> None:
+def test_alongside_pairs_each_chunk_with_the_side_rows_among_its_keys(seed: int) -> None:
     rng = np.random.default_rng(seed)
     keys = rng.choice(10_000, size=900, replace=False)
     side = rng.random(900) < [0.1, 0.5, 0.0, 0.95][seed % 4]
@@ -31,10 +31,15 @@ def test_merge_gives_the_sorted_union_in_any_chunking(seed: int) -> None:
     other = np.sort(keys[side])
     cuts = sorted(rng.choice(max(own.size, 1), size=rng.integers(0, 6), replace=True).tolist())
     stream = split([own, own * 3], cuts)
-    out = list(merge(rising(iter(stream)), [other, other * 3]))
-    got = np.concatenate([c[0] for c in out]) if out else np.empty(0)
-    assert got.tolist() == sorted(keys.tolist())
-    assert np.concatenate([c[1] for c in out]).tolist() == (got * 3).tolist()  # rows stay whole
+    pairs = list(alongside(rising(iter(stream)), [other, other * 3]))
+    merged = [np.sort(np.concatenate([chunk[0], part[0]])) for chunk, part in pairs]
+    got = np.concatenate(merged) if merged else np.empty(0)
+    assert got.tolist() == sorted(keys.tolist())  # pair by pair, in order: the sorted union
+    for chunk, part in pairs:
+        assert (part[1] == part[0] * 3).all() and (chunk[1] == chunk[0] * 3).all()  # rows stay whole
+        if chunk[0].size:  # the side rows of a chunk lie below its last key
+            assert (part[0] < chunk[0][-1]).all()
+    assert sum(part[0].size for _, part in pairs) == other.size
 
 
 def test_rising_stops_at_the_first_key_out_of_order() -> None:

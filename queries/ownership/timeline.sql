@@ -7,7 +7,7 @@
 -- one pos + 1) + sub orders a node's events as (pos, sub) does, and stays below 2^40 - 1 (the open end
 -- of a holding) for any realistic seq span (`fits`). forensics.nodework makes `timeline` a view over
 -- page_events and timeline_xfer when every node fits (timeline_view.sql), else a table with a dense
--- rank (timeline_ranked.sql).
+-- rank (timeline_ranked.sql). max_end: the highest slot end of the node's timeline.
 CREATE OR REPLACE TABLE timeline_xfer AS
 SELECT receiver AS node, seq_lo * 2 + 1 AS pos,
        row_number() OVER (PARTITION BY receiver, seq_lo ORDER BY xts, sender, xseq) AS sub,
@@ -16,11 +16,12 @@ FROM transfer_landing;
 
 CREATE OR REPLACE TABLE timeline_keys AS
 WITH spans AS (
-    SELECT node, own_first_seq * 2 AS lo_pos, own_last_seq * 2 AS hi_pos, 0 AS max_sub FROM telemetry_nodes
-    WHERE own_first_seq IS NOT NULL
+    SELECT node, own_first_seq * 2 AS lo_pos, own_last_seq * 2 AS hi_pos, 0 AS max_sub, own_max_end AS max_end
+    FROM telemetry_nodes WHERE own_first_seq IS NOT NULL
     UNION ALL
-    SELECT node, min(pos), max(pos), max(sub) FROM timeline_xfer GROUP BY node
+    SELECT node, min(pos), max(pos), max(sub), max("end") FROM timeline_xfer GROUP BY node
 )
 SELECT s.node, any_value(x.base) AS base, min(s.lo_pos) AS lo_pos, max(s.max_sub) + 1 AS s,
-       ((max(s.hi_pos) - min(s.lo_pos) + 1)::HUGEINT * (max(s.max_sub) + 1) + 1) < 1099511627775 AS fits
+       ((max(s.hi_pos) - min(s.lo_pos) + 1)::HUGEINT * (max(s.max_sub) + 1) + 1) < 1099511627775 AS fits,
+       max(s.max_end) AS max_end
 FROM spans s JOIN node_index x USING (node) GROUP BY s.node;
