@@ -110,11 +110,11 @@ STAGES = ("ingest", "ownership", "findings", "write_findings", "report")
 
 
 def stages(output: str) -> dict[str, float]:
-    """Stage times from investigate's KVF_PROFILE=1 lines ("[profile] ownership 12.3s")."""
+    """Stage times from investigate's KVF_PROFILE=1 lines ("[profile] ownership 12.3s faults 812 sys 0.40s")."""
     found: dict[str, float] = {}
     for line in output.splitlines():
         parts = line.split()
-        if len(parts) == 3 and parts[0] == "[profile]" and parts[1] in STAGES and parts[2].endswith("s"):
+        if len(parts) >= 3 and parts[0] == "[profile]" and parts[1] in STAGES and parts[2].endswith("s"):
             found[parts[1]] = float(parts[2][:-1])
     return found
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import resource
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -39,10 +40,8 @@ def run_query(con: duckdb.DuckDBPyConnection, stage: str, name: str, **params: A
     """Run queries/<stage>/<name>.sql. Values reach SQL only through `SET VARIABLE` + getvariable()."""
     for key, value in params.items():
         con.execute(f"SET VARIABLE {key} = ?", [value])
-    t0 = time.perf_counter()
-    con.execute(load_query(stage, name))
-    if PROFILE:
-        print(f"[profile] {stage}/{name} {time.perf_counter() - t0:.3f}s", file=sys.stderr)
+    with timed(f"{stage}/{name}"):
+        con.execute(load_query(stage, name))
 
 
 def run_steps(con: duckdb.DuckDBPyConnection, stage: str, steps: Sequence[str | Callable[[Any], None]]) -> None:
@@ -62,12 +61,20 @@ PROFILE = bool(os.environ.get("KVF_PROFILE"))
 
 @contextmanager
 def timed(label: str) -> Iterator[None]:
+    """Under KVF_PROFILE: the wall time of the block, and the page faults and system time of the whole
+    process meanwhile (fresh memory is costly on some VMs: a fault there can cost microseconds)."""
     t0 = time.perf_counter()
+    r0 = resource.getrusage(resource.RUSAGE_SELF) if PROFILE else None
     try:
         yield
     finally:
-        if PROFILE:
-            print(f"[profile] {label} {time.perf_counter() - t0:.3f}s", file=sys.stderr)
+        if r0 is not None:
+            r1 = resource.getrusage(resource.RUSAGE_SELF)
+            print(
+                f"[profile] {label} {time.perf_counter() - t0:.3f}s "
+                f"faults {r1.ru_minflt - r0.ru_minflt} sys {r1.ru_stime - r0.ru_stime:.2f}s",
+                file=sys.stderr,
+            )
 
 
 def one(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None) -> tuple[Any, ...]:
