@@ -154,6 +154,12 @@ class RunMap:
         return (self.words, self.summary, self.rec)
 
 
+@njit(cache=True, inline="always")
+def _event(cols: tuple, x: int) -> tuple:
+    """Event x of a stream (arrays k, opc, room, start, end): its key, op code, room and slots."""
+    return cols[0][x], cols[1][x], cols[2][x], cols[3][x], cols[4][x]
+
+
 @njit(cache=True, nogil=True)
 def screen_chunk(
     state: tuple,
@@ -175,8 +181,8 @@ def screen_chunk(
     every flagged read or share, its range split into maximal runs of one last write (w_k, -1 where
     nothing was ever written): the content it found."""
     words, summary, rec = state
-    k, opc, room, start, end = own
-    sk, sopc, sroom, sstart, send = side
+    k, _, _, start, end = own
+    sk, _, _, sstart, send = side
     slots = rec.shape[0] - 1
     nf = 0
     npv = 0
@@ -194,18 +200,10 @@ def screen_chunk(
             if j + AHEAD < m:
                 prefetch(rec, sstart[j + AHEAD])
                 prefetch(rec, send[j + AHEAD])
-            op = sopc[j]
-            a = sstart[j]
-            b = send[j]
-            r = sroom[j]
-            ki = sk[j]
+            ki, op, r, a, b = _event(side, j)
             j += 1
         else:
-            op = opc[i]
-            a = start[i]
-            b = end[i]
-            r = room[i]
-            ki = k[i]
+            ki, op, r, a, b = _event(own, i)
             i += 1
         if op < 0 or a < 0 or b > slots:
             flagged[nf] = r  # not something this pass models: replay the room
