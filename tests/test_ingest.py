@@ -380,3 +380,31 @@ def test_self_contained_database_opens_without_the_bundle(tmp_path: Path) -> Non
                 assert con.execute(q).fetchone() == before
         got[mode] = before
     assert got["copied"] == got["in_place"] and min(got["copied"]) > 0
+
+
+def test_slots_beyond_the_pool_are_judged_by_the_node_they_land_in(tmp_path: Path) -> None:
+    """An own event is held to its node's pool, a transfer to its receiver's (not its sender's)."""
+    b = tmp_path / "b"
+    write_jsonl(b / "gateway" / "g.jsonl", [gw("r1", 1)])
+    engine_log(b, "decode-0", "decode", 1024)  # 1,040 slots (a page past the pool)
+    engine_log(b, "prefill-0", "prefill", 256)  # 272 slots
+    d = Node("decode-0").ev("alloc", 1, 500, 516).ev("read", 1, 500, 516).ev("alloc", 2, 1100, 1116)
+    p = Node("prefill-0", seq=10)
+    p.ev("alloc", 1, 16, 32).ev("transfer", 1, 500, 516, peer="decode-0")  # beyond the sender's pool only
+    p.ev("transfer", 3, 2000, 2016, peer="decode-0").ev("alloc", 4, 300, 316)
+    write_pages(b, d, p, fmt="parquet")
+    res, con = _ingest(b, tmp_path)
+    rejected = con.execute(
+        "SELECT f.path, r.row, r.reason FROM rejected r JOIN files f USING (file_id) ORDER BY 1, 2"
+    ).fetchall()
+    assert [(path, row) for path, row, _ in rejected] == [
+        ("pages/decode-0.parquet", 3),
+        ("pages/prefill-0.parquet", 3),
+        ("pages/prefill-0.parquet", 4),
+    ]
+    assert "pool of node decode-0 (1040 slots" in rejected[0][2]
+    receiver = "the pool of node decode-0 (1040 slots by its startup log), the receiver of this transfer"
+    assert rejected[1][2].endswith(receiver)
+    assert "pool of node prefill-0 (272 slots" in rejected[2][2]
+    kept = con.execute("SELECT node, seq FROM page_events ORDER BY node, seq").fetchall()
+    assert kept == [("decode-0", 1), ("decode-0", 2), ("prefill-0", 10), ("prefill-0", 11)]

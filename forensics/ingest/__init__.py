@@ -69,8 +69,9 @@ def _reject_impossible_events(con: duckdb.DuckDBPyConnection, parquet: InPlace) 
     define_page_events(con, parquet)
     _beyond_pool(con)
     con.execute("""INSERT INTO rejected SELECT file_id, row,
-        'slots [' || start || ', ' || "end" || ') lie beyond the pool of node ' || node || ' (' || pool_slots ||
-        ' slots by its startup log)' FROM page_beyond""")
+        'slots [' || start || ', ' || "end" || ') lie beyond the pool of node ' || pool_node || ' (' || pool_slots ||
+        ' slots by its startup log)' || CASE WHEN op = 'transfer' THEN ', the receiver of this transfer' ELSE '' END
+        FROM page_beyond""")
     define_page_events(con, parquet)
     moved: list[tuple[int, int]] = []
     for table in ("page_dups", "page_beyond"):
@@ -84,7 +85,7 @@ def _beyond_pool(con: duckdb.DuckDBPyConnection) -> None:
     (queries/ingest/page_events_beyond_pool.sql)."""
     con.execute(
         """CREATE OR REPLACE TEMP TABLE page_beyond (file_id INTEGER, row BIGINT, node VARCHAR, seq BIGINT,
-           start BIGINT, "end" BIGINT, pool_slots BIGINT)"""
+           start BIGINT, "end" BIGINT, pool_slots BIGINT, pool_node VARCHAR, op VARCHAR)"""
     )
     pools = con.execute(
         """SELECT node, (pool_tokens // page_size + 1) * page_size FROM node_config
