@@ -7,7 +7,8 @@ the lowest seq of one stamped at or after land_hi (surely after). Per receiver: 
 the left and a running minimum from the right, and a binary search per transfer. The events are read
 in stored order when that rises (forensics.streams), else sorted. This replaces a
 GROUP BY over every distinct stamp and two ASOF joins.
-Reads: page_events, landing_bounds. Writes: landing_seqs (sender, xseq, seq_max, seq_min).
+Reads: page_events, landing_bounds, transfer_links. Writes: landing_seqs (link, seq_max, seq_min; link:
+the transfer's row in transfer_links, see queries/ownership/landing_bounds.sql).
 
 window_hits, once the windows are fixed (transfer_landing.sql): which transfers have a receiver event
 touching the same slots strictly inside their landing window (seq_lo, seq_hi), for the narrow windows
@@ -25,7 +26,7 @@ from numba import njit
 from forensics.parallel import receivers, side_by_side
 from forensics.streams import chunks, in_order, rising
 
-SCHEMA = pa.schema([("sender", pa.string()), ("xseq", pa.int64()), ("seq_max", pa.int64()), ("seq_min", pa.int64())])
+SCHEMA = pa.schema([("link", pa.int64()), ("seq_max", pa.int64()), ("seq_min", pa.int64())])
 
 
 # receiver events per chunk of the stream (memory stays bounded however many events a node has)
@@ -33,7 +34,7 @@ CHUNK_EVENTS = 8_000_000
 
 
 def landing_seqs(con: duckdb.DuckDBPyConnection) -> None:
-    nodes, weights = receivers(con, "landing_bounds")
+    nodes, weights = receivers(con, "transfer_links")  # the rows of landing_bounds, without its join
     events = "SELECT epoch_us(ts) AS t, seq FROM page_events WHERE node = $node AND op <> 'transfer'"
 
     def fetch(node: str) -> tuple[str, dict]:  # landing_bounds is a temp view: read on `con`
@@ -58,10 +59,10 @@ def landing_seqs(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def _transfers(con: duckdb.DuckDBPyConnection, node: str) -> dict:
-    """The transfers into `node`: sender (an Arrow column: no Python string per row), xseq, and the
-    landing window's ends in epoch microseconds as masked arrays (masked: unbounded)."""
+    """The transfers into `node`: link (their rows in transfer_links), and the landing window's ends in
+    epoch microseconds as masked arrays (masked: unbounded)."""
     t = con.sql(
-        """SELECT sender, xseq, coalesce(epoch_us(land_lo), 0) AS lo, land_lo IS NULL AS lo_null,
+        """SELECT link, coalesce(epoch_us(land_lo), 0) AS lo, land_lo IS NULL AS lo_null,
                   coalesce(epoch_us(land_hi), 0) AS hi, land_hi IS NULL AS hi_null
            FROM landing_bounds WHERE receiver = $node""",
         params={"node": node},
@@ -74,8 +75,7 @@ def _transfers(con: duckdb.DuckDBPyConnection, node: str) -> dict:
         return np.asarray(t.column(name).to_numpy(zero_copy_only=False), dtype=bool)
 
     return {
-        "sender": t.column("sender"),
-        "xseq": col("xseq"),
+        "link": col("link"),
         "lo": np.ma.MaskedArray(col("lo"), mask=nulls("lo_null")),
         "hi": np.ma.MaskedArray(col("hi"), mask=nulls("hi_null")),
     }
@@ -171,19 +171,12 @@ def _table(x: dict, seq_max: np.ndarray, no_max: np.ndarray, seq_min: np.ndarray
     """landing_seqs rows for the transfers `x` (null where no event bounds the window on that side)."""
     return pa.table(
         {
-            "sender": _strings(x["sender"]),
-            "xseq": pa.array(_dense(x["xseq"])[0]),
+            "link": pa.array(_dense(x["link"])[0]),
             "seq_max": pa.array(seq_max, mask=no_max),
             "seq_min": pa.array(seq_min, mask=no_min),
         },
         schema=SCHEMA,
     )
-
-
-def _strings(values) -> pa.ChunkedArray | pa.Array:
-    if isinstance(values, pa.ChunkedArray | pa.Array):
-        return values.cast(pa.string())
-    return pa.array(np.asarray(values, dtype=object), type=pa.string())
 
 
 NARROW = 1024  # windows this many seqs wide or less (landing_ambiguous.sql joins the wider ones)

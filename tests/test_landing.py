@@ -33,8 +33,7 @@ def test_receiver_seqs_match_the_definition(seed: int) -> None:
     lo_mask = rng.random(m) < 0.15
     ev = {"t": t, "seq": seq}
     x = {
-        "sender": np.array(["p"] * m, dtype=object),
-        "xseq": np.arange(m),
+        "link": np.arange(m),
         "lo": np.ma.masked_array(lo, mask=lo_mask),
         "hi": np.ma.masked_array(hi, mask=lo_mask),
     }
@@ -59,8 +58,7 @@ def test_streamed_receiver_seqs_match_in_any_chunking(seed: int) -> None:
     hi = lo + rng.integers(0, 6, m)
     mask = rng.random(m) < 0.15
     x = {
-        "sender": np.array(["p"] * m, dtype=object),
-        "xseq": np.arange(m),
+        "link": np.arange(m),
         "lo": np.ma.masked_array(lo, mask=mask),
         "hi": np.ma.masked_array(hi, mask=mask),
     }

@@ -13,7 +13,7 @@ placed AS (
         CASE WHEN w.ordinary THEN least(coalesce(s.seq_min, t.last_seq + 1), w.rseq)
              ELSE coalesce(s.seq_min, t.last_seq + 1) END AS seq_hi0
     FROM w JOIN telemetry_nodes t ON t.node = w.receiver
-    LEFT JOIN landing_seqs s USING (sender, xseq)),
+    LEFT JOIN landing_seqs s USING (link)),
 fixed AS (  -- unbounded clocks or contradictory stamps: only causality (or nothing) is left
     SELECT *,
         CASE WHEN NOT bounded OR seq_lo0 >= seq_hi0 THEN CASE WHEN ordinary THEN aseq ELSE first_seq - 1 END
