@@ -122,3 +122,42 @@ def test_window_hits_match_the_definition(seed: int, monkeypatch: pytest.MonkeyP
     got = con.execute("SELECT * FROM landing_window_hits ORDER BY ALL").fetchall()
     want = con.execute(HITS_SQL).fetchall()
     assert got == want and 0 < len(want) < m
+
+
+# the definition timeline.sql replaced: every transfer ranked within its (receiver, seq_lo)
+SUB_SQL = """SELECT receiver, seq_lo * 2 + 1 AS pos,
+       row_number() OVER (PARTITION BY receiver, seq_lo ORDER BY xts, sender, xseq) AS sub, sender, xseq
+    FROM transfer_landing ORDER BY ALL"""
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_timeline_ranks_only_transfers_that_share_a_landing(seed: int) -> None:
+    from forensics.db import connect, run_query
+
+    rng = np.random.default_rng(200 + seed)
+    con = connect(":memory:")
+    m = 500
+    # few distinct landings per receiver: many transfers share one, with ties on the stamp
+    con.execute(
+        """CREATE TABLE transfer_landing AS SELECT unnest($s) AS sender, unnest($x) AS xseq, unnest($r) AS receiver,
+           unnest($lo) AS seq_lo, TIMESTAMPTZ '2026-08-29 10:00:00+00' + to_microseconds(unnest($t)) AS xts,
+           1::BIGINT AS room, 0::BIGINT AS start, 1::BIGINT AS "end", NULL::TIMESTAMPTZ AS land_lo,
+           NULL::TIMESTAMPTZ AS land_hi, false AS ambiguous""",
+        {
+            "s": rng.choice(["p0", "p1"], m).tolist(),
+            "x": rng.permutation(m).tolist(),
+            "r": rng.choice(["d0", "d1"], m).tolist(),
+            "lo": rng.integers(0, 400 if seed % 2 else 60, m).tolist(),
+            "t": rng.integers(0, 5, m).tolist(),
+        },
+    )
+    con.execute(
+        "CREATE TABLE telemetry_nodes AS SELECT 'd0' AS node, 1 AS own_first_seq, 9 AS own_last_seq, 5 AS own_max_end"
+    )
+    con.execute("CREATE TABLE node_index AS SELECT unnest(['d0', 'd1']) AS node, unnest([1, 2])::BIGINT << 40 AS base")
+    run_query(con, "ownership", "timeline")
+    got = con.execute("SELECT node, pos, sub, sender, xseq FROM timeline_xfer ORDER BY ALL").fetchall()
+    want = con.execute(SUB_SQL).fetchall()
+    assert got == want
+    subs = {r[2] for r in want}
+    assert 1 in subs and max(subs) > 2  # transfers alone and transfers sharing a landing

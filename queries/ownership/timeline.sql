@@ -8,11 +8,21 @@
 -- of a holding) for any realistic seq span (`fits`). forensics.nodework makes `timeline` a view over
 -- page_events and timeline_xfer when every node fits (timeline_view.sql), else a table with a dense
 -- rank (timeline_ranked.sql). max_end: the highest slot end of the node's timeline.
+-- sub: a transfer alone at its (receiver, seq_lo) is 1; only those that share one are ranked (a
+-- window over every transfer sorted them all: 90M at 1B events, where almost every rank is 1;
+-- 100M: 2.3 s against 2.0 s to select, 6.8 s against 5.1 s to store).
 CREATE OR REPLACE TABLE timeline_xfer AS
+WITH shared AS (SELECT receiver, seq_lo FROM transfer_landing GROUP BY ALL HAVING count(*) > 1)
+SELECT receiver AS node, seq_lo * 2 + 1 AS pos, 1::BIGINT AS sub,
+       'xfer' AS op, room, start, "end", land_lo AS ts, land_hi AS ts_hi, 'transfer' AS src, sender, xseq, ambiguous
+FROM transfer_landing t
+ANTI JOIN shared s ON s.receiver IS NOT DISTINCT FROM t.receiver AND s.seq_lo IS NOT DISTINCT FROM t.seq_lo
+UNION ALL
 SELECT receiver AS node, seq_lo * 2 + 1 AS pos,
        row_number() OVER (PARTITION BY receiver, seq_lo ORDER BY xts, sender, xseq) AS sub,
        'xfer' AS op, room, start, "end", land_lo AS ts, land_hi AS ts_hi, 'transfer' AS src, sender, xseq, ambiguous
-FROM transfer_landing;
+FROM transfer_landing t
+SEMI JOIN shared s ON s.receiver IS NOT DISTINCT FROM t.receiver AND s.seq_lo IS NOT DISTINCT FROM t.seq_lo;
 
 CREATE OR REPLACE TABLE timeline_keys AS
 WITH spans AS (
