@@ -50,10 +50,11 @@ STEPS = (
 OUTPUTS = {
     "affected_responses.csv": """SELECT request_id, account_id, cohort, status, evidence, kinds, first_exposed_at,
         exposed_slots, source_requests, http_status, completion_tokens, decode_node, prefill_node, room, reason
-        FROM affected_responses ORDER BY request_id""",
+        FROM affected_responses ORDER BY ALL""",  # by request_id (a repeated one: by every column)
     "exposures.csv": """SELECT recipient_request_id, source_request_id, recipient_account_id, source_account_id,
         node, kind, slots, status, first_exposed_at, recipient_cohort, source_cohort, recipient_room, source_room
-        FROM exposures ORDER BY recipient_request_id, source_request_id, node, kind, recipient_room, source_room""",
+        FROM exposures ORDER BY recipient_request_id, source_request_id, node, kind, recipient_room, source_room,
+        recipient_account_id, source_account_id, recipient_cohort, source_cohort, slots, status, first_exposed_at""",
     "accounts.csv": """SELECT account_id, cohort, responses_affected, requests_exposed, responses_confirmed,
         responses_indeterminate, requests_exposed_confirmed FROM accounts ORDER BY account_id""",
     "hazards.csv": "SELECT node, room, kind, slots, detail FROM hazards ORDER BY node, room, kind",

@@ -15,7 +15,7 @@ from forensics.bundle import BundleConfig, InputFile, Window, discover, load_bun
 from forensics.db import connect, run_query, timed
 from forensics.errors import InputError
 from forensics.ingest.engine import EngineRows, parse_log, parse_requests_jsonl, store
-from forensics.ingest.gateway import define_gateway, load_gateway_file
+from forensics.ingest.gateway import define_gateway, load_gateway_file, reject_repeated_records
 from forensics.ingest.pages import define_page_events, load_page_file
 from forensics.ingest.staged import InPlace
 from forensics.outputs import make_private, private_files, write_json
@@ -137,8 +137,10 @@ def ingest_into(
     define_gateway(con, gateway_files)
     define_page_events(con, parquet)
     by_id = {f.file_id: f for f in files}
+    gateway_paths = {f.file_id: f.rel for f in files if f.source == "gateway"}
+    repeats = reject_repeated_records(con, gateway_files, gateway_paths)
     moved = _reject_impossible_events(con, parquet)
-    for fid, n in moved:
+    for fid, n in repeats + moved:
         by_id[fid].rows_loaded -= n
         by_id[fid].rows_rejected += n
     keep_ingest_jumps(con, unchanged=not moved and not window.active)

@@ -15,7 +15,8 @@ WITH seg AS (  -- distinct slots per recipient, whatever their source: the lengt
                                         ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_end
               FROM exposure_segments)
         GROUP BY node, recipient_room) x
-    JOIN room_requests rr ON rr.node = x.node AND rr.room = x.recipient_room
+    JOIN (SELECT DISTINCT node, room, request_id FROM room_requests) rr  -- a request id in two gateway
+      ON rr.node = x.node AND rr.room = x.recipient_room                -- records counts its slots once
     GROUP BY rr.request_id
 ), exposed AS (
     SELECT recipient_request_id AS request_id,
@@ -43,7 +44,8 @@ WITH seg AS (  -- distinct slots per recipient, whatever their source: the lengt
 ), named AS MATERIALIZED (  -- the gateway rows of these requests only, before the cohort lookup
     SELECT * FROM gateway WHERE request_id IN (SELECT request_id FROM page_based)
 )
-SELECT g.request_id, g.account_id, coalesce(c.cohort, 'customer') AS cohort, p.status, p.evidence, p.kinds,
+SELECT DISTINCT  -- gateway records of one request id that differ only in fields not shown here: one row
+       g.request_id, g.account_id, coalesce(c.cohort, 'customer') AS cohort, p.status, p.evidence, p.kinds,
        p.first_exposed_at, p.exposed_slots, p.source_requests, g.status AS http_status, g.completion_tokens,
        g.decode_node, g.prefill_node, g.bootstrap_room AS room,
        CASE WHEN p.status = 'confirmed' THEN '' ELSE p.reason END AS reason

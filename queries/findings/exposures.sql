@@ -15,7 +15,8 @@ SELECT coalesce(rr.request_id, '') AS recipient_request_id, coalesce(sr.request_
        min(e.first_ts) AS first_exposed_at,
        e.recipient_room, e.source_room, rr.cohort AS recipient_cohort, sr.cohort AS source_cohort
 FROM e
-LEFT JOIN room_requests rr ON rr.node = e.node AND rr.room = e.recipient_room
+LEFT JOIN (SELECT DISTINCT node, room, request_id, account_id, cohort FROM room_requests) rr  -- a record logged
+       ON rr.node = e.node AND rr.room = e.recipient_room                    -- twice counts once
 LEFT JOIN (SELECT DISTINCT ON (room) room, request_id, account_id, cohort FROM room_requests ORDER BY room, request_id) sr
        ON sr.room = e.source_room
 GROUP BY ALL;

@@ -8,5 +8,5 @@ WITH picked AS (
     ORDER BY first_exposed_at, request_id LIMIT getvariable('prov_limit')
 )
 SELECT p.*, rr.node, rr.room
-FROM picked p JOIN room_requests rr USING (request_id)
+FROM picked p JOIN (SELECT DISTINCT request_id, node, room FROM room_requests) rr USING (request_id)
 WHERE (rr.node, rr.room) IN (SELECT node, recipient_room FROM exposure_segments WHERE certain);
