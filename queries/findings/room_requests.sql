@@ -2,8 +2,9 @@
 -- When the gateway names the nodes, the node must be one of them. Only the rooms the findings name
 -- (replayed rooms, readers, writers and holders of what they found, exposure sources and recipients,
 -- indeterminate rooms) are mapped, on every node they appear on: nothing else looks a room up.
--- grain: node, room, request_id; reads: gateway, request_cohort, node_rooms, transfer_landing, room_state,
---        exposure_segments, read_provenance, write_effects, room_flags; params: none
+-- grain: node, room, gateway record (two records of one request_id give two rows: consumers that add
+--        slots up join the distinct mapping columns they need); reads: gateway, request_cohort, node_rooms,
+--        transfer_landing, room_state, exposure_segments, read_provenance, write_effects, room_flags; params: none
 -- The rooms of a node are those its page events name (node_rooms: its own events and the transfers it
 -- sent) and the transfers that landed in it (transfer_landing): the rooms of its timeline and its sends.
 CREATE OR REPLACE TABLE room_requests AS
