@@ -10,13 +10,15 @@ WITH e AS (  -- per (node, recipient room, source room, kind) first, on integer 
 )
 SELECT coalesce(rr.request_id, '') AS recipient_request_id, coalesce(sr.request_id, '') AS source_request_id,
        rr.account_id AS recipient_account_id, sr.account_id AS source_account_id, e.node, e.kind,
-       sum(e.slots)::BIGINT AS slots,
-       CASE WHEN bool_or(e.certain) THEN 'confirmed' ELSE 'indeterminate' END AS status,
-       min(e.first_ts) AS first_exposed_at,
+       e.slots::BIGINT AS slots, CASE WHEN e.certain THEN 'confirmed' ELSE 'indeterminate' END AS status,
+       e.first_ts AS first_exposed_at,
        e.recipient_room, e.source_room, rr.cohort AS recipient_cohort, sr.cohort AS source_cohort
 FROM e
 LEFT JOIN (SELECT DISTINCT node, room, request_id, account_id, cohort FROM room_requests) rr  -- a record logged
        ON rr.node = e.node AND rr.room = e.recipient_room                    -- twice counts once
 LEFT JOIN (SELECT DISTINCT ON (room) room, request_id, account_id, cohort FROM room_requests ORDER BY room, request_id) sr
-       ON sr.room = e.source_room
-GROUP BY ALL;
+       ON sr.room = e.source_room;
+-- No GROUP BY over the joined rows (it took 0.8 s of 1.45 at 10M events): every row of `e` is one
+-- (node, recipient room, source room, kind); `sr` gives it at most one source; the distinct mappings
+-- `rr` that match it differ in request_id, account_id or cohort (request_id is never NULL or empty:
+-- ingest rejects such rows), so no two output rows share all of their columns.

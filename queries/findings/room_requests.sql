@@ -4,13 +4,14 @@
 -- indeterminate rooms) are mapped, on every node they appear on: nothing else looks a room up.
 -- grain: node, room, gateway record (two records of one request_id give two rows: consumers that add
 --        slots up join the distinct mapping columns they need); reads: gateway, request_cohort, node_rooms,
---        transfer_landing, room_state, exposure_segments, read_provenance, write_effects, room_flags; params: none
+--        transfer_landing, room_state, read_provenance, write_effects, room_flags; params: none
 -- The rooms of a node are those its page events name (node_rooms: its own events and the transfers it
 -- sent) and the transfers that landed in it (transfer_landing): the rooms of its timeline and its sends.
 CREATE OR REPLACE TABLE room_requests AS
 WITH named AS (
-    SELECT room FROM room_state UNION SELECT recipient_room FROM exposure_segments
-    UNION SELECT source_room FROM exposure_segments UNION SELECT room FROM read_provenance
+    -- exposure_segments' rooms are among these: its rows are read_provenance's (room, w_room) and
+    -- write_effects' (attending_room = holder, room)
+    SELECT room FROM room_state UNION SELECT room FROM read_provenance
     UNION SELECT w_room FROM read_provenance UNION SELECT room FROM write_effects
     UNION SELECT holder FROM write_effects UNION SELECT room FROM room_flags
 ), rooms AS (
