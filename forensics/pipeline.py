@@ -46,9 +46,10 @@ class InvestigationResult:
 def _headline(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
     row = one(
         con,
-        """SELECT count(*), count(*) FILTER (WHERE status = 'confirmed'),
-        count(*) FILTER (WHERE status = 'indeterminate'), count(*) FILTER (WHERE cohort = 'customer'),
-        (SELECT count(*) FROM exposures) FROM affected_responses""",
+        """SELECT count(DISTINCT request_id), count(DISTINCT request_id) FILTER (WHERE status = 'confirmed'),
+        count(DISTINCT request_id) FILTER (WHERE status = 'indeterminate'),
+        count(DISTINCT request_id) FILTER (WHERE cohort = 'customer'),
+        (SELECT count(*) FROM exposures) FROM affected_responses""",  # a request id in two records: once
     )
     return dict(zip(("affected", "confirmed", "indeterminate", "customer", "pairs"), row, strict=True))
 

@@ -206,7 +206,9 @@ def reject_repeated_records(con: duckdb.DuckDBPyConnection, in_place: InPlace, p
     1.6 s for an SQL aggregate); only when some hash repeats does the query that names each repeat
     (queries/ingest/gateway_dedupe.sql) run, over the records with those hashes. `paths`: file id ->
     the path the reason names. Returns (file_id, count) of the rejected rows; the gateway view is then
-    redefined without them."""
+    redefined without them. Leaves gateway_repeats (request_id, records): the request ids still in more
+    than one record (records that differ in some field), which the counts of requests take once."""
+    con.execute("CREATE OR REPLACE TABLE gateway_repeats (request_id VARCHAR, records BIGINT)")
     h = np.asarray(con.execute("SELECT hash(request_id) AS h FROM gateway").fetchnumpy()["h"], dtype=np.uint64)
     h.sort()
     repeated = np.unique(h[1:][h[1:] == h[:-1]])
@@ -216,8 +218,17 @@ def reject_repeated_records(con: duckdb.DuckDBPyConnection, in_place: InPlace, p
     con.register("repeated_hashes", pa.table({"h": repeated}))
     try:
         run_query(con, "ingest", "gateway_dedupe")
+        moved = _reject_repeats(con, in_place, paths)
+        con.execute("""INSERT INTO gateway_repeats SELECT request_id, count(*) FROM gateway
+                       WHERE hash(request_id) IN (SELECT h FROM repeated_hashes) GROUP BY 1 HAVING count(*) > 1
+                       ORDER BY 1""")
     finally:
         con.unregister("repeated_hashes")
+    return moved
+
+
+def _reject_repeats(con: duckdb.DuckDBPyConnection, in_place: InPlace, paths: dict[int, str]) -> list[tuple]:
+    """Rejects the exact repeats gateway_dedupe.sql found (gateway_dups) and redefines the view without them."""
     ids = sorted(paths)
     con.execute(
         """INSERT INTO rejected SELECT d.file_id, d.row,

@@ -3,9 +3,9 @@
 -- grain: account_id; reads: affected_responses, exposures, gateway, request_cohort; params: none
 CREATE OR REPLACE TABLE accounts AS
 WITH recv AS (
-    SELECT account_id, count(*) AS responses_affected,
-           count(*) FILTER (WHERE status = 'confirmed') AS responses_confirmed,
-           count(*) FILTER (WHERE status = 'indeterminate') AS responses_indeterminate
+    SELECT account_id, count(DISTINCT request_id) AS responses_affected,  -- a request id in two records: once
+           count(DISTINCT request_id) FILTER (WHERE status = 'confirmed') AS responses_confirmed,
+           count(DISTINCT request_id) FILTER (WHERE status = 'indeterminate') AS responses_indeterminate
     FROM affected_responses GROUP BY 1
 ), src AS (
     SELECT source_account_id AS account_id, count(DISTINCT source_request_id) AS requests_exposed,

@@ -3,7 +3,8 @@
 -- grain: account_id; reads: accounts, report_affected, exposures; params: none
 WITH recv AS (
     SELECT account_id, string_agg(request_id || ' (' || status || ')', ', ' ORDER BY request_id) AS received
-    FROM report_affected GROUP BY account_id
+    FROM (SELECT DISTINCT account_id, request_id, status FROM report_affected)  -- a request id in two records: once
+    GROUP BY account_id
 ), src AS (
     SELECT source_account_id AS account_id,
            string_agg(DISTINCT source_request_id, ', ' ORDER BY source_request_id) AS exposed

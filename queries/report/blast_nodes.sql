@@ -1,10 +1,11 @@
 -- Blast radius per node: affected responses it served (by status) and exposure pairs read there.
 -- grain: node; reads: coverage, report_affected, exposures; params: none
 WITH recv AS (
-    SELECT node, count(*) AS affected, count(*) FILTER (WHERE status = 'confirmed') AS confirmed,
-           count(*) FILTER (WHERE status = 'indeterminate') AS indeterminate,
-           count(*) FILTER (WHERE evidence = 'signature') AS signature,
-           count(*) FILTER (WHERE cohort = 'customer') AS customer,
+    SELECT node, count(DISTINCT request_id) AS affected,
+           count(DISTINCT request_id) FILTER (WHERE status = 'confirmed') AS confirmed,
+           count(DISTINCT request_id) FILTER (WHERE status = 'indeterminate') AS indeterminate,
+           count(DISTINCT request_id) FILTER (WHERE evidence = 'signature') AS signature,
+           count(DISTINCT request_id) FILTER (WHERE cohort = 'customer') AS customer,
            min(affected_at) AS first_affected_at, max(affected_at) AS last_affected_at
     FROM report_affected GROUP BY node
 ), pairs AS (

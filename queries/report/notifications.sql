@@ -2,9 +2,9 @@
 -- data, and its requests whose data others attended (with the recipients' cohorts).
 -- grain: account_id; reads: report_affected, exposures; params: none
 WITH recv AS (
-    SELECT account_id, count(*) AS responses_received,
-           count(*) FILTER (WHERE status = 'confirmed') AS responses_received_confirmed,
-           string_agg(request_id, ';' ORDER BY request_id) AS received_request_ids,
+    SELECT account_id, count(DISTINCT request_id) AS responses_received,
+           count(DISTINCT request_id) FILTER (WHERE status = 'confirmed') AS responses_received_confirmed,
+           string_agg(DISTINCT request_id, ';' ORDER BY request_id) AS received_request_ids,
            min(affected_at) AS received_first_at, max(affected_at) AS received_last_at
     FROM report_affected WHERE cohort = 'customer' AND account_id IS NOT NULL GROUP BY account_id
 ), src AS (
