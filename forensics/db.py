@@ -85,8 +85,9 @@ PROFILE = bool(os.environ.get("KVF_PROFILE"))
 
 @contextmanager
 def timed(label: str) -> Iterator[None]:
-    """Under KVF_PROFILE: the wall time of the block, and the page faults and system time of the whole
-    process meanwhile (fresh memory is costly on some VMs: a fault there can cost microseconds)."""
+    """Under KVF_PROFILE: the wall time of the block, and the page faults, system and user time of the
+    whole process meanwhile (fresh memory is costly on some VMs: a fault there can cost microseconds;
+    (user + sys) / wall shows how many cores the step kept busy)."""
     t0 = time.perf_counter()
     r0 = resource.getrusage(resource.RUSAGE_SELF) if PROFILE else None
     try:
@@ -96,7 +97,8 @@ def timed(label: str) -> Iterator[None]:
             r1 = resource.getrusage(resource.RUSAGE_SELF)
             print(
                 f"[profile] {label} {time.perf_counter() - t0:.3f}s "
-                f"faults {r1.ru_minflt - r0.ru_minflt} sys {r1.ru_stime - r0.ru_stime:.2f}s",
+                f"faults {r1.ru_minflt - r0.ru_minflt} sys {r1.ru_stime - r0.ru_stime:.2f}s "
+                f"user {r1.ru_utime - r0.ru_utime:.2f}s",
                 file=sys.stderr,
             )
 

@@ -2,8 +2,8 @@
 
 Reads: the ownership stage's tables, gateway, request_cohort, engine_requests, node_config.
 Writes: node_rooms, read_provenance, write_effects, exposure_segments, room_flags, room_requests,
-signature_responses, missing_rooms, exposures, affected_responses, hazard_segments, hazards,
-accounts, coverage; and the findings CSV files.
+signature_responses, missing_rooms, exposures, recipient_slots (temp), affected_responses,
+hazard_segments, hazards, accounts, coverage; and the findings CSV files.
 """
 
 from __future__ import annotations
@@ -11,8 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import duckdb
+import numpy as np
+import pyarrow as pa
 
-from forensics.db import run_steps
+from forensics.db import run_query, run_steps
 from forensics.outputs import write_csv
 from forensics.paths import load_query
 
@@ -30,6 +32,68 @@ def node_rooms(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(missing, {"node": node})
 
 
+def recipient_slots(con: duckdb.DuckDBPyConnection) -> None:
+    """recipient_slots (node, recipient_room, slots): the distinct slots each recipient attended others'
+    data in, the length of the union of its exposure_segments ranges on the node (what
+    queries/findings/recipient_slots.sql defines with a window). Here: one sort of the ranges by
+    (recipient, start) packed into one integer key, then a running maximum of the ends; a range counts
+    what lies beyond the furthest end before it. The query runs instead when a slot position or the
+    number of recipients does not fit the packed key."""
+    con.execute("""CREATE OR REPLACE TEMP TABLE slot_nodes AS
+        SELECT node, (row_number() OVER (ORDER BY node) - 1)::BIGINT AS nid
+        FROM (SELECT DISTINCT node FROM exposure_segments)""")
+    t = con.execute("""SELECT n.nid, e.recipient_room AS room, e.seg_start AS s, e.seg_end AS e
+        FROM exposure_segments e JOIN slot_nodes n USING (node)""").fetchnumpy()
+    # in place where it can be: fresh memory is what this step costs most on some VMs
+    nid, start, end = (np.asarray(t[c], dtype=np.int64) for c in ("nid", "s", "e"))
+    rooms, key = np.unique(np.asarray(t.pop("room"), dtype=np.int64), return_inverse=True)
+    n = max(len(rooms), 1)
+    if len(start) and (start.min() < 0 or end.max() >= 1 << 32 or (int(nid.max()) + 1) * n >= 1 << 31):
+        con.execute("DROP TABLE slot_nodes")
+        run_query(con, "findings", "recipient_slots")
+        return
+    key = key.astype(np.int64, copy=False).reshape(-1)
+    key += nid * n  # recipient (node, room) as one id, then its ranges by start in one sortable key
+    key <<= 32
+    key |= start
+    del nid, start, t
+    order = np.argsort(key, kind="stable")
+    key, end = key[order], end[order]
+    del order
+    reach = key >> 32  # the recipient of each range, then (recipient << 32 | end) running maximum:
+    first = np.ones(len(key), dtype=bool)  # a recipient's keys exceed every earlier recipient's
+    first[1:] = reach[1:] != reach[:-1]
+    heads = np.flatnonzero(first)
+    ids = reach[heads]
+    reach <<= 32
+    reach |= end
+    np.maximum.accumulate(reach, out=reach)
+    start = key & 0xFFFFFFFF
+    del key
+    before = np.zeros_like(reach)  # the furthest end of the recipient's ranges sorted before this one
+    before[1:] = reach[:-1]
+    before &= 0xFFFFFFFF
+    np.maximum(before, start, out=before)
+    before[first] = start[first]
+    end -= before  # what each range counts: its part beyond that end
+    np.maximum(end, 0, out=end)
+    out = pa.table(
+        {
+            "nid": ids // n,
+            "room": rooms[ids % n],
+            "slots": np.add.reduceat(end, heads) if len(heads) else np.empty(0, dtype=np.int64),
+        }
+    )
+    con.register("recipient_slots_out", out)
+    try:
+        con.execute("""CREATE OR REPLACE TEMP TABLE recipient_slots AS
+            SELECT n.node, o.room AS recipient_room, o.slots
+            FROM recipient_slots_out o JOIN slot_nodes n USING (nid)""")
+    finally:
+        con.unregister("recipient_slots_out")
+        con.execute("DROP TABLE slot_nodes")
+
+
 STEPS = (
     "gap_rooms",
     "read_provenance",
@@ -41,6 +105,7 @@ STEPS = (
     "signature_responses",
     "missing_rooms",
     "exposures",
+    recipient_slots,
     "affected_responses",
     "hazards",
     "coverage",

@@ -1,20 +1,13 @@
 -- One row per client request that attended another request's data, or whose answer is indeterminate:
 -- the contract's affected_responses.csv. Evidence `pages` comes from page events, `signature` from
 -- engine logs alone (sources unknown).
--- grain: request_id; reads: exposures, exposure_segments, room_requests, room_flags, missing_rooms,
+-- grain: request_id; reads: exposures, recipient_slots, room_requests, room_flags, missing_rooms,
 --        signature_responses; params: none
 CREATE OR REPLACE TABLE affected_responses AS
-WITH seg AS (  -- distinct slots per recipient, whatever their source: the length of the union of its
-               -- ranges, each range counting what lies beyond the ends of the ranges sorted before it
+WITH seg AS (  -- distinct slots per recipient, whatever their source (recipient_slots: the union of its
+               -- ranges on each node)
     SELECT rr.request_id, sum(x.slots)::BIGINT AS exposed_slots
-    FROM (
-        SELECT node, recipient_room,
-               sum(greatest(0, seg_end - greatest(seg_start, coalesce(prev_end, seg_start)))) AS slots
-        FROM (SELECT node, recipient_room, seg_start, seg_end,
-                     max(seg_end) OVER (PARTITION BY node, recipient_room ORDER BY seg_start, seg_end
-                                        ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_end
-              FROM exposure_segments)
-        GROUP BY node, recipient_room) x
+    FROM recipient_slots x
     JOIN (SELECT DISTINCT node, room, request_id FROM room_requests) rr  -- a request id in two gateway
       ON rr.node = x.node AND rr.room = x.recipient_room                -- records counts its slots once
     GROUP BY rr.request_id
