@@ -2,7 +2,8 @@
 
 First cohort (file order) with a matching table wins; a table matches if all its keys match; a list
 matches if any element does. Exclusion never deletes: it labels. Reads: gateway.
-Writes: request_cohort (one row per request), cohort_rules (one row per match table with its counts).
+Writes: request_cohort (one row per gateway record, with its account), cohort_rules (one row per match
+table with its counts).
 """
 
 from __future__ import annotations
@@ -168,7 +169,9 @@ def assign_cohorts(con: duckdb.DuckDBPyConnection, rules: list[Rule]) -> None:
     preds = [_predicate(r, i, params) for i, r in enumerate(rules)]
     hit_cols = ", ".join(f"{p} AS m{i}" for i, p in enumerate(preds)) or "NULL AS m_none"
     con.execute(
-        f"CREATE OR REPLACE TEMP TABLE rule_hits AS SELECT request_id, file_id, row, {hit_cols} FROM gateway", params
+        f"""CREATE OR REPLACE TEMP TABLE rule_hits AS
+            SELECT request_id, file_id, row, account_id, {hit_cols} FROM gateway""",
+        params,
     )
     if rules:
         winner = "CASE " + " ".join(f"WHEN m{i} THEN {i}" for i in range(len(rules))) + " END"
@@ -185,7 +188,7 @@ def assign_cohorts(con: duckdb.DuckDBPyConnection, rules: list[Rule]) -> None:
         )
     con.execute(f"""CREATE OR REPLACE TABLE request_cohort AS
         SELECT h.request_id, h.file_id, h.row, coalesce(d.cohort, 'customer') AS cohort,
-               coalesce(d.kind, 'customer') AS cohort_kind, d.label AS rule
+               coalesce(d.kind, 'customer') AS cohort_kind, d.label AS rule, h.account_id
         FROM (SELECT *, {winner} AS rule_id FROM rule_hits) h LEFT JOIN rule_defs d USING (rule_id)""")
     counts = (
         " UNION ALL ".join(

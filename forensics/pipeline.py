@@ -67,7 +67,8 @@ def analyze(
     excl = exclusions or (bundle / "exclusions.toml")
     # a file named by --exclusions must exist; the bundle's own is optional
     rules = load_exclusions(excl) if exclusions is not None or excl.is_file() else []
-    assign_cohorts(con, rules)
+    with timed("cohorts"):
+        assign_cohorts(con, rules)
     with timed("ownership"):
         rebuild_ownership(con, execution)
     with timed("findings"):

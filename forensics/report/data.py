@@ -121,7 +121,8 @@ def gather(
     rules: list[Rule],
     as_of: datetime | None = None,
 ) -> dict[str, Any]:
-    run_query(con, "report", "report_affected")
+    """The templates' data. Reads the temp tables report_affected and report_sources, which
+    forensics.blast.write_blast_files made (render_report runs it first)."""
     window = rows(con, "window")[0]
     span = window["span_hours"] or 0.0
     bucket = "hour" if span <= 72 else "day"

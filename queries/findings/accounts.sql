@@ -1,6 +1,6 @@
 -- Per account, both directions: responses it received that held others' data, and its requests whose
 -- data others attended. The contract's accounts.csv.
--- grain: account_id; reads: affected_responses, exposures, gateway, request_cohort; params: none
+-- grain: account_id; reads: affected_responses, exposures, request_cohort; params: none
 CREATE OR REPLACE TABLE accounts AS
 WITH recv AS (
     SELECT account_id, count(DISTINCT request_id) AS responses_affected,  -- a request id in two records: once
@@ -12,9 +12,8 @@ WITH recv AS (
            count(DISTINCT source_request_id) FILTER (WHERE status = 'confirmed') AS requests_exposed_confirmed
     FROM exposures WHERE source_account_id IS NOT NULL GROUP BY 1
 ), cohort AS (
-    SELECT g.account_id, string_agg(DISTINCT coalesce(c.cohort, 'customer'), ';' ORDER BY coalesce(c.cohort, 'customer')) AS cohort
-    FROM gateway g LEFT JOIN request_cohort c ON c.file_id = g.file_id AND c.row = g.row
-    GROUP BY 1
+    -- request_cohort has every gateway record (forensics.cohorts), with its account
+    SELECT account_id, string_agg(DISTINCT cohort, ';' ORDER BY cohort) AS cohort FROM request_cohort GROUP BY 1
 )
 SELECT account_id, cohort.cohort, coalesce(recv.responses_affected, 0) AS responses_affected,
        coalesce(src.requests_exposed, 0) AS requests_exposed,

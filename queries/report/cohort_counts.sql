@@ -1,14 +1,13 @@
 -- Per cohort, before any exclusion is applied: requests, accounts, affected responses (as recipient,
 -- by status) and source requests whose data reached any recipient. A request id in two gateway records
 -- that differ (gateway_repeats) counts once per cohort it is in.
--- grain: cohort; reads: request_cohort, gateway, gateway_repeats, report_affected, exposures; params: none
+-- grain: cohort; reads: request_cohort, gateway_repeats, report_affected, exposures; params: none
 WITH rep AS (  -- the records beyond the first of each repeated request id, per cohort
     SELECT cohort, count(*) - count(DISTINCT request_id) AS extra
     FROM request_cohort SEMI JOIN gateway_repeats USING (request_id) GROUP BY cohort
 ), req AS (
-    SELECT c.cohort, any_value(c.cohort_kind) AS kind, count(*) AS requests, count(DISTINCT g.account_id) AS accounts
-    FROM request_cohort c JOIN gateway g ON g.file_id = c.file_id AND g.row = c.row
-    GROUP BY c.cohort
+    SELECT cohort, any_value(cohort_kind) AS kind, count(*) AS requests, count(DISTINCT account_id) AS accounts
+    FROM request_cohort GROUP BY cohort
 ), recv AS (
     SELECT cohort, count(DISTINCT request_id) AS affected,
            count(DISTINCT request_id) FILTER (WHERE status = 'confirmed') AS confirmed,
