@@ -116,7 +116,8 @@ def ingest_into(
 ) -> tuple[list[InputFile], BundleConfig]:
     config = load_bundle_config(bundle)
     window = window or Window()
-    files = discover(bundle, window)
+    with timed("ingest/discover"):  # lists the files and hashes each (SHA-256)
+        files = discover(bundle, window)
     run_query(con, "ingest", "schema")
     con.execute("INSERT INTO replay_window VALUES (?, ?)", [window.since, window.until])
     engine_rows = EngineRows()
@@ -125,25 +126,28 @@ def ingest_into(
     for f in files:
         if f.error or f.skipped:
             continue
-        if f.source == "gateway":
-            load_gateway_file(con, f, gateway_files)
-        elif f.source == "pages":
-            load_page_file(con, f, parquet)
-        elif f.source == "engine_log":
-            parse_log(f, config.log_timezone, engine_rows)
-        elif f.source == "engine_requests":
-            parse_requests_jsonl(f, config.log_timezone, engine_rows)
+        with timed(f"ingest/load {f.source}"):
+            if f.source == "gateway":
+                load_gateway_file(con, f, gateway_files)
+            elif f.source == "pages":
+                load_page_file(con, f, parquet)
+            elif f.source == "engine_log":
+                parse_log(f, config.log_timezone, engine_rows)
+            elif f.source == "engine_requests":
+                parse_requests_jsonl(f, config.log_timezone, engine_rows)
     store(con, engine_rows)
     define_gateway(con, gateway_files)
     define_page_events(con, parquet)
     by_id = {f.file_id: f for f in files}
     gateway_paths = {f.file_id: f.rel for f in files if f.source == "gateway"}
-    repeats = reject_repeated_records(con, gateway_files, gateway_paths)
+    with timed("ingest/gateway_repeats"):
+        repeats = reject_repeated_records(con, gateway_files, gateway_paths)
     moved = _reject_impossible_events(con, parquet)
     for fid, n in repeats + moved:
         by_id[fid].rows_loaded -= n
         by_id[fid].rows_rejected += n
-    keep_ingest_jumps(con, unchanged=not moved and not window.active)
+    with timed("ingest/seq_jumps"):
+        keep_ingest_jumps(con, unchanged=not moved and not window.active)
     if window.active:
         _apply_window(con, window, by_id, parquet)
     gateway = [f for f in files if f.source == "gateway"]
