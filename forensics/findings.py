@@ -38,17 +38,18 @@ def recipient_slots(con: duckdb.DuckDBPyConnection) -> None:
     queries/findings/recipient_slots.sql defines with a window). Here: one sort of the ranges by
     (recipient, start) packed into one integer key, then a running maximum of the ends; a range counts
     what lies beyond the furthest end before it. The query runs instead when a slot position or the
-    number of recipients does not fit the packed key."""
+    number of recipients does not fit the packed key, or a value is NULL."""
     con.execute("""CREATE OR REPLACE TEMP TABLE slot_nodes AS
         SELECT node, (row_number() OVER (ORDER BY node) - 1)::BIGINT AS nid
         FROM (SELECT DISTINCT node FROM exposure_segments)""")
     t = con.execute("""SELECT n.nid, e.recipient_room AS room, e.seg_start AS s, e.seg_end AS e
-        FROM exposure_segments e JOIN slot_nodes n USING (node)""").fetchnumpy()
+        FROM exposure_segments e LEFT JOIN slot_nodes n USING (node)""").fetchnumpy()
+    nulls = any(np.ma.is_masked(v) for v in t.values())  # none by construction (else: the query)
     # in place where it can be: fresh memory is what this step costs most on some VMs
     nid, start, end = (np.asarray(t[c], dtype=np.int64) for c in ("nid", "s", "e"))
     rooms, key = np.unique(np.asarray(t.pop("room"), dtype=np.int64), return_inverse=True)
     n = max(len(rooms), 1)
-    if len(start) and (start.min() < 0 or end.max() >= 1 << 32 or (int(nid.max()) + 1) * n >= 1 << 31):
+    if nulls or len(start) and (start.min() < 0 or end.max() >= 1 << 32 or (int(nid.max()) + 1) * n >= 1 << 31):
         con.execute("DROP TABLE slot_nodes")
         run_query(con, "findings", "recipient_slots")
         return

@@ -68,3 +68,12 @@ def test_no_exposures() -> None:
     con = connect(":memory:")
     _segments(con, [])
     assert _both(con) == ([], [])
+
+
+def test_a_null_takes_the_query() -> None:
+    con = connect(":memory:")
+    _segments(con, [("d", 1, 0, 10), ("d", 1, 5, 20), ("d", 2, 3, 4)])
+    con.execute("INSERT INTO exposure_segments VALUES (NULL, 0, 0, 7, 1, 0, 'stale', NULL, true)")
+    con.execute("INSERT INTO exposure_segments VALUES ('d', 0, 0, 7, NULL, 0, 'stale', NULL, true)")
+    want, got = _both(con)
+    assert want == got and (None, 1, 7) in got and ("d", None, 7) in got
