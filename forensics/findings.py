@@ -39,18 +39,15 @@ def recipient_slots(con: duckdb.DuckDBPyConnection) -> None:
     (recipient, start) packed into one integer key, then a running maximum of the ends; a range counts
     what lies beyond the furthest end before it. The query runs instead when a slot position or the
     number of recipients does not fit the packed key, or a value is NULL."""
-    con.execute("""CREATE OR REPLACE TEMP TABLE slot_nodes AS
-        SELECT node, (row_number() OVER (ORDER BY node) - 1)::BIGINT AS nid
-        FROM (SELECT DISTINCT node FROM exposure_segments)""")
-    t = con.execute("""SELECT n.nid, e.recipient_room AS room, e.seg_start AS s, e.seg_end AS e
-        FROM exposure_segments e LEFT JOIN slot_nodes n USING (node)""").fetchnumpy()
+    # nodes by their number in node_index (base = number << 40, numbered from 1)
+    t = con.execute("""SELECT x.base >> 40 AS nid, e.recipient_room AS room, e.seg_start AS s, e.seg_end AS e
+        FROM exposure_segments e LEFT JOIN node_index x USING (node)""").fetchnumpy()
     nulls = any(np.ma.is_masked(v) for v in t.values())  # none by construction (else: the query)
     # in place where it can be: fresh memory is what this step costs most on some VMs
     nid, start, end = (np.asarray(t[c], dtype=np.int64) for c in ("nid", "s", "e"))
     rooms, key = np.unique(np.asarray(t.pop("room"), dtype=np.int64), return_inverse=True)
     n = max(len(rooms), 1)
     if nulls or len(start) and (start.min() < 0 or end.max() >= 1 << 32 or (int(nid.max()) + 1) * n >= 1 << 31):
-        con.execute("DROP TABLE slot_nodes")
         run_query(con, "findings", "recipient_slots")
         return
     key = key.astype(np.int64, copy=False).reshape(-1)
@@ -88,11 +85,10 @@ def recipient_slots(con: duckdb.DuckDBPyConnection) -> None:
     con.register("recipient_slots_out", out)
     try:
         con.execute("""CREATE OR REPLACE TEMP TABLE recipient_slots AS
-            SELECT n.node, o.room AS recipient_room, o.slots
-            FROM recipient_slots_out o JOIN slot_nodes n USING (nid)""")
+            SELECT x.node, o.room AS recipient_room, o.slots
+            FROM recipient_slots_out o JOIN node_index x ON x.base >> 40 = o.nid""")
     finally:
         con.unregister("recipient_slots_out")
-        con.execute("DROP TABLE slot_nodes")
 
 
 STEPS = (

@@ -20,6 +20,10 @@ def _segments(con, rows: list[tuple]) -> None:
             "INSERT INTO exposure_segments VALUES (?, 0, ?, ?, ?, 0, 'stale', NULL, true)",
             [(n, s, e, r) for n, r, s, e in rows],
         )
+    # as queries/ownership/node_index.sql numbers the nodes (there: those of page_events)
+    con.execute("""CREATE OR REPLACE TABLE node_index AS
+        SELECT node, (row_number() OVER (ORDER BY node))::BIGINT * 1099511627776 AS base
+        FROM (SELECT DISTINCT node FROM exposure_segments WHERE node IS NOT NULL)""")
 
 
 def _both(con) -> tuple[list, list]:

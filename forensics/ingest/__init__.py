@@ -126,7 +126,7 @@ def ingest_into(
     for f in files:
         if f.error or f.skipped:
             continue
-        with timed(f"ingest/load {f.source}"):
+        with timed(f"ingest/load_{f.source}"):
             if f.source == "gateway":
                 load_gateway_file(con, f, gateway_files)
             elif f.source == "pages":
