@@ -1,7 +1,7 @@
 """Findings stage: exposures, affected responses, hazards, accounts, coverage; and their CSV files.
 
 Reads: the ownership stage's tables, gateway, request_cohort, engine_requests, node_config.
-Writes: node_rooms, read_provenance, write_effects, exposure_segments, room_flags, room_requests,
+Writes: node_missing, read_provenance, write_effects, exposure_segments, room_flags, room_requests,
 signature_responses, missing_rooms, exposures, recipient_slots (temp), affected_responses,
 hazard_segments, hazards, accounts, coverage; and the findings CSV files.
 """
@@ -19,16 +19,12 @@ from forensics.outputs import write_csv
 from forensics.paths import load_query
 
 
-def node_rooms(con: duckdb.DuckDBPyConnection) -> None:
-    """node_rooms (node, room, own): each node's rooms, one aggregate per node (queries/findings/node_rooms.sql);
-    node_missing (node, file_id, row): the served requests routed to it that it logged nothing of its own
-    for (queries/findings/node_missing.sql)."""
-    # temp: a lookup for the next two steps (derived from page_events; 18M rows at 100M events)
-    con.execute("CREATE OR REPLACE TEMP TABLE node_rooms (node VARCHAR, room BIGINT, own BOOLEAN)")
+def node_missing(con: duckdb.DuckDBPyConnection) -> None:
+    """node_missing (node, file_id, row): the served requests routed to a node that it logged nothing of
+    its own for (queries/findings/node_missing.sql, one node at a time)."""
     con.execute("CREATE OR REPLACE TEMP TABLE node_missing (node VARCHAR, file_id INTEGER, row BIGINT)")
-    rooms, missing = load_query("findings", "node_rooms"), load_query("findings", "node_missing")
+    missing = load_query("findings", "node_missing")
     for (node,) in con.execute("SELECT node FROM telemetry_nodes ORDER BY node").fetchall():
-        con.execute(rooms, {"node": node})
         con.execute(missing, {"node": node})
 
 
@@ -97,8 +93,8 @@ STEPS = (
     "write_effects",
     "exposure_segments",
     "room_flags",
-    node_rooms,
-    "room_requests",
+    node_missing,
+    "room_requests",  # drops node_own_rooms, which node_missing reads too
     "signature_responses",
     "missing_rooms",
     "exposures",

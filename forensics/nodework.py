@@ -52,7 +52,10 @@ NODE_TABLES: dict[str, tuple[str, ...]] = {
     "history_items": ("item",),
     "history_found": ("item",),
     "history_open": ("item",),
+    "node_own_rooms": (),
 }
+# of those, the ones loaded back as temp tables: lookups for the findings, not kept in incident.duckdb
+SCRATCH_TABLES = ("node_own_rooms",)
 EXECUTORS = ("process", "ray")
 
 
@@ -94,7 +97,11 @@ def node_ownership(con: duckdb.DuckDBPyConnection, screen: bool = True) -> None:
     run_query(con, "ownership", "timeline_view" if fits else "timeline_ranked")
     run_query(con, "ownership", "room_injected_empty")
     if screen:
-        screen_rooms(con)
+        screen_rooms(con)  # also notes the rooms of each node's own events (node_own_rooms)
+    else:
+        con.execute("CREATE OR REPLACE TEMP TABLE node_own_rooms (node VARCHAR, room BIGINT)")
+        for (node,) in con.execute("SELECT node FROM telemetry_nodes ORDER BY node").fetchall():
+            run_query(con, "ownership", "node_own_rooms", node=node)  # one node's rooms per aggregate
     replay_rooms(con, holders_only=False, screened=screen)
     con.execute("DROP TABLE IF EXISTS room_state")
     con.execute("ALTER TABLE room_state_new RENAME TO room_state")
@@ -250,7 +257,7 @@ def _load_outputs(con: duckdb.DuckDBPyConnection, outputs: list[tuple[str, Path]
         shifted = ", ".join(f"t.{c} + x.base AS {c}" for c in local_cols)
         replace = f" REPLACE ({shifted})" if shifted else ""
         con.execute(
-            f"""CREATE OR REPLACE TABLE {table} AS
+            f"""CREATE OR REPLACE {"TEMP " if table in SCRATCH_TABLES else ""}TABLE {table} AS
                 SELECT t.* EXCLUDE (dir){replace} FROM (
                     SELECT * EXCLUDE (filename), parse_dirpath(filename) AS dir
                     FROM read_parquet([{files}], filename = true)) t

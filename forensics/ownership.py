@@ -12,7 +12,8 @@ Transfer placement needs every node; everything after it is node-local and runs 
 Reads: page_events, replay_window. Writes: telemetry_nodes, seq_gaps, transfer_links (forensics.transfers),
 clock_bounds,
 transfer_landing, node_index; through the node tasks: timeline, room_state (forensics.replay), holdings,
-alloc_overlaps, anomalous_writes, room_injected, history_items, history_found,
+alloc_overlaps, anomalous_writes, room_injected, history_items, history_found, node_own_rooms (temp: the
+rooms of each node's own events, noted by the screen),
 history_open (last writers: from the screening pass, or with --full-replay the windowed search: SQL
 candidates, numpy envelope).
 """

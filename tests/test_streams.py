@@ -88,3 +88,8 @@ def test_screen_walks_the_stored_order_and_falls_back_when_shuffled(tmp_path: Pa
     assert files and not any(stored[f.stem] for f in files)  # the shuffled nodes needed the sorted read
     assert other.rows("SELECT * FROM room_scope ORDER BY ALL") == scope
     assert other.rows("SELECT * FROM screen_prov ORDER BY ALL") == prov
+    # both walks noted the rooms of every node's own events (the sorted one skips the landed transfers)
+    own = "SELECT DISTINCT node, room FROM page_events WHERE op <> 'transfer' ORDER BY ALL"
+    noted = "SELECT DISTINCT node, room FROM node_own_rooms ORDER BY ALL"
+    assert run.rows(noted) == run.rows(own) and len(run.rows(own)) > 100
+    assert other.rows(noted) == other.rows(own)
