@@ -1,29 +1,29 @@
 -- Keys of each node's ordered event stream: its own events at pos = 2*seq, every transfer into its
 -- pool at pos = 2*seq_lo + 1 (right after the last event it surely followed; op 'xfer', ordered
 -- among themselves by the sender's clock, in timeline_xfer). k = pos * 2^20 + sub orders a node.
--- grain: node, pos, sub (timeline_xfer), node (timeline_keys); reads: telemetry_nodes, transfer_landing,
+-- grain: node, pos, sub (timeline_xfer), shared transfer (timeline_xfer_sub), node (timeline_keys);
+--        reads: telemetry_nodes, transfer_landing,
 --        node_index; params: none
 -- kg = base + rank, for range joins. The rank needs no sort: (pos - lowest pos) * (most transfers at
 -- one pos + 1) + sub orders a node's events as (pos, sub) does, and stays below 2^40 - 1 (the open end
 -- of a holding) for any realistic seq span (`fits`). forensics.nodework makes `timeline` a view over
 -- page_events and timeline_xfer when every node fits (timeline_view.sql), else a table with a dense
 -- rank (timeline_ranked.sql). max_end: the highest slot end of the node's timeline.
--- sub: a transfer alone at its (receiver, seq_lo) is 1; only those that share one are ranked (a
--- window over every transfer sorted them all: 90M at 1B events, where almost every rank is 1;
--- 100M: 2.3 s against 2.0 s to select, 6.8 s against 5.1 s to store).
-CREATE OR REPLACE TABLE timeline_xfer AS
-WITH shared AS (SELECT receiver, seq_lo FROM transfer_landing GROUP BY ALL HAVING count(*) > 1),
-ranked AS (
-    SELECT t.*, 1::BIGINT AS sub FROM transfer_landing t
-    ANTI JOIN shared s ON s.receiver IS NOT DISTINCT FROM t.receiver AND s.seq_lo IS NOT DISTINCT FROM t.seq_lo
-    UNION ALL
-    SELECT t.*, row_number() OVER (PARTITION BY t.receiver, t.seq_lo ORDER BY t.xts, t.sender, t.xseq)
-    FROM transfer_landing t
-    SEMI JOIN shared s ON s.receiver IS NOT DISTINCT FROM t.receiver AND s.seq_lo IS NOT DISTINCT FROM t.seq_lo
-)
-SELECT receiver AS node, seq_lo * 2 + 1 AS pos, sub,
-       'xfer' AS op, room, start, "end", land_lo AS ts, land_hi AS ts_hi, 'transfer' AS src, sender, xseq, ambiguous
-FROM ranked;
+-- sub: a transfer alone at its (receiver, seq_lo) is 1; only those that share one are ranked, in
+-- timeline_xfer_sub (a window over every transfer sorted them all: 90M at 1B events, where almost
+-- every rank is 1). timeline_xfer is a view over transfer_landing and that table, not a copy: storing
+-- the 9M transfers of 100M events again cost 3-4 s (90M at 1B), and each read of it filters them anyway.
+-- (sender, xseq) names a transfer: the sender's event.
+CREATE OR REPLACE TABLE timeline_xfer_sub AS
+WITH shared AS (SELECT receiver, seq_lo FROM transfer_landing GROUP BY ALL HAVING count(*) > 1)
+SELECT t.sender, t.xseq, row_number() OVER (PARTITION BY t.receiver, t.seq_lo ORDER BY t.xts, t.sender, t.xseq) AS sub
+FROM transfer_landing t
+SEMI JOIN shared s ON s.receiver IS NOT DISTINCT FROM t.receiver AND s.seq_lo IS NOT DISTINCT FROM t.seq_lo;
+
+CREATE OR REPLACE VIEW timeline_xfer AS
+SELECT t.receiver AS node, t.seq_lo * 2 + 1 AS pos, coalesce(r.sub, 1)::BIGINT AS sub, 'xfer' AS op, t.room, t.start,
+       t."end", t.land_lo AS ts, t.land_hi AS ts_hi, 'transfer' AS src, t.sender, t.xseq, t.ambiguous
+FROM transfer_landing t LEFT JOIN timeline_xfer_sub r USING (sender, xseq);
 
 CREATE OR REPLACE TABLE timeline_keys AS
 WITH spans AS (
