@@ -167,10 +167,12 @@ def assign_cohorts(con: duckdb.DuckDBPyConnection, rules: list[Rule]) -> None:
     _cidr_hits(con, rules)
     params: list[Any] = []
     preds = [_predicate(r, i, params) for i, r in enumerate(rules)]
-    hit_cols = ", ".join(f"{p} AS m{i}" for i, p in enumerate(preds)) or "NULL AS m_none"
+    # rule_hits: the records some rule matches (usually few), with what each rule says of them
+    hit_cols = "".join(f", {p} AS m{i}" for i, p in enumerate(preds))
+    any_hit = " OR ".join(f"m{i}" for i in range(len(rules))) or "false"
     con.execute(
         f"""CREATE OR REPLACE TEMP TABLE rule_hits AS
-            SELECT request_id, file_id, row, account_id, {hit_cols} FROM gateway""",
+            SELECT * FROM (SELECT file_id, row{hit_cols} FROM gateway) WHERE {any_hit}""",
         params,
     )
     if rules:
@@ -187,9 +189,11 @@ def assign_cohorts(con: duckdb.DuckDBPyConnection, rules: list[Rule]) -> None:
             [(i, r.cohort, r.kind, r.label, r.describe()) for i, r in enumerate(rules)],
         )
     con.execute(f"""CREATE OR REPLACE TABLE request_cohort AS
-        SELECT h.request_id, h.file_id, h.row, coalesce(d.cohort, 'customer') AS cohort,
-               coalesce(d.kind, 'customer') AS cohort_kind, d.label AS rule, h.account_id
-        FROM (SELECT *, {winner} AS rule_id FROM rule_hits) h LEFT JOIN rule_defs d USING (rule_id)""")
+        SELECT g.request_id, g.file_id, g.row, coalesce(d.cohort, 'customer') AS cohort,
+               coalesce(d.kind, 'customer') AS cohort_kind, d.label AS rule, g.account_id
+        FROM gateway g
+        LEFT JOIN (SELECT file_id, row, {winner} AS rule_id FROM rule_hits) h USING (file_id, row)
+        LEFT JOIN rule_defs d USING (rule_id)""")
     counts = (
         " UNION ALL ".join(
             f"SELECT {i} AS rule_id, count(*) FILTER (WHERE m{i}) AS matched FROM rule_hits" for i in range(len(rules))
