@@ -113,3 +113,8 @@ def one(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = Non
 
 def scalar(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None) -> Any:
     return one(con, sql, params)[0]
+
+
+def telemetry_node_names(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """The nodes that logged page events (telemetry_nodes), by name: the order per-node steps run in."""
+    return [r[0] for r in con.execute("SELECT node FROM telemetry_nodes ORDER BY node").fetchall()]

@@ -14,7 +14,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from forensics.db import run_query, run_steps
+from forensics.db import run_query, run_steps, telemetry_node_names
 from forensics.outputs import write_csv
 from forensics.paths import load_query
 
@@ -24,7 +24,7 @@ def node_missing(con: duckdb.DuckDBPyConnection) -> None:
     its own for (queries/findings/node_missing.sql, one node at a time)."""
     con.execute("CREATE OR REPLACE TEMP TABLE node_missing (node VARCHAR, file_id INTEGER, row BIGINT)")
     missing = load_query("findings", "node_missing")
-    for (node,) in con.execute("SELECT node FROM telemetry_nodes ORDER BY node").fetchall():
+    for node in telemetry_node_names(con):
         con.execute(missing, {"node": node})
 
 

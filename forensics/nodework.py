@@ -37,7 +37,7 @@ from typing import Any
 import duckdb
 
 import forensics
-from forensics.db import PROFILE, connect, one, run_query, scalar, timed
+from forensics.db import PROFILE, connect, one, run_query, scalar, telemetry_node_names, timed
 from forensics.errors import InputError
 from forensics.paths import QUERIES, sql_literal
 
@@ -90,7 +90,7 @@ def node_ownership(con: duckdb.DuckDBPyConnection, screen: bool = True) -> None:
     screen: replay in detail only the rooms the screening pass flags (forensics.screen)."""
     from forensics.ownership import HISTORY_WINDOWS, history_round
     from forensics.replay import replay_rooms
-    from forensics.screen import screen_rooms
+    from forensics.screen import own_rooms_by_query, screen_rooms
 
     run_query(con, "ownership", "timeline")
     fits = scalar(con, "SELECT coalesce(bool_and(fits), true) FROM timeline_keys")
@@ -99,9 +99,7 @@ def node_ownership(con: duckdb.DuckDBPyConnection, screen: bool = True) -> None:
     if screen:
         screen_rooms(con)  # also notes the rooms of each node's own events (node_own_rooms)
     else:
-        con.execute("CREATE OR REPLACE TEMP TABLE node_own_rooms (node VARCHAR, room BIGINT)")
-        for (node,) in con.execute("SELECT node FROM telemetry_nodes ORDER BY node").fetchall():
-            run_query(con, "ownership", "node_own_rooms", node=node)  # one node's rooms per aggregate
+        own_rooms_by_query(con)
     replay_rooms(con, holders_only=False, screened=screen)
     con.execute("DROP TABLE IF EXISTS room_state")
     con.execute("ALTER TABLE room_state_new RENAME TO room_state")
@@ -273,7 +271,7 @@ def _load_outputs(con: duckdb.DuckDBPyConnection, outputs: list[tuple[str, Path]
 
 def run_nodes(con: duckdb.DuckDBPyConnection, execution: Execution) -> None:
     """Run the per-node work for every node with page telemetry and load its tables into `con`."""
-    nodes = [r[0] for r in con.execute("SELECT node FROM telemetry_nodes ORDER BY node").fetchall()]
+    nodes = telemetry_node_names(con)
     execution.stats["replay"] = "screened" if execution.screen else "full"
     if execution.workers == 0:
         execution.workers = os.cpu_count() or 1 if execution.executor == "ray" else auto_workers(len(nodes))

@@ -42,7 +42,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from numba import njit
 
-from forensics.db import scalar, timed
+from forensics.db import run_query, scalar, telemetry_node_names, timed
 from forensics.parallel import side_by_side
 from forensics.paths import sql_literal
 from forensics.runmap import OPS, RunMap, screen_events
@@ -92,7 +92,7 @@ def screen_rooms(con: duckdb.DuckDBPyConnection) -> dict[str, bool]:
     with timed("ownership/screen"):
         con.execute("CREATE OR REPLACE TEMP TABLE room_scope (node VARCHAR, room BIGINT)")
         con.execute("CREATE OR REPLACE TEMP TABLE screen_prov (node VARCHAR, k BIGINT, s BIGINT, e BIGINT, w_k BIGINT)")
-        con.execute("CREATE OR REPLACE TEMP TABLE node_own_rooms (node VARCHAR, room BIGINT)")
+        _create_own_rooms(con)
         # the nodes of the timeline and the highest slot end of each (1 + it: the run map's size)
         sizes = con.execute("SELECT node, coalesce(max_end, 0) + 1 FROM timeline_keys ORDER BY node").fetchall()
         nodes = [node for node, _ in sizes]
@@ -123,6 +123,18 @@ def screen_rooms(con: duckdb.DuckDBPyConnection) -> dict[str, bool]:
                     )
                 order[node] = stored_order
         return order
+
+
+def _create_own_rooms(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute("CREATE OR REPLACE TEMP TABLE node_own_rooms (node VARCHAR, room BIGINT)")
+
+
+def own_rooms_by_query(con: duckdb.DuckDBPyConnection) -> None:
+    """node_own_rooms without the walk (investigate --full-replay): one aggregate per node
+    (queries/ownership/node_own_rooms.sql), each room once."""
+    _create_own_rooms(con)
+    for node in telemetry_node_names(con):
+        run_query(con, "ownership", "node_own_rooms", node=node)
 
 
 def _spool_parent(con: duckdb.DuckDBPyConnection) -> str | None:
