@@ -1,7 +1,7 @@
 """Findings stage: exposures, affected responses, hazards, accounts, coverage; and their CSV files.
 
 Reads: the ownership stage's tables, gateway, request_cohort, engine_requests, node_config.
-Writes: node_missing, read_provenance, write_effects, exposure_segments, room_flags, room_requests,
+Writes: node_missing, read_provenance, conflict_rooms, write_effects, exposure_segments, room_flags, room_requests,
 signature_responses, missing_rooms, exposures, recipient_slots (temp), affected_responses,
 hazard_segments, hazards, accounts, coverage; and the findings CSV files.
 """
@@ -90,6 +90,7 @@ def recipient_slots(con: duckdb.DuckDBPyConnection) -> None:
 STEPS = (
     "gap_rooms",
     "read_provenance",
+    "conflict_reads",  # reads of slots two transfers filled in an unproven order: both writers possible
     "write_effects",
     "exposure_segments",
     "room_flags",

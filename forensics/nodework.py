@@ -191,7 +191,7 @@ def _node_key(con: duckdb.DuckDBPyConnection, node: str, code: str, screen: bool
     landing = scalar(
         con,
         """SELECT md5(string_agg(concat_ws('|', sender, xseq, room, start, "end", seq_lo, seq_hi, land_lo, land_hi,
-                  ambiguous, xts), ';' ORDER BY sender, xseq))
+                  ambiguous, conflict, xts), ';' ORDER BY sender, xseq))
            FROM transfer_landing WHERE receiver = ?""",
         [node],
     )

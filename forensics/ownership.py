@@ -11,7 +11,7 @@ Transfer placement needs every node; everything after it is node-local and runs 
 (forensics.nodework: in this process, in worker processes, or on Ray).
 Reads: page_events, replay_window. Writes: telemetry_nodes, seq_gaps, transfer_links (forensics.transfers),
 clock_bounds,
-transfer_landing, node_index; through the node tasks: timeline, room_state (forensics.replay), holdings,
+transfer_landing, transfer_conflicts (forensics.conflicts), node_index; through the node tasks: timeline, room_state (forensics.replay), holdings,
 alloc_overlaps, anomalous_writes, room_injected, history_items, history_found, node_own_rooms (temp: the
 rooms of each node's own events, noted by the screen),
 history_open (last writers: from the screening pass, or with --full-replay the windowed search: SQL
@@ -24,6 +24,7 @@ import duckdb
 import pyarrow as pa
 
 from forensics.db import run_steps, timed
+from forensics.conflicts import transfer_conflicts
 from forensics.envelope import envelope
 from forensics.landing import landing_seqs, window_hits
 from forensics.nodework import Execution, run_nodes
@@ -43,6 +44,7 @@ PLACEMENT = (
     "transfer_landing",
     window_hits,
     "landing_ambiguous",
+    transfer_conflicts,
 )
 # History windows, in writes before the read: most reads resolve in the first; 0 means all.
 HISTORY_WINDOWS = (256, 4096, 32768, 0)

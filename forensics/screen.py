@@ -13,7 +13,10 @@ these could concern:
 - a free, write or transfer into slots the room does not hold (the room, and the holder if any);
 - a read or share of slots that are not held by the reader, or whose last write is not the reader's
   own write since its alloc (the reader; whose data it found is the last-writer search's job, over
-  every write of the node).
+  every write of the node);
+- a transfer whose landing order against another transfer into the same slots nothing proves
+  (transfer_landing.conflict, forensics.conflicts): its room, whose reads of its own transfer the
+  findings must see, since the other transfer may have landed last.
 
 Why this is a superset of what the replay reports (so the screened replay reports exactly what the
 full one does; tests/test_screen.py checks it on simulated incidents, with seq gaps and a replay
@@ -122,6 +125,9 @@ def screen_rooms(con: duckdb.DuckDBPyConnection) -> dict[str, bool]:
                         [node],
                     )
                 order[node] = stored_order
+        con.execute(
+            "INSERT INTO room_scope SELECT DISTINCT receiver, room FROM transfer_landing WHERE conflict ORDER BY ALL"
+        )
         return order
 
 

@@ -4,7 +4,8 @@
 -- grain: node, recipient_room, source_room, kind, range; reads: read_provenance, write_effects; params: none
 CREATE OR REPLACE TABLE exposure_segments AS
 WITH s AS (
-    SELECT node, seg_start, seg_end, room AS recipient_room, w_room AS source_room, kind, ts AS first_ts, uncertain
+    SELECT node, seg_start, seg_end, room AS recipient_room, w_room AS source_room, kind, ts AS first_ts,
+           uncertain OR unsettled AS uncertain
     FROM read_provenance WHERE cls = 'foreign'
     UNION ALL
     SELECT node, seg_start, seg_end, attending_room, room, 'foreign_write', greatest(ts, r_ts), uncertain

@@ -30,5 +30,6 @@ SELECT b.node, b.seg_start, b.seg_end, b.k, b.pos, b.op, b.room, b.ts, b.w_room,
                   AND NOT EXISTS (SELECT 1 FROM transfer_links t WHERE t.receiver = b.node AND t.room = b.room)))
        OR EXISTS (SELECT 1 FROM seq_gaps g WHERE g.node = b.node
                   AND g.next_pos > coalesce(b.w_k // 1048576, -1) AND g.prev_pos < b.pos) AS uncertain,
-       (b.a_k IS NULL OR b.a_k < coalesce(b.f_k, -1)) AS unheld
+       (b.a_k IS NULL OR b.a_k < coalesce(b.f_k, -1)) AS unheld,
+       false AS unsettled  -- set by conflict_reads.sql: two transfers may have filled these slots in either order
 FROM base b;

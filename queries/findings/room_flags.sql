@@ -1,7 +1,7 @@
 -- Rooms whose answer the evidence cannot decide, with the reason. A room with a certain exposure is
 -- still confirmed; these make every other room here indeterminate rather than clean.
 -- grain: node, room, reason; reads: page_events, seq_gaps, read_provenance, transfer_landing, replay_window,
---        room_state; params: none
+--        room_state, conflict_rooms; params: none
 CREATE OR REPLACE TABLE room_flags AS
 SELECT DISTINCT node, room, reason FROM (
     -- events on both sides of a gap: some of the room's own events may be lost
@@ -38,6 +38,9 @@ SELECT DISTINCT node, room, reason FROM (
       ON p.node = t.receiver AND p.op <> 'transfer' AND p.seq > t.seq_lo AND p.seq < t.seq_hi
      AND p.start < t."end" AND p."end" > t.start
     WHERE t.ambiguous AND p.room <> t.room
+    UNION ALL
+    -- a read of slots two transfers filled in an order the clock bounds cannot settle
+    SELECT node, room, reason FROM conflict_rooms
     UNION ALL
     -- the replay window cuts the room's history: it read slots it had no alloc for in the window (an
     -- exposure that began before --since); exposures after --until are out of the window's scope

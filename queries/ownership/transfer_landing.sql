@@ -2,7 +2,8 @@
 -- stamped at or before xts + lo and before every event stamped at or after xts + hi (receiver clock);
 -- an ordinary transfer also between its room's alloc and read. Between seq_lo and seq_hi the order is
 -- unknown: the landing is `ambiguous` when a receiver event touching the same slots lies in there
--- (set by landing_ambiguous.sql; false here).
+-- (set by landing_ambiguous.sql; false here). `conflict`: another transfer into overlapping slots may
+-- have landed before or after it (set by forensics.conflicts; false here).
 -- grain: transfer row; reads: landing_bounds, landing_seqs (forensics.landing), telemetry_nodes; params: none
 CREATE OR REPLACE TABLE transfer_landing AS
 WITH w AS (SELECT * FROM landing_bounds),
@@ -25,7 +26,7 @@ SELECT f.sender, f.xseq, f.receiver, f.room, f.start, f."end", f.xts, f.ordinary
        f.seq_lo, f.seq_hi,
        CASE WHEN f.ordinary THEN greatest(coalesce(f.land_lo, f.ats), f.ats) ELSE f.land_lo END AS land_lo,
        CASE WHEN f.ordinary THEN least(coalesce(f.land_hi, f.rts), f.rts) ELSE f.land_hi END AS land_hi,
-       false AS ambiguous
+       false AS ambiguous, false AS conflict
 FROM fixed f;
 
 DROP TABLE landing_seqs;

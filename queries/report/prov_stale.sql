@@ -8,7 +8,7 @@ CREATE OR REPLACE TEMP TABLE prov_stale_reads AS
 SELECT p.request_id, rp.*
 FROM report_prov p
 JOIN read_provenance rp ON rp.node = p.node AND rp.room = p.room
- AND rp.cls = 'foreign' AND rp.kind = 'stale' AND NOT rp.uncertain;
+ AND rp.cls = 'foreign' AND rp.kind = 'stale' AND NOT rp.uncertain AND NOT rp.unsettled;
 
 -- the timeline events those rows name (reads, writes, allocs, the writers' frees). Reading every
 -- column of every event costs a full scan (8 s at 100M events), so the node's own events are found
