@@ -132,9 +132,12 @@ def transfer_conflicts(con: duckdb.DuckDBPyConnection) -> None:
     nodes, weights = receivers(con, "transfer_landing")
 
     def prepare(node: str) -> tuple[str, list[str]]:
-        senders = [r[0] for r in con.execute(
-            "SELECT DISTINCT sender FROM transfer_landing WHERE receiver = ? ORDER BY 1", [node]
-        ).fetchall()]
+        senders = [
+            r[0]
+            for r in con.execute(
+                "SELECT DISTINCT sender FROM transfer_landing WHERE receiver = ? ORDER BY 1", [node]
+            ).fetchall()
+        ]
         return node, senders
 
     def pairs(cur: duckdb.DuckDBPyConnection, job: tuple[str, list[str]]) -> pa.Table:

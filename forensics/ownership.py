@@ -11,7 +11,8 @@ Transfer placement needs every node; everything after it is node-local and runs 
 (forensics.nodework: in this process, in worker processes, or on Ray).
 Reads: page_events, replay_window. Writes: telemetry_nodes, seq_gaps, transfer_links (forensics.transfers),
 clock_bounds,
-transfer_landing, transfer_conflicts (forensics.conflicts), node_index; through the node tasks: timeline, room_state (forensics.replay), holdings,
+transfer_landing, transfer_conflicts (forensics.conflicts), node_index; through the node tasks: timeline,
+room_state (forensics.replay), holdings,
 alloc_overlaps, anomalous_writes, room_injected, history_items, history_found, node_own_rooms (temp: the
 rooms of each node's own events, noted by the screen),
 history_open (last writers: from the screening pass, or with --full-replay the windowed search: SQL
@@ -23,8 +24,8 @@ from __future__ import annotations
 import duckdb
 import pyarrow as pa
 
-from forensics.db import run_steps, timed
 from forensics.conflicts import transfer_conflicts
+from forensics.db import run_steps, timed
 from forensics.envelope import envelope
 from forensics.landing import landing_seqs, window_hits
 from forensics.nodework import Execution, run_nodes

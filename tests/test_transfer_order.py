@@ -79,7 +79,11 @@ def _case(tmp_path: Path, r_sender: str, r_sent: float, s_sent: float, read_at: 
     if extra:
         gateway.append(gw("U", 50, "acct-u", status=400))
     write_jsonl(b / "gateway" / "gw.jsonl", gateway)
-    for node, role, pool in (("prefill-0", "prefill", 4096), ("prefill-1", "prefill", 4096), ("decode-0", "decode", 2048)):
+    for node, role, pool in (
+        ("prefill-0", "prefill", 4096),
+        ("prefill-1", "prefill", 4096),
+        ("decode-0", "decode", 2048),
+    ):
         engine_log(b, node, role, pool)
     write_pages(b, *c.nodes())
     return Findings(b)
@@ -121,7 +125,9 @@ def test_an_unsettled_order_makes_the_reader_indeterminate(
     assert got["R"][3] == 30
     assert f.exposures() == {("R", "S", "decode-0", "foreign_write", 30, "indeterminate")}
     reason = f.rows("SELECT reason FROM affected_responses WHERE request_id = 'R'")[0][0]
-    assert "prefill-0 (room 3) and prefill-1 (room 4)" in reason or "prefill-1 (room 4) and prefill-0 (room 3)" in reason
+    assert (
+        "prefill-0 (room 3) and prefill-1 (room 4)" in reason or "prefill-1 (room 4) and prefill-0 (room 3)" in reason
+    )
     assert "cannot settle" in reason and "[16,46)" in reason
     assert "seq gap" not in reason  # no events were lost: the order alone is unknown
     assert f.rows("SELECT count(*) FROM transfer_conflicts") == [(1,)]
@@ -130,6 +136,8 @@ def test_an_unsettled_order_makes_the_reader_indeterminate(
 def test_the_stored_rank_follows_the_landing_windows(tmp_path: Path) -> None:
     """Case a: both transfers land at the same point of decode-0's order; S's window comes first."""
     f = _case(tmp_path, "prefill-0", 0.855, 1.080, 1.070)
-    rows = f.rows("SELECT room, pos, sub FROM timeline WHERE node = 'decode-0' AND room IN (3, 4) AND pos % 2 = 1 ORDER BY k")
+    rows = f.rows(
+        "SELECT room, pos, sub FROM timeline WHERE node = 'decode-0' AND room IN (3, 4) AND pos % 2 = 1 ORDER BY k"
+    )
     assert [r[0] for r in rows] == [S, R]
     assert rows[0][1] == rows[1][1]
