@@ -25,6 +25,17 @@ def simulate(
     gap_node: str | None = typer.Option(None, "--gap-node", help="Node whose page events lose a block."),
     gap_events: int = typer.Option(0, "--gap-events", help="Consecutive page events dropped on --gap-node."),
     gap_at: float = typer.Option(0.5, "--gap-at", help="Where the gap starts, as a fraction of that node's events."),
+    clock_skew: int | None = typer.Option(
+        None, "--clock-skew", help="Draw each node's clock offset from [-N, +N] ms (default: fixed offsets)."
+    ),
+    late_clear: int | None = typer.Option(
+        None, "--late-clear", help="Keep late landings N ms clear of other events on their slots (50; 0: never)."
+    ),
+    read_delay: float | None = typer.Option(
+        None, "--read-delay", help="Decode reads a landed transfer N to 2N ms later (default 0.2 to 2 ms)."
+    ),
+    prefill_nodes: int | None = typer.Option(None, "--prefill-nodes", help="Prefill nodes (default 2)."),
+    decode_nodes: int | None = typer.Option(None, "--decode-nodes", help="Decode nodes (default 3)."),
 ) -> None:
     """Write a simulated incident bundle and its ground truth."""
     from forensics.simulate import build_config
@@ -44,6 +55,11 @@ def simulate(
         gap_node=gap_node,
         gap_events=gap_events,
         gap_at=gap_at,
+        clock_skew_ms=clock_skew,
+        late_clear_ms=late_clear,
+        read_delay_ms=read_delay,
+        prefill_count=prefill_nodes,
+        decode_count=decode_nodes,
     )
     s = run(out, cfg)
     typer.echo(

@@ -1,9 +1,10 @@
 """Findings stage: exposures, affected responses, hazards, accounts, coverage; and their CSV files.
 
 Reads: the ownership stage's tables, gateway, request_cohort, engine_requests, node_config.
-Writes: node_missing, read_provenance, conflict_rooms, write_effects, exposure_segments, room_flags, room_requests,
-signature_responses, missing_rooms, exposures, recipient_slots (temp), affected_responses,
-hazard_segments, hazards, accounts, coverage; and the findings CSV files.
+Writes: node_missing, read_provenance, order_alternatives, conflict_rooms, write_effects, exposure_segments,
+exposure_certain (temp), room_flags, room_requests, signature_responses, missing_rooms, exposures,
+recipient_slots (temp), affected_responses, hazard_segments, hazards, accounts, coverage; and the
+findings CSV files.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from forensics.db import run_query, run_steps, telemetry_node_names
+from forensics.envelope import envelope
 from forensics.outputs import write_csv
 from forensics.paths import load_query
 
@@ -26,6 +28,35 @@ def node_missing(con: duckdb.DuckDBPyConnection) -> None:
     missing = load_query("findings", "node_missing")
     for node in telemetry_node_names(con):
         con.execute(missing, {"node": node})
+
+
+def order_alternatives(con: duckdb.DuckDBPyConnection) -> None:
+    """order_alternatives (queries/findings/order_alternatives.sql): the other last writers the evidence
+    allows where a landing is ambiguous. What each ambiguous landing overwrote is the last writer of
+    every piece of its slots among the earlier writes into them (prestate_candidates.sql), resolved by
+    the same envelope as the last-writer search (forensics.envelope): prestate_runs (item, s, e, w_k,
+    w_room)."""
+    run_query(con, "findings", "ambiguous_landings")
+    run_query(con, "findings", "prestate_candidates")
+    o = con.execute('SELECT item, start, "end" FROM ambiguous_landings ORDER BY item').fetchnumpy()
+    c = con.execute("SELECT item, cs, ce, k FROM prestate_candidates").fetchnumpy()
+    col = {**{f"o_{n}": v for n, v in o.items()}, **{f"c_{n}": v for n, v in c.items()}}
+    i64 = {n: np.asarray(v, dtype=np.int64) for n, v in col.items()}
+    if i64["o_item"].size:
+        env = envelope(*(i64[n] for n in ("o_item", "o_start", "o_end", "c_item", "c_cs", "c_ce", "c_k")))
+        runs = pa.table({"item": env.item, "s": env.s, "e": env.e, "w_k": env.k})
+    else:  # no ambiguous landing
+        runs = pa.table({n: np.empty(0, dtype=np.int64) for n in ("item", "s", "e", "w_k")})
+    con.register("prestate_env", runs)
+    try:
+        con.execute("""CREATE OR REPLACE TEMP TABLE prestate_runs AS
+            SELECT r.item, r.s, r.e, r.w_k, c.w_room FROM prestate_env r
+            JOIN (SELECT DISTINCT item, k, room AS w_room FROM prestate_candidates) c ON c.item = r.item AND c.k = r.w_k
+            WHERE r.w_k >= 0""")
+    finally:
+        con.unregister("prestate_env")
+    run_query(con, "findings", "order_alternatives")
+    con.execute("DROP TABLE prestate_runs; DROP TABLE prestate_candidates; DROP TABLE ambiguous_landings")
 
 
 def recipient_slots(con: duckdb.DuckDBPyConnection) -> None:
@@ -90,9 +121,11 @@ def recipient_slots(con: duckdb.DuckDBPyConnection) -> None:
 STEPS = (
     "gap_rooms",
     "read_provenance",
-    "conflict_reads",  # reads of slots two transfers filled in an unproven order: both writers possible
+    order_alternatives,  # where an ambiguous landing makes other last writers possible
+    "conflict_reads",  # reads whose last writer the clock bounds cannot settle: every possible one
     "write_effects",
     "exposure_segments",
+    "exposure_certain",
     "room_flags",
     node_missing,
     "room_requests",  # drops node_own_rooms, which node_missing reads too
@@ -111,9 +144,11 @@ OUTPUTS = {
         exposed_slots, source_requests, http_status, completion_tokens, decode_node, prefill_node, room, reason
         FROM affected_responses ORDER BY ALL""",  # by request_id (a repeated one: by every column)
     "exposures.csv": """SELECT recipient_request_id, source_request_id, recipient_account_id, source_account_id,
-        node, kind, slots, status, first_exposed_at, recipient_cohort, source_cohort, recipient_room, source_room
+        node, kind, slots, status, first_exposed_at, recipient_cohort, source_cohort, recipient_room, source_room,
+        slots_confirmed
         FROM exposures ORDER BY recipient_request_id, source_request_id, node, kind, recipient_room, source_room,
-        recipient_account_id, source_account_id, recipient_cohort, source_cohort, slots, status, first_exposed_at""",
+        recipient_account_id, source_account_id, recipient_cohort, source_cohort, slots, status, first_exposed_at,
+        slots_confirmed""",
     "accounts.csv": """SELECT account_id, cohort, responses_affected, requests_exposed, responses_confirmed,
         responses_indeterminate, requests_exposed_confirmed FROM accounts ORDER BY account_id""",
     "hazards.csv": "SELECT node, room, kind, slots, detail FROM hazards ORDER BY node, room, kind",

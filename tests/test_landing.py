@@ -124,9 +124,11 @@ def test_window_hits_match_the_definition(seed: int, monkeypatch: pytest.MonkeyP
     assert got == want and 0 < len(want) < m
 
 
-# the definition timeline.sql replaced: every transfer ranked within its (receiver, seq_lo)
+# the definition: every transfer ranked within its (receiver, seq_lo) by the start of its landing
+# window on the receiver's clock (unbounded last), never by the sender's own stamp
 SUB_SQL = """SELECT receiver, seq_lo * 2 + 1 AS pos,
-       row_number() OVER (PARTITION BY receiver, seq_lo ORDER BY xts, sender, xseq) AS sub, sender, xseq
+       row_number() OVER (PARTITION BY receiver, seq_lo ORDER BY land_lo NULLS LAST, sender, xseq) AS sub,
+       sender, xseq
     FROM transfer_landing ORDER BY ALL"""
 
 
@@ -141,7 +143,9 @@ def test_timeline_ranks_only_transfers_that_share_a_landing(seed: int) -> None:
     con.execute(
         """CREATE TABLE transfer_landing AS SELECT unnest($s) AS sender, unnest($x) AS xseq, unnest($r) AS receiver,
            unnest($lo) AS seq_lo, TIMESTAMPTZ '2026-08-29 10:00:00+00' + to_microseconds(unnest($t)) AS xts,
-           1::BIGINT AS room, 0::BIGINT AS start, 1::BIGINT AS "end", NULL::TIMESTAMPTZ AS land_lo,
+           1::BIGINT AS room, 0::BIGINT AS start, 1::BIGINT AS "end",
+           CASE WHEN unnest($w) >= 0 THEN TIMESTAMPTZ '2026-08-29 10:00:01+00' + to_microseconds(unnest($w)) END
+             AS land_lo,
            NULL::TIMESTAMPTZ AS land_hi, false AS ambiguous""",
         {
             "s": rng.choice(["p0", "p1"], m).tolist(),
@@ -149,6 +153,7 @@ def test_timeline_ranks_only_transfers_that_share_a_landing(seed: int) -> None:
             "r": rng.choice(["d0", "d1"], m).tolist(),
             "lo": rng.integers(0, 400 if seed % 2 else 60, m).tolist(),
             "t": rng.integers(0, 5, m).tolist(),
+            "w": rng.integers(-1, 4, m).tolist(),  # -1: an unbounded window (no land_lo)
         },
     )
     con.execute(

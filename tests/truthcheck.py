@@ -35,8 +35,10 @@ def compare(sim_out: Path) -> Comparison:
     f = Findings(sim_out / "bundle")
     affected = {r[0]: r[1] for r in f.rows("SELECT request_id, status FROM affected_responses")}
     found = {
-        (r[0], r[1], r[2], r[3]): (r[4], r[5])
-        for r in f.rows("SELECT recipient_request_id, source_request_id, node, kind, slots, status FROM exposures")
+        (r[0], r[1], r[2], r[3]): (r[4], r[5], r[6])
+        for r in f.rows(
+            "SELECT recipient_request_id, source_request_id, node, kind, slots, status, slots_confirmed FROM exposures"
+        )
     }
     c = Comparison(truth_pairs=len(tpairs), found_pairs=len(found))
     for rid, t in truth.items():
@@ -55,9 +57,18 @@ def compare(sim_out: Path) -> Comparison:
     # precision of claims: confirmed pairs, and indeterminate pairs where the truth does not allow doubt
     claims = {
         k
-        for k, (_, status) in found.items()
+        for k, (_, status, _) in found.items()
         if status == "confirmed" or truth.get(k[0], {}).get("allowed_indeterminate") != "1"
     }
     c.pair_precision = len(claims & set(tp)) / len(claims) if claims else 1.0
-    c.slot_mismatches = [(k, tp[k], found[k][0]) for k in sorted(hit) if tp[k] != found[k][0]]
+
+    # slots: exact where the truth allows no doubt; else the truth lies between the slots the analysis
+    # confirms and those it reports as possible
+    def off(k: tuple) -> bool:
+        slots, _, sure = found[k]
+        if truth.get(k[0], {}).get("allowed_indeterminate") == "1":
+            return not sure <= tp[k] <= slots
+        return tp[k] != slots
+
+    c.slot_mismatches = [(k, tp[k], found[k][0], found[k][2]) for k in sorted(hit) if off(k)]
     return c

@@ -7,6 +7,7 @@ All times inside the simulator are integer microseconds since the Unix epoch on 
 from __future__ import annotations
 
 import dataclasses
+import random
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import cast
@@ -57,6 +58,12 @@ class SimConfig:
     gap_node: str | None = None
     gap_events: int = 0
     gap_at: float = 0.5  # where the dropped block starts, as a fraction of the node's events
+    clock_skew_ms: int | None = None  # each node's clock offset drawn from [-skew, +skew] ms (None: fixed offsets)
+    # a late landing is moved (up to 6 times) until it is this far from known events on its slots; 0: never
+    late_clear_ms: int = 50
+    read_delay_ms: float = 0.0  # decode reads a landed transfer after this to twice this (0: 0.2 to 2 ms)
+    prefill_count: int = 2  # prefill nodes (prefill-0 ..)
+    decode_count: int = 3  # decode nodes (decode-0 ..)
     preset: str = "default"
     incident_id: str = "INC-SIM-0001"
     incident_title: str = "Simulated KV-cache exposure via prefill placeholder and aborted transfers"
@@ -88,22 +95,41 @@ def _epoch_us(iso: str) -> int:
     return int(round(dt.timestamp() * S))
 
 
-def default_nodes(prefill_pool: int, decode_pool: int, no_telemetry: str | None) -> list[NodeSpec]:
-    nodes = [
-        NodeSpec("prefill-0", "prefill", prefill_pool, 500 * MS),
-        NodeSpec(
-            "prefill-1",
-            "prefill",
-            prefill_pool,
-            1_250 * MS,
-            rank_prefix="DP0 TP0",
-            log_ms=False,
-            pages_format="jsonl",
-        ),
-        NodeSpec("decode-0", "decode", decode_pool, 0),
-        NodeSpec("decode-1", "decode", decode_pool, -300 * MS, rank_prefix="DP0 TP0"),
-        NodeSpec("decode-2", "decode", decode_pool, 2_000 * MS),
-    ]
+def default_nodes(
+    prefill_pool: int,
+    decode_pool: int,
+    no_telemetry: str | None,
+    prefill_count: int = 2,
+    decode_count: int = 3,
+    skew_ms: int | None = None,
+    seed: int = 0,
+) -> list[NodeSpec]:
+    """prefill-0.. and decode-0..; their clock offsets fixed (the first two prefill and three decode
+    nodes: +500, +1250, 0, -300, +2000 ms; more nodes: spread in steps of 170 ms) or, with skew_ms,
+    drawn per node from [-skew_ms, +skew_ms] by an RNG of the seed's own (the traffic stays the same)."""
+    fixed_p, fixed_d = [500, 1_250], [0, -300, 2_000]
+    nodes = []
+    for i in range(prefill_count):
+        off = fixed_p[i] if i < len(fixed_p) else 170 * i - 400
+        odd = i % 2 == 1  # every other prefill node logs like SGLang's DP attention, without ms, pages as JSONL
+        nodes.append(
+            NodeSpec(
+                f"prefill-{i}",
+                "prefill",
+                prefill_pool,
+                off * MS,
+                rank_prefix="DP0 TP0" if odd else "TP0",
+                log_ms=not odd,
+                pages_format="jsonl" if odd else "parquet",
+            )
+        )
+    for i in range(decode_count):
+        off = fixed_d[i] if i < len(fixed_d) else 170 * i - 900
+        rank = "DP0 TP0" if i % 2 else "TP0"
+        nodes.append(NodeSpec(f"decode-{i}", "decode", decode_pool, off * MS, rank_prefix=rank))
+    if skew_ms is not None:
+        rng = random.Random(f"clock-skew:{seed}")
+        nodes = [dataclasses.replace(n, clock_offset_us=rng.randint(-skew_ms * MS, skew_ms * MS)) for n in nodes]
     return [dataclasses.replace(n, telemetry=(n.name != no_telemetry)) for n in nodes]
 
 
@@ -152,11 +178,19 @@ def build_config(preset: str = "default", **overrides: object) -> SimConfig:
     if not cfg.discovered_at:
         end = datetime.fromtimestamp((cfg.start_us + cfg.duration_us) / S + 300, UTC)
         cfg.discovered_at = end.strftime("%Y-%m-%dT%H:%M:%SZ")
+    if cfg.prefill_count < 1 or cfg.decode_count < 1:
+        raise ValueError("the simulated cluster needs at least one prefill and one decode node")
+    if no_tel_default is not None and no_tel_default not in {f"decode-{i}" for i in range(cfg.decode_count)}:
+        no_tel_default = None
     cfg.nodes = default_nodes(
-        int(prefill_pool or pp), int(decode_pool or dp), no_tel if no_tel is not None else no_tel_default
+        int(prefill_pool or pp),
+        int(decode_pool or dp),
+        (no_tel or None) if no_tel is not None else no_tel_default,
+        cfg.prefill_count,
+        cfg.decode_count,
+        cfg.clock_skew_ms,
+        cfg.seed,
     )
-    if no_tel == "":
-        cfg.nodes = default_nodes(int(prefill_pool or pp), int(decode_pool or dp), None)
     if cfg.gap_node is not None and cfg.gap_node not in {n.name for n in cfg.nodes}:
         raise ValueError(f"--gap-node {cfg.gap_node!r} is not a node")
     return cfg

@@ -20,7 +20,6 @@ from forensics.simulate.request import Request
 
 ARRIVE, D_ALLOC, P_READY, P_RETRY, P_DONE, LAND, ABORT, D_READ, D_END = range(9)
 assert D_END == DECODE_END
-CLEAR_US = 50 * MS  # a late landing is moved until it is this far from known events on its slots
 
 
 @dataclass(slots=True)
@@ -198,10 +197,11 @@ class Engine(DecodeSide):
         p, d = self.nodes[r.prefill], self.nodes[r.decode]
         assert s.d_pages is not None and s.p_pages is not None
         dest = token_ranges(s.d_pages, self.ps, 0, 1 if r.placeholder else r.L)
-        if r.aborted and s.nudges < 6 and self._too_close(t, r.decode, dest):
+        clear = self.cfg.late_clear_ms * MS
+        if r.aborted and clear and s.nudges < 6 and self._too_close(t, r.decode, dest, clear):
             s.nudges += 1
             self.late_moves += 1
-            self.push(t + CLEAR_US + self.u(5, 40), LAND, i)
+            self.push(t + clear + self.u(5, 40), LAND, i)
             return
         for a, b in dest:
             p.ev(t, "transfer", r.room, a, b, peer=d.name)
@@ -209,18 +209,19 @@ class Engine(DecodeSide):
             self.touch[d.name][a // self.ps : -(-b // self.ps)] = t
         self._prefill_finish(t, i, p)
         if not r.aborted:
-            s.read_t = t + self.u(0.2, 2)
+            delay = self.cfg.read_delay_ms  # looser clock bounds when decode reads later
+            s.read_t = t + (self.u(delay, 2 * delay) if delay else self.u(0.2, 2))
             self.push(s.read_t, D_READ, i)
 
-    def _too_close(self, t: int, node: str, dest: list[tuple[int, int]]) -> bool:
+    def _too_close(self, t: int, node: str, dest: list[tuple[int, int]], clear: int) -> bool:
         for a, b in dest:
             pg = slice(a // self.ps, -(-b // self.ps))
-            if (t - self.touch[node][pg] < CLEAR_US).any():
+            if (t - self.touch[node][pg] < clear).any():
                 return True
             for h in np.unique(self.holder[node][pg]).tolist():
                 if h >= 0:
                     hs = self.st[h]
-                    if any(t <= x < t + CLEAR_US for x in (hs.land_t, hs.read_t, hs.end_t)):
+                    if any(t <= x < t + clear for x in (hs.land_t, hs.read_t, hs.end_t)):
                         return True
         return False
 
