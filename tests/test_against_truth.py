@@ -18,6 +18,15 @@ CASES = [
     dict(seed=7, requests=1200, page_size=16, no_telemetry="decode-2", gap_node="decode-0", gap_events=30),
     dict(seed=8, requests=1200, page_size=16, gap_node="prefill-0", gap_events=20),
 ]
+# skewed clocks (up to +-0.6 s), other topologies, and late landings close to the next holder's own
+# transfer: transfer pairs whose order the clock bounds cannot settle (each case holds several)
+CLOSE = dict(requests=1500, abort_rate=0.15, late_clear_ms=0, read_delay_ms=20)
+CASES += [
+    dict(seed=13, page_size=1, clock_skew_ms=600, **CLOSE),
+    dict(seed=8, page_size=32, clock_skew_ms=600, **CLOSE),
+    dict(seed=21, page_size=16, clock_skew_ms=100, prefill_count=3, decode_count=2, **CLOSE),
+    dict(seed=22, page_size=64, clock_skew_ms=600, prefill_count=4, decode_count=3, **CLOSE),
+]
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: "-".join(f"{k}={v}" for k, v in c.items()))
