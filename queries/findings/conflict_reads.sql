@@ -1,6 +1,6 @@
 -- Reads whose last writer the clock bounds cannot settle, made unsettled with every possible writer.
 -- grain: read_provenance row piece (updates read_provenance), node+room+reason (conflict_rooms);
--- reads: transfer_conflicts, order_alternatives, transfer_landing, timeline, room_state, read_provenance;
+-- reads: transfer_conflicts, order_alternatives, transfer_landing, timeline_xfer, room_state, read_provenance;
 -- params: none
 -- The cases: slots two transfers filled in an order nothing proves (transfer_conflicts, from
 -- forensics.conflicts), and the other last writers an ambiguous landing makes possible
@@ -14,11 +14,10 @@
 -- conflict_rooms names every reader so touched with the reason (room_flags adds it).
 CREATE OR REPLACE TEMP TABLE conflict_keys AS
 WITH x AS (
-    SELECT t.node, t.sender, t.xseq, t.k, t.room FROM timeline t
+    SELECT t.node, t.sender, t.xseq, t.pos * 1048576 + t.sub AS k, t.room FROM timeline_xfer t
     SEMI JOIN (SELECT receiver, a_sender AS sender, a_xseq AS xseq FROM transfer_conflicts
                UNION SELECT receiver, b_sender, b_xseq FROM transfer_conflicts) c
       ON c.receiver = t.node AND c.sender = t.sender AND c.xseq = t.xseq
-    WHERE t.pos % 2 = 1
 ), pairs AS (
     SELECT c.receiver AS node, c.ov_start, c.ov_end, xa.k AS a_k, xa.room AS a_room, xb.k AS b_k, xb.room AS b_room,
            'transfers from ' || c.a_sender || ' (room ' || c.a_room || ') and ' || c.b_sender || ' (room ' || c.b_room
