@@ -29,7 +29,9 @@ lint: $(STAMP)
 	$(BIN)/ruff check forensics tests
 	$(BIN)/mypy forensics
 
-check: lint test
+# the fast loop: lint, types and the tests not marked slow (make test runs them all)
+check: lint
+	$(BIN)/python -m pytest -m "not slow"
 
 # Regenerate the bundled sample incident (bundle + ground truth); deterministic: same bytes every run.
 sample: $(STAMP)

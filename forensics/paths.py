@@ -2,9 +2,10 @@
 
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-QUERIES = ROOT / "queries"
-TEMPLATES = ROOT / "reports" / "templates"
+# inside the package, so that an installed wheel carries them (pyproject.toml: package-data)
+PACKAGE = Path(__file__).resolve().parent
+QUERIES = PACKAGE / "queries"
+TEMPLATES = PACKAGE / "templates"
 
 
 def sql_literal(value: str | Path) -> str:

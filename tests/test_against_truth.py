@@ -11,6 +11,8 @@ from truthcheck import compare
 
 from forensics.simulate import build_config, simulate
 
+pytestmark = pytest.mark.slow  # whole simulated incidents, analysed several times
+
 CASES = [
     dict(seed=5, requests=600, page_size=1),
     dict(seed=6, requests=900, page_size=16),

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from forensics.paths import QUERIES, ROOT
+from forensics.paths import PACKAGE, QUERIES
 from forensics.pipeline import investigate
 from forensics.report.render import md_escape
 
@@ -172,7 +172,7 @@ def test_md_escape_keeps_tables_and_tags_inert() -> None:
 
 
 def test_every_report_query_is_used() -> None:
-    sources = "".join(p.read_text() for p in (ROOT / "forensics").rglob("*.py"))
+    sources = "".join(p.read_text() for p in PACKAGE.rglob("*.py"))
     for sql in sorted((QUERIES / "report").glob("*.sql")):
         assert f'"{sql.stem}"' in sources, f"{sql.name} is not used"
         assert sql.read_text().startswith("-- "), f"{sql.name} lacks its header comment"

@@ -1,0 +1,121 @@
+"""Config audit: does each engine's KV pool hold one full-context request? Read from the startup
+logs engines actually write (SGLang, vLLM, TensorRT-LLM, LMDeploy).
+
+    audit_paths([Path("logs/prefill.log"), Path("engine/")], context_length=None) -> [ServerAudit]
+    audit_engine_dirs(bundle / "engine") -> one ServerAudit per engine/<node>/ folder
+
+Each PATH is a log file (one server) or a folder: a folder of files is one server; a folder with
+subfolders gives one server per subfolder (recursively) plus one per loose file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+from forensics.audit import lmdeploy, sglang, trtllm, vllm
+from forensics.audit.lines import LogLine, read_log
+from forensics.audit.model import OK, TOO_SMALL, UNKNOWN, ServerAudit
+from forensics.audit.verdict import attach_leak_windows, decide
+from forensics.errors import InputError
+
+__all__ = ["OK", "TOO_SMALL", "UNKNOWN", "ServerAudit", "audit_engine_dirs", "audit_paths", "audit_server"]
+
+PARSERS: dict[str, ModuleType] = {m.ENGINE: m for m in (sglang, vllm, trtllm, lmdeploy)}
+DETECT_LINES = 5000  # logical lines per file used to recognise the engine (kept whole)
+# Words at least one of which every line a parser reads contains (each module's KEYWORDS): past the
+# first DETECT_LINES lines of a file, other lines (batch statistics, request logs) are dropped.
+KEYWORDS = tuple(dict.fromkeys(k for mod in PARSERS.values() for k in mod.KEYWORDS))
+
+
+def _relevant(text: str) -> bool:
+    for k in KEYWORDS:  # a plain loop: several times faster than any() over a generator here
+        if k in text:
+            return True
+    return False
+
+
+@dataclass(frozen=True)
+class ServerInput:
+    path: Path
+    node: str | None
+    files: tuple[Path, ...]
+
+
+def discover(path: Path) -> list[ServerInput]:
+    if not path.exists():
+        raise InputError(f"no such log file or folder: {path}")
+    if path.is_file():
+        return [ServerInput(path, None, (path,))]
+    if not path.is_dir():
+        raise InputError(f"not a regular file or folder: {path}")
+    try:
+        entries = sorted(e for e in path.iterdir() if not e.name.startswith("."))
+    except OSError as err:
+        raise InputError(f"cannot list folder {path}: {err.strerror or err}") from err
+    files = tuple(e for e in entries if e.is_file())
+    dirs = [e for e in entries if e.is_dir()]
+    if not dirs:
+        return [ServerInput(path, path.name, files)]
+    servers = [s for d in dirs for s in discover(d)]
+    servers.extend(ServerInput(f, None, (f,)) for f in files)
+    return servers
+
+
+def detect(by_file: list[list[LogLine]]) -> str | None:
+    scores = dict.fromkeys(PARSERS, 0)
+    for lines in by_file:
+        for ln in lines:  # the head of each file and every line holding a keyword
+            for name, mod in PARSERS.items():
+                if any(marker in ln.text for marker in mod.MARKERS):
+                    scores[name] += 1
+    best = max(scores.values())
+    winners = [name for name, score in scores.items() if score == best]
+    return winners[0] if best > 0 and len(winners) == 1 else None
+
+
+def audit_server(server: ServerInput, context_length: int | None = None) -> ServerAudit:
+    by_file = [read_log(f, keep=_relevant, head=DETECT_LINES) for f in server.files]
+    path = str(server.path)
+    if not server.files:
+        return ServerAudit(path, "unknown", node=server.node, reason="no log files in this folder")
+    engine = detect(by_file)
+    if engine is None:
+        reason = "engine not recognised (no SGLang, vLLM, TensorRT-LLM or LMDeploy startup line)"
+        return ServerAudit(path, "unknown", node=server.node, reason=reason)
+    mod = PARSERS[engine]
+    notes: list[str] = []
+    lines: list[LogLine] = []
+    for f, file_lines in zip(server.files, by_file, strict=True):
+        starts = [i for i, ln in enumerate(file_lines) if mod.STARTUP.search(ln.text)]
+        if len(starts) > 1:
+            notes.append(
+                f"{f} holds {len(starts)} server starts; only the last (line {file_lines[starts[-1]].line}) is audited"
+            )
+            file_lines = file_lines[starts[-1] :]
+        lines.extend(file_lines)
+    facts = mod.parse(lines)
+    facts.notes[:0] = notes
+    return decide(facts, path, server.node, context_length)
+
+
+def audit_paths(paths: list[Path], context_length: int | None = None) -> list[ServerAudit]:
+    """One ServerAudit per server found under `paths`, leak windows attached to SGLang PD pairs."""
+    servers = [s for p in paths for s in discover(Path(p))]
+    audits = [audit_server(s, context_length) for s in servers]
+    attach_leak_windows(audits)
+    return audits
+
+
+def audit_engine_dirs(bundle_engine_dir: Path, context_length: int | None = None) -> list[ServerAudit]:
+    """One ServerAudit per `engine/<node>/` subfolder of an evidence bundle (node = folder name)."""
+    root = Path(bundle_engine_dir)
+    if not root.is_dir():
+        raise InputError(f"not an engine folder: {root}")
+    audits = []
+    for node_dir in sorted(d for d in root.iterdir() if d.is_dir() and not d.name.startswith(".")):
+        files = tuple(sorted(f for f in node_dir.rglob("*") if f.is_file() and not f.name.startswith(".")))
+        audits.append(audit_server(ServerInput(node_dir, node_dir.name, files), context_length))
+    attach_leak_windows(audits)
+    return audits

@@ -1,0 +1,153 @@
+"""Turn a raw engine log into logical lines: ANSI codes removed, line prefixes split off (with the
+DP/TP/PP/EP rank they carry), and lines that a terminal or a log shipper wrapped joined again.
+
+Line numbers are 1-based physical line numbers (split on b"\\n") of the first physical line of a
+logical line. Bytes that are not UTF-8 are replaced, NUL and other control characters dropped.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from forensics.errors import InputError
+
+MAX_LINE_CHARS = 200_000  # a binary blob without newlines is cut, not held whole
+SNIFF_LINES = 200  # physical lines read to decide whether the file uses record prefixes
+WRAP_MIN_WIDTH = 80  # a physical line shorter than this was not wrapped by a terminal
+MAX_JOIN = 400  # physical lines joined into one logical line at most
+
+_ANSI = re.compile(
+    r"(?:\x1b|\\x1b|\\u001b|\\033|\^\[)(?:\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])"
+)
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+# "Transport" prefixes added by the container runtime / shipper: stripped, never a record start.
+_TRANSPORT = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?\s+")
+# Record prefixes written by the engines' loggers. Each may be followed by another.
+_RECORD = [
+    # SGLang: [2026-03-25 09:32:19] / [2026-03-25 09:32:19.123 DP1 TP3] / [... PP0 TP1 EP1]
+    re.compile(r"^\[\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?(?P<rank>(?: [A-Z][A-Z_]*\d+)*)\]\s?"),
+    # vLLM process tag: (EngineCore_DP0 pid=123) / (VllmWorker TP1 pid=9) / (VllmWorker rank=0 pid=9)
+    re.compile(r"^\((?P<proc>[A-Za-z][\w.-]*(?: [A-Za-z]+[=_]?\d+)*)(?: pid=\d+)\)\s?"),
+    # vLLM level line: INFO 02-19 23:56:55 [file.py:524] / INFO 02-19 23:56:55 file.py:524]
+    re.compile(r"^(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[?[^\s\]]+:\d+\]\s?"),
+    # TensorRT-LLM C++ / Python: [TensorRT-LLM][INFO] , [TensorRT-LLM][RANK 1][INFO] ,
+    # [12/20/2025-04:21:10] [TRT-LLM] [I]
+    re.compile(r"^(?:\[\d+\])?\[TensorRT-LLM\](?:\[RANK (?P<trank>\d+)\])?\[[A-Z]+\]\s?"),
+    re.compile(r"^(?:\[\d\d/\d\d/\d{4}-\d\d:\d\d:\d\d\] )?\[TRT-LLM\](?: \[RANK (?P<prank>\d+)\])? \[[A-Z]\]\s?"),
+    # LMDeploy TurboMind and Python logging: [TM][INFO] ,
+    # 2024-06-01 10:00:00,123 - lmdeploy - INFO - x.py:12 -
+    re.compile(r"^\[TM\]\[[A-Z]+\]\s?"),
+    re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:,\d+)? - [\w.]+ - [A-Z]+ - (?:[\w.]+:\d+ - )?"),
+    # uvicorn / plain python logging
+    re.compile(r"^(?:INFO|WARNING|ERROR|DEBUG|CRITICAL):\s+"),
+]
+_ANY_RECORD = re.compile("|".join(f"(?:{pat.pattern})" for pat in _RECORD))
+_RANK_TOKEN = re.compile(r"(?:^|[\s_])((?:DP|TP|PP|EP|CP|ATTN_CP|MOE_DP)\d+|rank[=_]?\d+)")
+_EXEMPT = re.compile(r"^(?:Traceback|\s{2}|\w[\w.]*(?:Error|Exception|Warning|Interrupt|Exit)\b)")
+
+
+@dataclass(frozen=True)
+class LogLine:
+    file: str
+    line: int  # 1-based physical line number where the logical line starts
+    text: str  # message with ANSI codes and prefixes removed, wrapped pieces joined
+    rank: str  # e.g. "DP1 TP3", "TP0", "rank0"; "" when the prefix carries none
+
+
+def clean(text: str) -> str:
+    """Remove ANSI escape sequences (raw or escaped by a shipper) and control characters."""
+    if "\x1b" in text or "\\" in text or "^[" in text:
+        text = _ANSI.sub("", text)
+    return _CONTROL.sub("", text)
+
+
+def split_prefix(text: str) -> tuple[str, str, bool]:
+    """Return (message, rank, has_record_prefix) for one cleaned physical line."""
+    rest = _TRANSPORT.sub("", text, count=1)
+    ranks: list[str] = []
+    found = False
+    for _ in range(6):
+        m = _ANY_RECORD.match(rest)
+        if not m:
+            break
+        found = True
+        gd = m.groupdict()
+        if gd.get("rank"):
+            ranks.extend(gd["rank"].split())
+        if gd.get("proc"):
+            ranks.extend(t.replace("=", "").replace("_", "") for t in _RANK_TOKEN.findall(gd["proc"]))
+        for key in ("trank", "prank"):
+            if gd.get(key):
+                ranks.append(f"rank{gd[key]}")
+        rest = rest[m.end() :]
+    return rest, " ".join(dict.fromkeys(ranks)), found
+
+
+def _unbalanced(text: str) -> bool:
+    return ("ServerArgs(" in text or "server_args=" in text or "EngineConfig(" in text) and (
+        text.count("(") > text.count(")")
+    )
+
+
+def _physical(data: Iterable[bytes]) -> Iterator[tuple[int, str]]:
+    for n, raw in enumerate(data, start=1):
+        text = raw[:MAX_LINE_CHARS].decode("utf-8", errors="replace").rstrip("\r\n")
+        # A progress bar rewrites its line with \r; each segment is a line of its own.
+        for seg in text.split("\r"):
+            yield n, clean(seg)
+
+
+def logical_lines(name: str, data: Iterable[bytes]) -> Iterator[LogLine]:
+    """Logical lines of one log file (`data` yields raw physical lines as bytes)."""
+    phys = _physical(data)
+    head: list[tuple[int, str]] = []
+    for item in phys:
+        head.append(item)
+        if len(head) >= SNIFF_LINES:
+            break
+    nonblank = [t for _, t in head if t.strip()]
+    # wrapped records lower the share of prefixed physical lines: a quarter is enough
+    prefixed_file = bool(nonblank) and 4 * sum(split_prefix(t)[2] for t in nonblank) >= len(nonblank)
+
+    def stream() -> Iterator[tuple[int, str]]:
+        yield from head
+        yield from phys
+
+    cur: LogLine | None = None
+    cur_width = 0  # length of the last physical line in `cur`
+    cur_record = False  # `cur` began with a record prefix
+    joined = 0
+    for n, text in stream():
+        msg, rank, has_prefix = split_prefix(text)
+        if cur is not None and joined < MAX_JOIN and text.strip() and not has_prefix:
+            full_width = cur_width >= WRAP_MIN_WIDTH
+            wrapped = prefixed_file and cur_record and not _EXEMPT.match(msg)
+            if full_width and (_unbalanced(cur.text) or wrapped):
+                cur = LogLine(cur.file, cur.line, cur.text + msg.strip("\n"), cur.rank)
+                cur_width = len(text)
+                joined += 1
+                continue
+        if cur is not None:
+            yield cur
+        if not text.strip():
+            cur = None
+            continue
+        cur, cur_width, cur_record, joined = LogLine(name, n, msg, rank), len(text), has_prefix, 0
+    if cur is not None:
+        yield cur
+
+
+def read_log(path: Path, keep: Callable[[str], bool] | None = None, head: int = 0) -> list[LogLine]:
+    """Logical lines of one file: the first `head`, then those `keep` accepts (all when None).
+    A file that cannot be opened or read is an InputError naming it."""
+    try:
+        with path.open("rb") as fh:
+            return [
+                ln for i, ln in enumerate(logical_lines(str(path), fh)) if keep is None or i < head or keep(ln.text)
+            ]
+    except OSError as err:
+        raise InputError(f"cannot read log file {path}: {err.strerror or err}") from err

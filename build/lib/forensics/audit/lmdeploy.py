@@ -1,0 +1,69 @@
+"""LMDeploy (TurboMind and PyTorch engines) startup lines.
+
+Pool: TurboMind `max cached tokens: N` (= max_block_count x cache_block_seq_len); else
+`[BlockManager] max_block_count = N` or a `num_gpu_blocks=N` cache config, times the block length
+(`cache_block_seq_len=` / `block_size=` in the engine config dump; never assumed). Note that
+`[BlockManager] block_size = 64 MB` is bytes, not tokens. Context: `session_len=N` in the engine
+config. `session_len truncated to N due to limited KV cache memory` proves the pool (N tokens) is
+smaller than the configured session length.
+"""
+
+from __future__ import annotations
+
+import re
+
+from forensics.audit.lines import LogLine
+from forensics.audit.model import Evidence, Facts, Pool, to_int
+
+ENGINE = "lmdeploy"
+STARTUP = re.compile(r"(?!x)x")
+KEYWORDS = ("tokens", "block", "session_len", "EngineRole", "model", "[TM]", "EngineConfig", "lmdeploy")
+MARKERS = (
+    "[TM][",
+    "[BlockManager]",
+    "TurbomindEngineConfig",
+    "PytorchEngineConfig",
+    "lmdeploy",
+    "max cached tokens",
+)
+
+_CACHED = re.compile(r"max cached tokens: (\d[\d,]*)")
+_BLOCKS = re.compile(r"\[BlockManager\] max_block_count = (\d+)|(?<![\w.])num_gpu_blocks=(\d+)")
+_SEQ_LEN = re.compile(r"(?<![\w.])(?:cache_block_seq_len|block_size)=(\d+)")
+_SESSION = re.compile(r"(?<![\w.])session_len=(\d+)")
+_TRUNC = re.compile(r"session_len`? truncated to (\d+)")
+_ROLE = re.compile(r"role=<?EngineRole\.(\w+)")
+_MODEL = re.compile(r"model_path='([^']*)'|model_name='([^']*)'")
+
+
+def parse(lines: list[LogLine]) -> Facts:
+    facts = Facts(ENGINE)
+    block_len: int | None = None
+    blocks: list[tuple[str, int, Evidence]] = []
+    for ln in lines:
+        t = ln.text
+        if m := _CACHED.search(t):
+            facts.add_pool(ln.rank, Pool("max cached tokens", to_int(m[1]), Evidence.of(ln), 1))
+        if m := _BLOCKS.search(t):
+            blocks.append((ln.rank, int(m[1] or m[2]), Evidence.of(ln)))
+        if m := _SEQ_LEN.search(t):
+            block_len = int(m[1])
+            facts.page_size, facts.page_evidence = block_len, Evidence.of(ln)
+        if m := _TRUNC.search(t):
+            n = int(m[1])
+            reason = f"LMDeploy truncated session_len to {n}: the KV cache holds {n} tokens"
+            facts.proofs.append((reason, n, Evidence.of(ln)))
+        elif m := _SESSION.search(t):
+            if not facts.proofs:
+                facts.set_context(int(m[1]), Evidence.of(ln))
+        if facts.role is None and (m := _ROLE.search(t)):
+            role = m[1].lower()
+            facts.role, facts.role_evidence = ("unified" if role == "hybrid" else role), Evidence.of(ln)
+        if facts.model is None and (m := _MODEL.search(t)):
+            facts.model = m[1] or m[2]
+    if block_len is not None:
+        for rank, n, ev in blocks:
+            facts.add_pool(rank, Pool(f"blocks x {block_len}", n * block_len, ev, 3))
+    elif blocks:
+        facts.notes.append("block count found but no block length (cache_block_seq_len) in the log")
+    return facts

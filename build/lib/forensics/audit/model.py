@@ -1,0 +1,126 @@
+"""Data the audit collects (Facts, per engine parser) and reports (ServerAudit, one per server)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from forensics.audit.lines import LogLine
+
+OK = "ok"
+TOO_SMALL = "pool_smaller_than_context"
+UNKNOWN = "unknown"
+EVIDENCE_TEXT_CHARS = 400
+
+
+@dataclass(frozen=True)
+class Evidence:
+    file: str
+    line: int
+    text: str
+
+    @classmethod
+    def of(cls, ln: LogLine) -> Evidence:
+        text = ln.text if len(ln.text) <= EVIDENCE_TEXT_CHARS else ln.text[:EVIDENCE_TEXT_CHARS] + "..."
+        return cls(ln.file, ln.line, (f"[{ln.rank}] " if ln.rank else "") + text)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"file": self.file, "line": self.line, "text": self.text}
+
+
+@dataclass(frozen=True)
+class Pool:
+    """One KV pool size a log states for one rank.
+
+    `priority`: lower binds first (0 = the full-attention / main pool as the scheduler uses it).
+    `exact`: False for an upper bound (can prove "too small", never "fits").
+    """
+
+    kind: str
+    tokens: int
+    evidence: Evidence
+    priority: int = 2
+    exact: bool = True
+
+
+@dataclass
+class Facts:
+    """What one engine parser read from one server's logs, before any verdict."""
+
+    engine: str
+    role: str | None = None
+    role_evidence: Evidence | None = None
+    model: str | None = None
+    context_len: int | None = None
+    context_evidence: Evidence | None = None
+    page_size: int | None = None
+    page_evidence: Evidence | None = None
+    pools: dict[str, list[Pool]] = field(default_factory=dict)  # rank -> pools
+    concurrency: dict[str, tuple[float, Evidence]] = field(default_factory=dict)
+    # direct proofs that one full-context request cannot fit: (reason, pool if stated, evidence)
+    proofs: list[tuple[str, int | None, Evidence]] = field(default_factory=list)
+    # SGLang over-length aborts: (max_req_input_len M, evidence)
+    max_input_seen: list[tuple[int, Evidence]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def add_pool(self, rank: str, pool: Pool) -> None:
+        self.pools.setdefault(rank, []).append(pool)
+
+    def set_context(self, value: int, ev: Evidence, *, override: bool = True) -> None:
+        if self.context_len is not None and self.context_len != value:
+            self.notes.append(
+                f"context length {value} at {ev.file}:{ev.line} differs from {self.context_len}"
+                f" at {self.context_evidence.file}:{self.context_evidence.line}"
+                if self.context_evidence
+                else f"context length {value} differs from {self.context_len}"
+            )
+            if not override:
+                return
+        self.context_len, self.context_evidence = value, ev
+
+
+@dataclass
+class ServerAudit:
+    path: str
+    engine: str
+    node: str | None = None
+    role: str | None = None
+    model: str | None = None
+    pool_tokens: int | None = None
+    context_len: int | None = None
+    context_source: str | None = None  # "log" | "--context-length"
+    page_size: int | None = None
+    max_req_input_len: int | None = None
+    max_concurrency: float | None = None
+    verdict: str = UNKNOWN
+    reason: str = ""
+    ranks: list[dict[str, Any]] = field(default_factory=list)
+    evidence: list[Evidence] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    leak_windows: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "node": self.node,
+            "engine": self.engine,
+            "role": self.role,
+            "model": self.model,
+            "pool_tokens": self.pool_tokens,
+            "context_len": self.context_len,
+            "context_source": self.context_source,
+            "page_size": self.page_size,
+            "max_req_input_len": self.max_req_input_len,
+            "max_concurrency": self.max_concurrency,
+            "verdict": self.verdict,
+            "reason": self.reason,
+            "ranks": self.ranks,
+            "evidence": [e.to_json() for e in self.evidence],
+            "notes": self.notes,
+            "leak_windows": self.leak_windows,
+        }
+
+
+def to_int(text: str) -> int:
+    """An integer as logs print it, with or without thousands separators."""
+    return int(text.replace(",", "").replace("_", ""))

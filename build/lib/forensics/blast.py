@@ -1,0 +1,42 @@
+"""Blast radius files: who received others' data and whose data was exposed, to whom.
+
+Reads: report_affected (temp table made by the report stage's data module), exposures, coverage.
+Writes: notifications.csv (one row per customer account to notify, both directions), blast_matrix.csv
+(recipient cohort x source cohort), blast_nodes.csv, blast_hours.csv, blast_sources.csv, and
+shared_prefix.csv (cross-account prefix-cache sharing: a timing side channel, not a leak). CSV cells go
+through forensics.outputs.write_csv: neutralized against formula injection, owner-only file mode.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+
+from forensics.db import run_query
+from forensics.outputs import write_csv
+from forensics.paths import load_query
+
+BLAST_FILES = {
+    "notifications.csv": "notifications",
+    "blast_matrix.csv": "exposure_matrix",
+    "blast_nodes.csv": "blast_nodes",
+    "blast_hours.csv": "blast_hours",
+    "blast_sources.csv": None,  # the table report_sources, made by blast_sources.sql
+    "shared_prefix.csv": "shared_prefix",
+}
+
+
+def write_blast_files(con: duckdb.DuckDBPyConnection, out: Path) -> dict[str, int]:
+    """Also leaves the table report_sources, which the report reads (first rows and count)."""
+    run_query(con, "report", "report_affected")
+    run_query(con, "report", "blast_sources")
+    con.execute("SET VARIABLE bucket = 'hour'")
+    return {
+        name: write_csv(
+            con,
+            load_query("report", query) if query else "SELECT * FROM report_sources ORDER BY source_request_id",
+            out / name,
+        )
+        for name, query in BLAST_FILES.items()
+    }

@@ -1,0 +1,16 @@
+"""The evidence-bundle contract's column lists (spec sections 2 and 4), shared by every reader and
+writer of bundles: ingest, the simulator, the benchmark generator and the tests."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+GATEWAY_FIELDS = (
+    "ts", "request_id", "account_id", "api_token_id", "client_ip", "user_agent", "model", "status",
+    "prompt_tokens", "completion_tokens", "duration_ms", "bootstrap_room", "prefill_node", "decode_node", "headers",
+)  # fmt: skip
+
+PAGE_SCHEMA = pa.schema(
+    [("node", pa.string()), ("seq", pa.int64()), ("ts", pa.timestamp("us", tz="UTC")), ("op", pa.string()),
+     ("room", pa.int64()), ("start", pa.int64()), ("end", pa.int64()), ("peer", pa.string()), ("src", pa.string())]
+)  # fmt: skip

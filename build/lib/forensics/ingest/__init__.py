@@ -1,0 +1,238 @@
+"""Ingest stage: every evidence file of a bundle into typed DuckDB tables, with row accounting.
+
+Reads: the bundle. Writes: files, rejected, gateway, page_events, engine_lines, engine_requests,
+node_config (see queries/ingest/schema.sql), and returns the manifest's input entries.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import duckdb
+
+from forensics.bundle import BundleConfig, InputFile, Window, discover, load_bundle_config
+from forensics.db import connect, run_query, timed
+from forensics.errors import InputError
+from forensics.ingest.engine import EngineRows, parse_log, parse_requests_jsonl, store
+from forensics.ingest.gateway import define_gateway, load_gateway_file, reject_repeated_records
+from forensics.ingest.pages import define_page_events, load_page_file
+from forensics.ingest.staged import InPlace
+from forensics.outputs import make_private, private_files, write_json
+from forensics.paths import load_query
+from forensics.seqs import any_duplicate_seq, keep_ingest_jumps
+
+
+@dataclass
+class IngestResult:
+    db: Path
+    files: list[InputFile]
+    config: BundleConfig
+    counts: dict[str, int] = field(default_factory=dict)
+    nodes: list[tuple] = field(default_factory=list)
+    self_contained: bool = False
+
+    def summary(self) -> str:
+        lines = [f"Ingested into {self.db}"]
+        for src in ("gateway", "engine_log", "engine_requests", "pages"):
+            fs = [f for f in self.files if f.source == src]
+            if fs:
+                lines.append(
+                    f"  {src:16} {len(fs):3} file(s)  read {sum(f.rows_read for f in fs):>10,}  "
+                    f"loaded {sum(f.rows_loaded for f in fs):>10,}  "
+                    f"rejected {sum(f.rows_rejected for f in fs):>8,}"
+                )
+        for f in self.files:
+            if f.error:
+                lines.append(f"  UNREADABLE {f.rel}: {f.error}")
+        if self.nodes:
+            lines.append("  nodes: node, role, pool tokens, page size, context length, page events")
+            for n in self.nodes:
+                lines.append("    " + ", ".join("-" if v is None else str(v) for v in n))
+        lines.append(in_place_note(self.self_contained))
+        return "\n".join(lines)
+
+
+def _reject_impossible_events(con: duckdb.DuckDBPyConnection, parquet: InPlace) -> list[tuple[int, int]]:
+    """Duplicates and slots beyond the pool: rejected after all files are in (the page_events view then
+    leaves them out). Returns (file_id, count)."""
+    if any_duplicate_seq(con):  # rare: then name every duplicate and the row it repeats
+        run_query(con, "ingest", "page_events_dedupe")
+    else:
+        con.execute(
+            """CREATE OR REPLACE TEMP TABLE page_dups (node VARCHAR, seq BIGINT, file_id INTEGER, row BIGINT,
+               first_file INTEGER, first_row BIGINT)"""
+        )
+    con.execute("""INSERT INTO rejected SELECT file_id, row,
+        'duplicate event: (node ' || node || ', seq ' || seq || ') already read at file ' || first_file ||
+        ' row ' || first_row FROM page_dups""")
+    define_page_events(con, parquet)
+    _beyond_pool(con)
+    con.execute("""INSERT INTO rejected SELECT file_id, row,
+        'slots [' || start || ', ' || "end" || ') lie beyond the pool of node ' || pool_node || ' (' || pool_slots ||
+        ' slots by its startup log)' || CASE WHEN op = 'transfer' THEN ', the receiver of this transfer' ELSE '' END
+        FROM page_beyond""")
+    define_page_events(con, parquet)
+    moved: list[tuple[int, int]] = []
+    for table in ("page_dups", "page_beyond"):
+        moved += con.execute(f"SELECT file_id, count(*) FROM {table} GROUP BY 1 ORDER BY 1").fetchall()
+        con.execute(f"DROP TABLE {table}")
+    return moved
+
+
+def _beyond_pool(con: duckdb.DuckDBPyConnection) -> None:
+    """page_beyond: the events whose slots lie beyond their pool, one query per node with a known pool
+    (queries/ingest/page_events_beyond_pool.sql)."""
+    con.execute(
+        """CREATE OR REPLACE TEMP TABLE page_beyond (file_id INTEGER, row BIGINT, node VARCHAR, seq BIGINT,
+           start BIGINT, "end" BIGINT, pool_slots BIGINT, pool_node VARCHAR, op VARCHAR)"""
+    )
+    pools = con.execute(
+        """SELECT node, (pool_tokens // page_size + 1) * page_size FROM node_config
+           WHERE pool_tokens IS NOT NULL AND page_size IS NOT NULL ORDER BY node"""
+    ).fetchall()
+    query = load_query("ingest", "page_events_beyond_pool")
+    with timed("ingest/page_events_beyond_pool"):
+        for node, pool_slots in pools:
+            con.execute(query, {"node": node, "pool_slots": pool_slots})
+
+
+def _apply_window(
+    con: duckdb.DuckDBPyConnection, window: Window, by_id: dict[int, InputFile], parquet: InPlace
+) -> None:
+    """Page events stamped outside the replay window are counted per file and set aside (never silently)."""
+    con.execute("SET VARIABLE w_since = ?", [window.since])
+    con.execute("SET VARIABLE w_until = ?", [window.until])
+    outside = """(ts < coalesce(getvariable('w_since'), '-infinity'::TIMESTAMPTZ)
+                  OR ts >= coalesce(getvariable('w_until'), 'infinity'::TIMESTAMPTZ))"""
+    for fid, n in con.execute(f"SELECT file_id, count(*) FROM page_events WHERE {outside} GROUP BY 1").fetchall():
+        by_id[fid].rows_loaded -= n
+        by_id[fid].rows_outside_window += n
+    define_page_events(con, parquet, window)
+
+
+def ingest_into(
+    con: duckdb.DuckDBPyConnection, bundle: Path, window: Window | None = None
+) -> tuple[list[InputFile], BundleConfig]:
+    config = load_bundle_config(bundle)
+    window = window or Window()
+    with timed("ingest/discover"):  # lists the files and hashes each (SHA-256)
+        files = discover(bundle, window)
+    run_query(con, "ingest", "schema")
+    con.execute("INSERT INTO replay_window VALUES (?, ?)", [window.since, window.until])
+    engine_rows = EngineRows()
+    parquet = InPlace()
+    gateway_files = InPlace()
+    for f in files:
+        if f.error or f.skipped:
+            continue
+        with timed(f"ingest/load_{f.source}"):
+            if f.source == "gateway":
+                load_gateway_file(con, f, gateway_files)
+            elif f.source == "pages":
+                load_page_file(con, f, parquet)
+            elif f.source == "engine_log":
+                parse_log(f, config.log_timezone, engine_rows)
+            elif f.source == "engine_requests":
+                parse_requests_jsonl(f, config.log_timezone, engine_rows)
+    store(con, engine_rows)
+    define_gateway(con, gateway_files)
+    define_page_events(con, parquet)
+    by_id = {f.file_id: f for f in files}
+    gateway_paths = {f.file_id: f.rel for f in files if f.source == "gateway"}
+    with timed("ingest/gateway_repeats"):
+        repeats = reject_repeated_records(con, gateway_files, gateway_paths)
+    moved = _reject_impossible_events(con, parquet)
+    for fid, n in repeats + moved:
+        by_id[fid].rows_loaded -= n
+        by_id[fid].rows_rejected += n
+    with timed("ingest/seq_jumps"):
+        keep_ingest_jumps(con, unchanged=not moved and not window.active)
+    if window.active:
+        _apply_window(con, window, by_id, parquet)
+    gateway = [f for f in files if f.source == "gateway"]
+    if not gateway:
+        raise InputError(f"{bundle}: no gateway log (gateway/*.jsonl, *.jsonl.gz, *.csv, *.csv.gz, *.parquet)")
+    if all(f.error for f in gateway):
+        raise InputError(
+            f"{bundle}: no gateway log could be read: " + "; ".join(f"{f.rel}: {f.error}" for f in gateway)
+        )
+    con.executemany(
+        "INSERT INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            (
+                f.file_id,
+                f.source,
+                f.rel,
+                f.node,
+                f.sha256,
+                f.bytes,
+                f.rows_read,
+                f.rows_loaded,
+                f.rows_rejected,
+                f.error,
+                f.rows_outside_window,
+                f.skipped,
+            )
+            for f in files
+        ],
+    )
+    return files, config
+
+
+IN_PLACE = ("page_events", "gateway")  # views over the bundle's Parquet files (see forensics.ingest.pages)
+
+
+def copy_in_place(con: duckdb.DuckDBPyConnection) -> None:
+    """Replace the views that read the bundle in place by tables holding the same rows (--self-contained):
+    the database then opens without the bundle. Views built on them (timeline) read the tables."""
+    for view in IN_PLACE:
+        con.execute(f"CREATE OR REPLACE TABLE {view}_copy AS SELECT * FROM {view}")
+        con.execute(f"DROP VIEW {view}")
+        con.execute(f"ALTER TABLE {view}_copy RENAME TO {view}")
+
+
+def in_place_note(self_contained: bool) -> str:
+    if self_contained:
+        return "The database holds copies of the page events and gateway rows (--self-contained)."
+    return (
+        "The database reads page events and gateway rows from the bundle's Parquet files where they lie: "
+        "keep the bundle at its path, or rerun with --self-contained."
+    )
+
+
+def node_summary(con: duckdb.DuckDBPyConnection) -> list[tuple]:
+    return con.execute("""
+        WITH n AS (SELECT node FROM node_config UNION SELECT DISTINCT node FROM page_events)
+        SELECT n.node, c.role, coalesce(c.pool_tokens, c.max_total_num_tokens), c.page_size, c.context_len,
+               (SELECT count(*) FROM page_events p WHERE p.node = n.node)
+        FROM n LEFT JOIN node_config c USING (node) ORDER BY n.node""").fetchall()
+
+
+def ingest_bundle(bundle: Path, db: Path, exclusions: Path | None = None, self_contained: bool = False) -> IngestResult:
+    with private_files():  # the database and manifest hold customer identifiers
+        result = _ingest_bundle(bundle, db, exclusions, self_contained)
+    make_private(db)
+    return result
+
+
+def _ingest_bundle(bundle: Path, db: Path, exclusions: Path | None, self_contained: bool) -> IngestResult:
+    db.parent.mkdir(parents=True, exist_ok=True)
+    if db.exists():
+        db.unlink()
+    con = connect(db)
+    try:
+        files, config = ingest_into(con, bundle)
+        result = IngestResult(db, files, config, nodes=node_summary(con))
+        if exclusions is not None or (bundle / "exclusions.toml").is_file():
+            from forensics.cohorts import assign_cohorts, load_exclusions
+
+            assign_cohorts(con, load_exclusions(exclusions or bundle / "exclusions.toml"))
+        if self_contained:
+            copy_in_place(con)
+        result.self_contained = self_contained
+    finally:
+        con.close()
+    manifest = db.parent / "manifest.json"
+    write_json({"inputs": [f.manifest_entry() for f in files]}, manifest)
+    return result

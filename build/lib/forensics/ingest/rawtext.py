@@ -1,0 +1,156 @@
+"""Read a text file (plain or gzip) as one row per line, keeping line numbers, through DuckDB's reader.
+
+A gzip file cut short is read up to the cut (what was written before it is still evidence) and the
+cut is reported. A line that is not UTF-8 (or longer than MAX_LINE) does not make the file
+unreadable: it becomes a marker line (BAD_LINE + reason) that the staging queries reject with that
+reason. Used for JSONL gateway logs and JSONL page events.
+"""
+
+from __future__ import annotations
+
+import gzip
+import tempfile
+import zlib
+from pathlib import Path
+
+import duckdb
+
+from forensics.bundle import InputFile
+from forensics.paths import sql_literal
+
+MAX_LINE = 64 << 20
+BAD_LINE = "\x1f"  # starts a marker line (never valid JSON): the rest says why the line was unusable
+
+
+def _load(con: duckdb.DuckDBPyConnection, path: Path, table: str) -> None:
+    # One VARCHAR column, no quoting, a delimiter that text lines do not contain; a single reader thread
+    # and insertion order kept, so rowid + 1 is the line number.
+    con.execute(
+        f"CREATE OR REPLACE TEMP TABLE {table} AS SELECT line FROM read_csv({sql_literal(path)}, "
+        "columns = {'line': 'VARCHAR'}, delim = chr(30), quote = '', escape = '', header = false, "
+        f"auto_detect = false, parallel = false, max_line_size = {MAX_LINE}, strict_mode = false, "
+        "null_padding = true, new_line = '\\n')"
+    )
+
+
+def _salvage_gzip(path: Path, f: InputFile) -> tuple[Path, bool] | None:
+    """Decompress what can be read of a gzip file (every member) into a temp file: (path, damaged);
+    None if the file cannot be opened. A damaged or cut stream keeps the whole lines before the damage."""
+    out = tempfile.NamedTemporaryFile(prefix="kvf-salvage-", suffix=".txt", delete=False)
+    got = 0
+    damaged = False
+    try:
+        with out:
+            d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+            with path.open("rb") as fh:
+                while chunk := fh.read(1 << 20):
+                    while chunk:
+                        try:
+                            data = d.decompress(chunk)
+                        except zlib.error:
+                            damaged = True
+                            break
+                        out.write(data)
+                        got += len(data)
+                        chunk = b""
+                        if d.eof:  # the next gzip member, if any, starts in unused_data
+                            chunk = d.unused_data
+                            d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+                    if damaged:
+                        break
+            damaged = damaged or not d.eof and (got > 0 or bool(d.unconsumed_tail))
+            if not damaged:
+                return Path(out.name), False
+        text = Path(out.name).read_bytes()
+        # drop a last line cut mid-way: it is counted as a rejected row by the caller
+        cut = text.rfind(b"\n")
+        Path(out.name).write_bytes(text[: cut + 1] if cut >= 0 else b"")
+        f.notes.append(f"gzip stream is damaged or cut short: read {got} bytes before the damage")
+        return Path(out.name), True
+    except OSError:
+        return None
+
+
+def _sanitize(path: Path) -> Path:
+    """A copy of a text file where each line not UTF-8 or too long is a marker line (same numbering)."""
+    out = tempfile.NamedTemporaryFile(prefix="kvf-clean-", suffix=".txt", delete=False)
+    with out, path.open("rb") as fh:
+        for raw in fh:
+            body = raw[:-1] if raw.endswith(b"\n") else raw
+            reason = None
+            if len(body) > MAX_LINE:
+                reason = f"line longer than {MAX_LINE >> 20} MiB"
+            else:
+                try:
+                    body.decode("utf-8")
+                except UnicodeDecodeError as err:
+                    shown = body[:60].decode("utf-8", errors="backslashreplace")
+                    reason = f"not valid UTF-8 (byte {err.start + 1}): {shown}"
+            out.write((BAD_LINE + reason).encode() + b"\n" if reason else body + b"\n")
+    return Path(out.name)
+
+
+def _load_sanitized(con: duckdb.DuckDBPyConnection, path: Path, table: str) -> None:
+    clean = _sanitize(path)
+    try:
+        _load(con, clean, table)
+    finally:
+        clean.unlink(missing_ok=True)
+
+
+def load_lines(con: duckdb.DuckDBPyConnection, f: InputFile, table: str = "raw_lines") -> bool:
+    """Fill `table(line)` with the file's lines. False (and f.error set) if nothing could be read."""
+    try:
+        _load(con, f.path, table)
+        return True
+    except duckdb.Error as err:
+        if not f.rel.lower().endswith(".gz"):
+            try:  # invalid UTF-8 or an overlong line: reject those lines, keep the others
+                _load_sanitized(con, f.path, table)
+                return True
+            except (duckdb.Error, OSError):
+                pass
+            f.error = f"cannot read as text lines: {str(err).splitlines()[0][:200]}"
+            return False
+    try:
+        with gzip.open(f.path, "rb") as fh:
+            fh.read(1)
+    except (OSError, EOFError, zlib.error) as err:
+        if "Not a gzipped file" in str(err) or "not a gzip" in str(err).lower():
+            f.error = f"not a gzip file: {err}"
+            return False
+    got = _salvage_gzip(f.path, f)
+    if got is None:
+        f.error = "gzip stream unreadable"
+        return False
+    salvaged, damaged = got
+    try:
+        try:
+            _load(con, salvaged, table)
+        except duckdb.Error:
+            _load_sanitized(con, salvaged, table)
+        if damaged:
+            f.rows_read += 1  # the cut itself: a row we know of and could not use
+            f.rows_rejected += 1
+            con.execute("INSERT INTO rejected VALUES (?, NULL, ?)", [f.file_id, f.notes[-1]])
+        return True
+    except duckdb.Error as err:
+        f.error = f"cannot read salvaged gzip content: {str(err).splitlines()[0][:200]}"
+        return False
+    finally:
+        salvaged.unlink(missing_ok=True)
+
+
+# raw_lines as JSON objects: `line` is the text where it parses as a JSON object (else NULL), `ok` says
+# which, and `parse_error` says why a line is unusable (a reason marked by chr(31) came from the reader).
+JSON_OBJECT_LINES = """
+    WITH raw AS (
+        SELECT row, raw_line, ok, CASE WHEN ok THEN raw_line END AS line FROM (
+            SELECT rowid + 1 AS row, line AS raw_line,
+                   coalesce(CASE WHEN json_valid(line) THEN json_type(line) = 'OBJECT' END, false) AS ok
+            FROM raw_lines))
+    SELECT *,
+        CASE WHEN NOT ok THEN CASE WHEN raw_line IS NULL OR trim(raw_line) = '' THEN 'empty line'
+             WHEN starts_with(raw_line, chr(31)) THEN substr(raw_line, 2)
+             ELSE 'not a JSON object: ' || left(raw_line, 60) END END AS parse_error
+    FROM raw"""

@@ -1,0 +1,54 @@
+-- One row per client request that attended another request's data, or whose answer is indeterminate:
+-- the contract's affected_responses.csv. Evidence `pages` comes from page events, `signature` from
+-- engine logs alone (sources unknown).
+-- grain: request_id; reads: exposures, recipient_slots, room_requests, room_flags, missing_rooms,
+--        signature_responses; params: none
+CREATE OR REPLACE TABLE affected_responses AS
+WITH seg AS (  -- distinct slots per recipient, whatever their source (recipient_slots: the union of its
+               -- ranges on each node)
+    SELECT rr.request_id, sum(x.slots)::BIGINT AS exposed_slots
+    FROM recipient_slots x
+    JOIN (SELECT DISTINCT node, room, request_id FROM room_requests) rr  -- a request id in two gateway
+      ON rr.node = x.node AND rr.room = x.recipient_room                -- records counts its slots once
+    GROUP BY rr.request_id
+), exposed AS (
+    SELECT recipient_request_id AS request_id,
+           CASE WHEN bool_or(status = 'confirmed') THEN 'confirmed' ELSE 'indeterminate' END AS status,
+           string_agg(DISTINCT kind, ';' ORDER BY kind) AS kinds, min(first_exposed_at) AS first_exposed_at,
+           count(DISTINCT source_request_id) FILTER (WHERE source_request_id <> '')
+             + count(DISTINCT source_room) FILTER (WHERE source_request_id = '') AS source_requests,
+           string_agg(DISTINCT node, ';' ORDER BY node) AS nodes
+    FROM exposures WHERE recipient_request_id <> '' GROUP BY 1
+), flagged AS (
+    SELECT rr.request_id, string_agg(DISTINCT f.node || ': ' || f.reason, '; ' ORDER BY f.node || ': ' || f.reason) AS reason
+    FROM room_flags f JOIN room_requests rr ON rr.node = f.node AND rr.room = f.room
+    GROUP BY 1
+), missing AS (
+    SELECT request_id, string_agg(DISTINCT node || ': no page events for this request on a node with telemetry', '; ') AS reason
+    FROM missing_rooms GROUP BY 1
+), page_based AS (
+    SELECT request_id,
+           CASE WHEN x.status = 'confirmed' THEN 'confirmed' ELSE 'indeterminate' END AS status,
+           'pages' AS evidence, coalesce(x.kinds, '') AS kinds, x.first_exposed_at,
+           coalesce(s.exposed_slots, 0) AS exposed_slots, x.source_requests::VARCHAR AS source_requests,
+           concat_ws('; ', f.reason, m.reason) AS reason
+    FROM exposed x FULL JOIN flagged f USING (request_id) FULL JOIN missing m USING (request_id)
+    LEFT JOIN seg s USING (request_id)
+), named AS MATERIALIZED (  -- the gateway rows of these requests only, before the cohort lookup
+    SELECT * FROM gateway WHERE request_id IN (SELECT request_id FROM page_based)
+)
+SELECT DISTINCT  -- gateway records of one request id that differ only in fields not shown here: one row
+       g.request_id, g.account_id, coalesce(c.cohort, 'customer') AS cohort, p.status, p.evidence, p.kinds,
+       p.first_exposed_at, p.exposed_slots, p.source_requests, g.status AS http_status, g.completion_tokens,
+       g.decode_node, g.prefill_node, g.bootstrap_room AS room,
+       CASE WHEN p.status = 'confirmed' THEN '' ELSE p.reason END AS reason
+FROM page_based p JOIN named g USING (request_id)
+LEFT JOIN request_cohort c ON c.file_id = g.file_id AND c.row = g.row
+WHERE p.status = 'confirmed' OR p.request_id NOT IN (SELECT request_id FROM signature_responses)
+UNION ALL
+SELECT s.request_id, s.account_id, s.cohort, 'indeterminate', 'signature', 'stale', NULL, NULL, '',
+       s.http_status, s.completion_tokens, s.node, NULL, s.room,
+       concat_ws('; ', s.why, 'decode node ' || s.node || ' has no page telemetry: whose data it attended is unknown',
+                 p.reason)
+FROM signature_responses s LEFT JOIN page_based p USING (request_id)
+WHERE p.status IS DISTINCT FROM 'confirmed';

@@ -1,0 +1,21 @@
+-- Per (node, recipient, source, kind): the distinct slots where the recipient surely attended the
+-- source's data (sightings no lost event or unsettled order could undo), the lower bound beside
+-- exposures.slots (every slot where it may have).
+-- grain: node, recipient_room, source_room, kind; reads: read_provenance, write_effects; params: none
+CREATE OR REPLACE TEMP TABLE exposure_certain AS
+WITH s AS (
+    SELECT node, seg_start, seg_end, room AS recipient_room, w_room AS source_room, kind
+    FROM read_provenance WHERE cls = 'foreign' AND NOT uncertain AND NOT unsettled
+    UNION ALL
+    SELECT node, seg_start, seg_end, attending_room, room, 'foreign_write'
+    FROM write_effects WHERE attending_room IS NOT NULL AND attending_room <> room AND NOT uncertain
+), islands AS (
+    SELECT *, sum(CASE WHEN seg_start <= prev_end THEN 0 ELSE 1 END) OVER (
+                  PARTITION BY node, recipient_room, source_room, kind ORDER BY seg_start, seg_end) AS island
+    FROM (SELECT *, max(seg_end) OVER (PARTITION BY node, recipient_room, source_room, kind ORDER BY seg_start, seg_end
+                                       ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_end FROM s)
+)
+SELECT node, recipient_room, source_room, kind, sum(seg_end - seg_start)::BIGINT AS slots
+FROM (SELECT node, recipient_room, source_room, kind, min(seg_start) AS seg_start, max(seg_end) AS seg_end
+      FROM islands GROUP BY node, recipient_room, source_room, kind, island)
+GROUP BY ALL;

@@ -1,0 +1,21 @@
+-- Every (recipient, source, kind) with the slot ranges where the recipient attended the source's
+-- data, overlapping sightings merged into ranges. certain = at least one sighting in the range that no
+-- lost event or unsettled ordering could undo.
+-- grain: node, recipient_room, source_room, kind, range; reads: read_provenance, write_effects; params: none
+CREATE OR REPLACE TABLE exposure_segments AS
+WITH s AS (
+    SELECT node, seg_start, seg_end, room AS recipient_room, w_room AS source_room, kind, ts AS first_ts,
+           uncertain OR unsettled AS uncertain
+    FROM read_provenance WHERE cls = 'foreign'
+    UNION ALL
+    SELECT node, seg_start, seg_end, attending_room, room, 'foreign_write', greatest(ts, r_ts), uncertain
+    FROM write_effects WHERE attending_room IS NOT NULL AND attending_room <> room
+), islands AS (
+    SELECT *, sum(CASE WHEN seg_start <= prev_end THEN 0 ELSE 1 END) OVER (
+                  PARTITION BY node, recipient_room, source_room, kind ORDER BY seg_start, seg_end) AS island
+    FROM (SELECT *, max(seg_end) OVER (PARTITION BY node, recipient_room, source_room, kind ORDER BY seg_start, seg_end
+                                       ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_end FROM s)
+)
+SELECT node, island AS seg, min(seg_start) AS seg_start, max(seg_end) AS seg_end, recipient_room, source_room, kind,
+       min(first_ts) AS first_ts, bool_or(NOT uncertain) AS certain
+FROM islands GROUP BY node, recipient_room, source_room, kind, island;

@@ -1,0 +1,27 @@
+-- One row per (recipient request, source request, node, kind): the contract's exposures.csv.
+-- slots = distinct KV token slots of the recipient that held (or, where the evidence cannot settle
+-- it, may have held) the source's data while it attended them; slots_confirmed = those it surely did.
+-- grain: recipient, source, node, kind; reads: exposure_segments, exposure_certain, room_requests; params: none
+CREATE OR REPLACE TABLE exposures AS
+WITH e AS (  -- per (node, recipient room, source room, kind) first, on integer keys: the join and the
+             -- group by request ids below then see one row per pair instead of one per range
+    SELECT node, recipient_room, source_room, kind, sum(seg_end - seg_start) AS slots, bool_or(certain) AS certain,
+           min(first_ts) AS first_ts
+    FROM exposure_segments GROUP BY node, recipient_room, source_room, kind
+)
+SELECT coalesce(rr.request_id, '') AS recipient_request_id, coalesce(sr.request_id, '') AS source_request_id,
+       rr.account_id AS recipient_account_id, sr.account_id AS source_account_id, e.node, e.kind,
+       e.slots::BIGINT AS slots, CASE WHEN e.certain THEN 'confirmed' ELSE 'indeterminate' END AS status,
+       e.first_ts AS first_exposed_at,
+       e.recipient_room, e.source_room, rr.cohort AS recipient_cohort, sr.cohort AS source_cohort,
+       coalesce(c.slots, 0) AS slots_confirmed
+FROM e
+LEFT JOIN exposure_certain c USING (node, recipient_room, source_room, kind)
+LEFT JOIN (SELECT DISTINCT node, room, request_id, account_id, cohort FROM room_requests) rr  -- a record logged
+       ON rr.node = e.node AND rr.room = e.recipient_room                    -- twice counts once
+LEFT JOIN (SELECT DISTINCT ON (room) room, request_id, account_id, cohort FROM room_requests ORDER BY room, request_id) sr
+       ON sr.room = e.source_room;
+-- No GROUP BY over the joined rows (it took 0.8 s of 1.45 at 10M events): every row of `e` is one
+-- (node, recipient room, source room, kind); `sr` gives it at most one source; the distinct mappings
+-- `rr` that match it differ in request_id, account_id or cohort (request_id is never NULL or empty:
+-- ingest rejects such rows), so no two output rows share all of their columns.

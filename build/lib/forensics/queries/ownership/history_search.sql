@@ -1,0 +1,15 @@
+-- Set-up of the windowed last-writer search (investigate --full-replay): the node's writes, numbered
+-- in order (widx), and each history item's position among them (qidx); every item starts open.
+-- grain: node+widx (history_writes), item (history_items); reads: timeline, history_items; params: none
+CREATE OR REPLACE TEMP TABLE history_writes AS
+SELECT node, k, pos, room, start, "end", ambiguous, ts, op, src, sender,
+       (row_number() OVER (PARTITION BY node ORDER BY k) - 1)::BIGINT AS widx
+FROM timeline WHERE op IN ('write', 'xfer');
+
+CREATE OR REPLACE TABLE history_items AS
+SELECT i.* REPLACE (coalesce(w.widx + 1, 0) AS qidx)
+FROM history_items i ASOF LEFT JOIN history_writes w ON w.node = i.node AND w.k < i.k;
+
+CREATE OR REPLACE TABLE history_open AS SELECT item, s, e FROM history_items;
+CREATE OR REPLACE TABLE history_found (item BIGINT, s BIGINT, e BIGINT, w_room BIGINT, w_k BIGINT,
+    w_amb BOOLEAN, w_ts TIMESTAMPTZ);

@@ -1,0 +1,20 @@
+-- Totals before and after exclusion: all requests and affected responses vs the customer cohort only.
+-- Sources are never excluded: their count is whatever cohort received the data. A request id in two
+-- gateway records that differ (gateway_repeats; exact repeats were rejected at ingest) counts once.
+-- grain: one row; reads: request_cohort, gateway_repeats, report_affected, exposures; params: none
+WITH rep AS (SELECT request_id, cohort FROM request_cohort SEMI JOIN gateway_repeats USING (request_id))
+SELECT (SELECT count(*) FROM request_cohort) - (SELECT count(*) - count(DISTINCT request_id) FROM rep) AS requests_before,
+       (SELECT count(*) FROM request_cohort WHERE cohort = 'customer')
+         - (SELECT count(*) - count(DISTINCT request_id) FROM rep WHERE cohort = 'customer') AS requests_after,
+       (SELECT count(DISTINCT request_id) FROM report_affected) AS affected_before,
+       (SELECT count(DISTINCT request_id) FROM report_affected WHERE cohort = 'customer') AS affected_after,
+       (SELECT count(DISTINCT request_id) FROM report_affected WHERE status = 'confirmed') AS confirmed_before,
+       (SELECT count(DISTINCT request_id) FROM report_affected WHERE status = 'confirmed' AND cohort = 'customer')
+         AS confirmed_after,
+       (SELECT count(DISTINCT account_id) FROM report_affected) AS accounts_before,
+       (SELECT count(DISTINCT account_id) FROM report_affected WHERE cohort = 'customer') AS accounts_after,
+       (SELECT count(DISTINCT source_request_id) FROM exposures WHERE source_request_id <> '') AS sources,
+       (SELECT count(DISTINCT source_request_id) FROM exposures
+         WHERE source_request_id <> '' AND coalesce(source_cohort, 'customer') = 'customer') AS customer_sources,
+       (SELECT count(DISTINCT source_account_id) FROM exposures
+         WHERE source_request_id <> '' AND coalesce(source_cohort, 'customer') = 'customer') AS customer_source_accounts;

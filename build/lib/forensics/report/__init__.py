@@ -1,0 +1,39 @@
+"""Report stage: the disclosure report (report.html, report.md) and the blast-radius files.
+
+Reads the findings stage's tables (see forensics.report.data); writes report.html, report.md and,
+through forensics.blast, notifications.csv and blast_*.csv into the output folder.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from forensics.bundle import BundleConfig, InputFile, parse_utc
+from forensics.cohorts import Rule
+
+
+def render_report(
+    con: duckdb.DuckDBPyConnection,
+    out: Path,
+    *,
+    config: BundleConfig,
+    files: list[InputFile],
+    rules: list[Rule],
+    as_of: str | None = None,
+    **_: Any,
+) -> dict[str, int]:
+    """Write the report and the blast-radius CSVs; returns rows written per CSV. Deterministic:
+    no wall-clock time unless `as_of` (RFC 3339) is given."""
+    from forensics.blast import write_blast_files
+    from forensics.report.data import gather
+    from forensics.report.render import render
+
+    when = parse_utc(as_of, "--as-of") if as_of else None
+    counts = write_blast_files(con, out)  # first: it makes report_sources, which gather reads
+    ctx = gather(con, config=config, files=files, rules=rules, as_of=when)
+    ctx["blast_files"] = counts
+    render(ctx, out)
+    return counts

@@ -1,0 +1,181 @@
+"""Report stage, data: plain dicts and lists for the templates, from queries/report/*.sql.
+
+Reads: affected_responses, exposures, exposure_segments, accounts, coverage, hazards, read_provenance,
+room_requests, request_cohort, cohort_rules, clock_bounds, seq_gaps, node_config, gateway, files,
+rejected, timeline, room_state, write_effects. Writes: temp tables report_affected, report_prov.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+import forensics
+from forensics.bundle import BundleConfig, InputFile
+from forensics.cohorts import Rule
+from forensics.db import run_query, scalar, timed
+from forensics.paths import load_query
+from forensics.report.charts import timeline_buckets
+from forensics.report.provenance import MAX_RANGES, provenance_blocks
+
+REPORT_VERSION = "1"
+PROVENANCE_LIMIT = 200
+MAX_TABLE_ROWS = 100  # long lists (sources, shared prefixes) are cut in the report, whole in their CSV
+GDPR_HOURS = 72
+
+
+def rows(con: duckdb.DuckDBPyConnection, name: str, **params: Any) -> list[dict[str, Any]]:
+    """Run queries/report/<name>.sql (a SELECT) and return its rows as dicts."""
+    for key, value in params.items():
+        con.execute(f"SET VARIABLE {key} = ?", [value])
+    with timed(f"report/{name}"):
+        return rows_of(con, load_query("report", name))
+
+
+def rows_of(con: duckdb.DuckDBPyConnection, sql: str) -> list[dict[str, Any]]:
+    """Rows of one SELECT as dicts."""
+    cur = con.execute(sql)
+    cols = [d[0] for d in cur.description]
+    return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
+
+
+def manifest_hash(files: list[InputFile]) -> str:
+    """sha256 over the sorted input-file hashes, one per line: names the evidence set, not its paths."""
+    hashes = sorted(f.sha256 for f in files if f.sha256)
+    return hashlib.sha256("\n".join(hashes).encode()).hexdigest()
+
+
+def bundle_root(files: list[InputFile]) -> Path | None:
+    for f in files:
+        path = str(f.path)
+        if path.endswith(f.rel):
+            return Path(path[: len(path) - len(f.rel)])
+    return None
+
+
+def _engine_audit(files: list[InputFile]) -> dict[str, dict[str, Any]]:
+    """Per node verdict from forensics.audit (issue #6) when it is available; {} otherwise."""
+    root = bundle_root(files)
+    if root is None or not (root / "engine").is_dir():
+        return {}
+    try:
+        from forensics.audit import audit_engine_dirs
+    except ImportError:
+        return {}
+    try:
+        audits = audit_engine_dirs(root / "engine")
+    except Exception:  # the audit is an extra: the report stands on node_config without it
+        return {}
+
+    def rel(file: str) -> str:  # bundle-relative: the report must not depend on where the bundle lies
+        return Path(file).relative_to(root).as_posix() if Path(file).is_relative_to(root) else Path(file).name
+
+    return {
+        a.node: {
+            "verdict": a.verdict,
+            "reason": a.reason,
+            "max_input": a.max_req_input_len,
+            "evidence": [f"{rel(e.file)}:{e.line}: {e.text}" for e in a.evidence],
+        }
+        for a in audits
+        if a.node
+    }
+
+
+def _root_cause(con: duckdb.DuckDBPyConnection, files: list[InputFile]) -> dict[str, Any]:
+    nodes = rows(con, "root_cause")
+    audit = _engine_audit(files)
+    for n in nodes:
+        a = audit.get(n["node"])
+        pool, ctx = n["pool_tokens"], n["context_len"]
+        fallback = "unknown" if pool is None or ctx is None else "pool_smaller_than_context" if pool < ctx else "ok"
+        n["verdict"] = a["verdict"] if a else fallback
+        n["reason"] = a["reason"] if a else ""
+        n["evidence"] = a["evidence"] if a else []
+    return {"nodes": nodes, "windows": rows(con, "leak_windows"), "audited": bool(audit)}
+
+
+def _clocks(config: BundleConfig, window: dict[str, Any], as_of: datetime | None) -> dict[str, Any]:
+    disc = config.discovered_at
+    deadline = disc + timedelta(hours=GDPR_HOURS) if disc else None
+    return {
+        "first_at": window["first_at"],
+        "last_at": window["last_at"],
+        "first_customer_at": window["first_customer_at"],
+        "last_customer_at": window["last_customer_at"],
+        "discovered_at": disc,
+        "gdpr_deadline": deadline,
+        "hours_left": (deadline - as_of).total_seconds() / 3600 if deadline and as_of else None,
+    }
+
+
+def gather(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    config: BundleConfig,
+    files: list[InputFile],
+    rules: list[Rule],
+    as_of: datetime | None = None,
+) -> dict[str, Any]:
+    """The templates' data. Reads the temp tables report_affected and report_sources, which
+    forensics.blast.write_blast_files made (render_report runs it first)."""
+    window = rows(con, "window")[0]
+    span = window["span_hours"] or 0.0
+    bucket = "hour" if span <= 72 else "day"
+    hours = rows(con, "blast_hours", bucket=bucket)
+    run_query(con, "report", "prov_recipients", prov_limit=PROVENANCE_LIMIT)
+    for step in ("prov_stale", "prov_foreign", "prov_ranges"):
+        run_query(con, "report", step)
+    totals = rows(con, "exclusion_totals")[0]
+    # source requests (report_sources, made with blast_sources.csv): the first rows and the count
+    sources = rows_of(con, f"SELECT * FROM report_sources ORDER BY source_request_id LIMIT {MAX_TABLE_ROWS}")
+    sources_total = int(scalar(con, "SELECT count(*) FROM report_sources"))
+    incident = config.incident
+    return {
+        "header": {
+            "incident_id": str(incident.get("id") or "(no incident id in bundle.toml)"),
+            "title": str(incident.get("title") or "KV-cache cross-request exposure"),
+            "report_version": REPORT_VERSION,
+            "tool_version": forensics.__version__,
+            "duckdb_version": duckdb.__version__,
+            "manifest_hash": manifest_hash(files),
+            "as_of": as_of,
+        },
+        "max_rows": MAX_TABLE_ROWS,
+        "contact": str(incident.get("contact") or ""),
+        "clocks": _clocks(config, window, as_of),
+        "totals": totals,
+        "scope": rows(con, "scope_status"),
+        "cohorts": rows(con, "cohort_counts"),
+        "rules": rows(con, "rule_counts"),
+        "has_rules": bool(rules),
+        "matrix": rows(con, "exposure_matrix"),
+        "nodes": rows(con, "blast_nodes"),
+        "sources": sources,
+        "sources_total": sources_total,
+        "timeline": {"bucket": bucket, "rows": timeline_buckets(hours, bucket)},
+        "root_cause": _root_cause(con, files),
+        "coverage": rows(con, "coverage"),
+        "window": rows(con, "replay_window")[0],
+        "annex": rows(con, "account_annex"),
+        "clean_nodes": rows(con, "clean_nodes"),
+        "shared_prefix": rows(con, "shared_prefix"),
+        "hazards": rows(con, "hazard_counts"),
+        "clock_bounds": rows(con, "clock_bounds"),
+        "seq_gaps": rows(con, "seq_gaps"),
+        "provenance": provenance_blocks(
+            rows(con, "prov_shown", max_ranges=MAX_RANGES),
+            rows(con, "prov_summary"),
+            rows(con, "prov_reads"),
+            rows(con, "prov_list"),
+            totals["confirmed_before"],
+            PROVENANCE_LIMIT,
+        ),
+        "files": rows(con, "input_files"),
+        "rejected": rows(con, "rejected_summary"),
+        "remediation": {str(k): v for k, v in sorted(config.remediation.items())},
+    }

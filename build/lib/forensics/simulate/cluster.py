@@ -1,0 +1,219 @@
+"""Per-node state: the page allocator, the prefill radix cache, the slot contents (ground truth)
+and the node's own logs (page events with seq numbers, engine log lines)."""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+
+import numpy as np
+
+from forensics.simulate.config import NodeSpec
+
+STALE, FOREIGN = "stale", "foreign_write"
+
+
+def page_runs(pages: np.ndarray) -> list[tuple[int, int, int]]:
+    """Runs of consecutive pages in allocation order: (first page, page count, index in `pages`)."""
+    out: list[tuple[int, int, int]] = []
+    pl = pages.tolist()
+    if not pl:
+        return out
+    start, prev, i0 = pl[0], pl[0], 0
+    for i in range(1, len(pl)):
+        p = pl[i]
+        if p != prev + 1:
+            out.append((start, i - i0, i0))
+            start, i0 = p, i
+        prev = p
+    out.append((start, len(pl) - i0, i0))
+    return out
+
+
+def token_ranges(pages: np.ndarray, ps: int, a: int, b: int) -> list[tuple[int, int]]:
+    """Slot ranges [start, end) holding tokens [a, b) of a request whose KV lives in `pages`."""
+    out = []
+    for p0, n, i in page_runs(pages):
+        lo, hi = max(a, i * ps), min(b, (i + n) * ps)
+        if lo < hi:
+            s = p0 * ps + (lo - i * ps)
+            out.append((s, s + hi - lo))
+    return out
+
+
+def page_ranges(pages: np.ndarray, ps: int) -> list[tuple[int, int]]:
+    return [(p0 * ps, (p0 + n) * ps) for p0, n, _ in page_runs(pages)]
+
+
+class PagePool:
+    """Whole-page allocator; page 0 is reserved. LIFO (decode): the most recently freed pages go out first;
+    a freed batch is sorted together with the top of the free stack (lowest page on top), so a request
+    that frees [16,64) hands out 16, 32, 48 next and neighbouring free pages coalesce into runs.
+    Sorted (prefill): lowest free page first."""
+
+    def __init__(self, n_pages: int, lifo: bool = True) -> None:
+        self.stack = list(range(n_pages, 0, -1))
+        self.lifo = lifo
+
+    def __len__(self) -> int:
+        return len(self.stack)
+
+    def alloc(self, n: int) -> np.ndarray | None:
+        if n > len(self.stack):
+            return None
+        if n == 0:
+            return np.zeros(0, dtype=np.int64)
+        take = self.stack[-n:]
+        del self.stack[-n:]
+        return np.sort(np.array(take, dtype=np.int64))  # a request's pages in ascending order
+
+    def free(self, pages: np.ndarray) -> None:
+        if self.lifo:  # merged with the top of the stack so neighbouring free pages coalesce into runs
+            k = min(len(self.stack), max(64, 2 * len(pages)))
+            top = self.stack[len(self.stack) - k :]
+            del self.stack[len(self.stack) - k :]
+            self.stack.extend(np.sort(np.concatenate((pages, np.array(top, np.int64))))[::-1].tolist())
+        else:  # lowest page first (SGLang's merge-and-sort of the free list): less fragmentation
+            self.stack = np.sort(np.concatenate((np.array(self.stack, np.int64), pages)))[::-1].tolist()
+
+
+class Exposures:
+    """(recipient idx, source idx, node, kind) -> slot arrays; counted as distinct slots at the end."""
+
+    def __init__(self) -> None:
+        self.parts: dict[tuple[int, int, str, str], list[np.ndarray]] = {}
+
+    def add(self, recipient: int, source: int, node: str, kind: str, slots: np.ndarray) -> None:
+        self.parts.setdefault((recipient, source, node, kind), []).append(slots)
+
+    def counts(self) -> dict[tuple[int, int, str, str], int]:
+        return {k: int(len(np.unique(np.concatenate(v)))) for k, v in sorted(self.parts.items())}
+
+
+class SlotState:
+    """What each slot of a node's pool holds (request idx, -1 never written) and who attends it."""
+
+    def __init__(self, node: str, n_slots: int, exp: Exposures) -> None:
+        self.node, self.exp = node, exp
+        self.content = np.full(n_slots, -1, dtype=np.int32)
+        self.wtime = np.zeros(n_slots, dtype=np.int64)
+        self.attend = np.full(n_slots, -1, dtype=np.int32)
+
+    def write(self, a: int, b: int, rid: int, t: int) -> None:
+        att = self.attend[a:b]
+        mask = (att >= 0) & (att != rid)
+        if mask.any():
+            slots = np.flatnonzero(mask) + a
+            for u in np.unique(att[mask]).tolist():
+                self.exp.add(u, rid, self.node, FOREIGN, slots[att[mask] == u])
+        self.content[a:b] = rid
+        self.wtime[a:b] = t
+
+    def read(self, a: int, b: int, rid: int, alloc_t: int) -> None:
+        c = self.content[a:b]
+        mask = (c >= 0) & (c != rid)
+        if mask.any():
+            slots = np.flatnonzero(mask) + a
+            src = c[mask]
+            stale = self.wtime[a:b][mask] < alloc_t
+            for s in np.unique(src).tolist():
+                m = src == s
+                if (m & stale).any():
+                    self.exp.add(rid, s, self.node, STALE, slots[m & stale])
+                if (m & ~stale).any():
+                    self.exp.add(rid, s, self.node, FOREIGN, slots[m & ~stale])
+        self.attend[a:b] = rid
+
+    def release(self, a: int, b: int, rid: int) -> None:
+        att = self.attend[a:b]
+        att[att == rid] = -1
+
+
+@dataclass
+class Block:
+    pages: np.ndarray
+    owner: int  # request idx whose KV the pages hold
+    room: int
+    key: int  # system prompt id, or -1 for a unique prefix nobody else matches
+    last: int
+    lock: int = 0
+    parent: int = -1  # radix parent block: a parent is never evicted while it has children
+    children: int = 0
+
+
+class PrefixCache:
+    """Radix cache reduced to what the simulation needs: page blocks keyed by system prompt, LRU eviction."""
+
+    def __init__(self) -> None:
+        self.blocks: dict[int, Block] = {}
+        self.by_key: dict[int, int] = {}
+        self.heap: list[tuple[int, int]] = []
+        self.next_id = 0
+
+    def insert(self, blk: Block) -> int:
+        bid = self.next_id
+        self.next_id += 1
+        self.blocks[bid] = blk
+        if blk.parent >= 0:
+            self.blocks[blk.parent].children += 1
+        if blk.key >= 0:
+            self.by_key[blk.key] = bid
+        heapq.heappush(self.heap, (blk.last, bid))
+        return bid
+
+    def match(self, key: int) -> tuple[int, Block] | None:
+        bid = self.by_key.get(key)
+        return None if bid is None else (bid, self.blocks[bid])
+
+    def touch(self, bid: int, t: int) -> None:
+        self.blocks[bid].last = t
+        heapq.heappush(self.heap, (t, bid))
+
+    def evict_one(self) -> Block | None:
+        """Remove the least recently used unlocked leaf block, or None if there is none."""
+        skipped = []
+        found = None
+        while self.heap:
+            last, bid = heapq.heappop(self.heap)
+            blk = self.blocks.get(bid)
+            if blk is None or blk.last != last:
+                continue
+            if blk.lock > 0 or blk.children > 0:
+                skipped.append((last, bid))
+                continue
+            found = blk
+            del self.blocks[bid]
+            if blk.parent >= 0 and blk.parent in self.blocks:
+                self.blocks[blk.parent].children -= 1
+            if blk.key >= 0 and self.by_key.get(blk.key) == bid:
+                del self.by_key[blk.key]
+            break
+        for item in skipped:
+            heapq.heappush(self.heap, item)
+        return found
+
+
+class Node:
+    """One engine: pool, slot truth, cache (prefill), page-event rows and log lines on its own clock."""
+
+    def __init__(self, spec: NodeSpec, page_size: int, seq_base: int, exp: Exposures) -> None:
+        self.spec, self.name, self.ps = spec, spec.name, page_size
+        n_pages = spec.pool_tokens // page_size
+        self.pool = PagePool(n_pages, lifo=spec.role == "decode")
+        self.slots = SlotState(spec.name, (n_pages + 1) * page_size, exp)
+        self.cache = PrefixCache() if spec.role == "prefill" else None
+        self.seq = seq_base
+        self.rows: list[tuple[int, int, str, int, int, int, str | None, str | None]] = []
+        self.lines: list[tuple[int, str]] = []  # (node-clock µs, message)
+        self.jsonl: list[tuple[int, dict[str, object]]] = []
+        self.generated = 0  # page events logged (set when the rows are handed to the writer)
+
+    def clock(self, t: int) -> int:
+        return t + self.spec.clock_offset_us
+
+    def ev(self, t: int, op: str, room: int, a: int, b: int, peer: str | None = None, src: str | None = None) -> None:
+        self.seq += 1
+        self.rows.append((self.seq, self.clock(t), op, room, a, b, peer, src))
+
+    def log(self, t: int, msg: str) -> None:
+        self.lines.append((self.clock(t), msg))

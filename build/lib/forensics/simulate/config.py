@@ -1,0 +1,196 @@
+"""Simulation settings: node layout, pool sizes, traffic rates, presets.
+
+All times inside the simulator are integer microseconds since the Unix epoch on the TRUE clock
+(the gateway's clock). A node logs on its own clock: true + clock_offset_us.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import cast
+
+MS = 1_000
+S = 1_000_000
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    name: str
+    role: str  # prefill | decode
+    pool_tokens: int
+    clock_offset_us: int
+    rank_prefix: str = "TP0"  # "TP0" or "DP0 TP0"
+    log_ms: bool = True  # engine log timestamps with milliseconds (SGLANG_LOG_MS)
+    telemetry: bool = True  # page events written to the bundle
+    pages_format: str = "parquet"  # parquet | jsonl
+
+    def max_req_input_len(self, context_len: int) -> int:
+        return min(context_len - 1, self.pool_tokens - 1) - 5
+
+
+@dataclass
+class SimConfig:
+    seed: int = 0
+    requests: int = 2000
+    page_size: int = 16
+    context_len: int = 8192
+    model: str = "glm-5.3"
+    model_path: str = "zai-org/GLM-5.3"
+    nodes: list[NodeSpec] = field(default_factory=list)
+    start_us: int = 0
+    duration_us: int = 0  # 0: requests / 4 per second
+    prompt_median: int = 600  # customer prompt length, log-normal median (tokens)
+    prompt_sigma: float = 1.0
+    out_median: int = 60
+    long_rate: float = 0.02  # customer prompts too long for prefill (placeholder path)
+    oversize_rate: float = 0.003  # prompts >= context_len (HTTP 400)
+    abort_rate: float = 0.02
+    internal_rate: float = 0.08
+    researcher: bool = True
+    researcher_rate: float = 0.03  # share of requests that are reproduction attempts
+    n_accounts: int = 60
+    n_system_prompts: int = 6
+    system_prompt_max: int = 1500
+    prefill_us_per_token: float = 20.0
+    gap_node: str | None = None
+    gap_events: int = 0
+    gap_at: float = 0.5  # where the dropped block starts, as a fraction of the node's events
+    clock_skew_ms: int | None = None  # each node's clock offset drawn from [-skew, +skew] ms (None: fixed offsets)
+    # a late landing is moved (up to 6 times) until it is this far from known events on its slots; 0: never
+    late_clear_ms: int = 50
+    read_delay_ms: float = 0.0  # decode reads a landed transfer after this to twice this (0: 0.2 to 2 ms)
+    prefill_count: int = 2  # prefill nodes (prefill-0 ..)
+    decode_count: int = 3  # decode nodes (decode-0 ..)
+    preset: str = "default"
+    incident_id: str = "INC-SIM-0001"
+    incident_title: str = "Simulated KV-cache exposure via prefill placeholder and aborted transfers"
+    discovered_at: str = ""
+
+    def node(self, name: str) -> NodeSpec:
+        for n in self.nodes:
+            if n.name == name:
+                return n
+        raise KeyError(name)
+
+    @property
+    def prefill_nodes(self) -> list[NodeSpec]:
+        return [n for n in self.nodes if n.role == "prefill"]
+
+    @property
+    def decode_nodes(self) -> list[NodeSpec]:
+        return [n for n in self.nodes if n.role == "decode"]
+
+    def options(self) -> dict[str, object]:
+        """Plain-data description of the run (for summary.json)."""
+        d = dataclasses.asdict(self)
+        d["nodes"] = [dataclasses.asdict(n) for n in self.nodes]
+        return d
+
+
+def _epoch_us(iso: str) -> int:
+    dt = datetime.fromisoformat(iso.replace("Z", "+00:00")).astimezone(UTC)
+    return int(round(dt.timestamp() * S))
+
+
+def default_nodes(
+    prefill_pool: int,
+    decode_pool: int,
+    no_telemetry: str | None,
+    prefill_count: int = 2,
+    decode_count: int = 3,
+    skew_ms: int | None = None,
+    seed: int = 0,
+) -> list[NodeSpec]:
+    """prefill-0.. and decode-0..; their clock offsets fixed (the first two prefill and three decode
+    nodes: +500, +1250, 0, -300, +2000 ms; more nodes: spread in steps of 170 ms) or, with skew_ms,
+    drawn per node from [-skew_ms, +skew_ms] by an RNG of the seed's own (the traffic stays the same)."""
+    fixed_p, fixed_d = [500, 1_250], [0, -300, 2_000]
+    nodes = []
+    for i in range(prefill_count):
+        off = fixed_p[i] if i < len(fixed_p) else 170 * i - 400
+        odd = i % 2 == 1  # every other prefill node logs like SGLang's DP attention, without ms, pages as JSONL
+        nodes.append(
+            NodeSpec(
+                f"prefill-{i}",
+                "prefill",
+                prefill_pool,
+                off * MS,
+                rank_prefix="DP0 TP0" if odd else "TP0",
+                log_ms=not odd,
+                pages_format="jsonl" if odd else "parquet",
+            )
+        )
+    for i in range(decode_count):
+        off = fixed_d[i] if i < len(fixed_d) else 170 * i - 900
+        rank = "DP0 TP0" if i % 2 else "TP0"
+        nodes.append(NodeSpec(f"decode-{i}", "decode", decode_pool, off * MS, rank_prefix=rank))
+    if skew_ms is not None:
+        rng = random.Random(f"clock-skew:{seed}")
+        nodes = [dataclasses.replace(n, clock_offset_us=rng.randint(-skew_ms * MS, skew_ms * MS)) for n in nodes]
+    return [dataclasses.replace(n, telemetry=(n.name != no_telemetry)) for n in nodes]
+
+
+def build_config(preset: str = "default", **overrides: object) -> SimConfig:
+    """A preset with explicit overrides applied (None means: keep the preset's value)."""
+    ov = {k: v for k, v in overrides.items() if v is not None}
+    prefill_pool = cast(int | None, ov.pop("prefill_pool", None))
+    decode_pool = cast(int | None, ov.pop("decode_pool", None))
+    no_tel = cast(str | None, ov.pop("no_telemetry", None))
+    if preset == "default":
+        cfg = SimConfig(preset="default", start_us=_epoch_us("2026-08-29T10:00:00Z"))
+        pp, dp = 4096, 32768
+        no_tel_default = None
+    elif preset == "incident":
+        cfg = SimConfig(
+            preset="incident",
+            requests=4000,
+            page_size=64,
+            context_len=1_048_576,
+            start_us=_epoch_us("2026-08-27T00:00:00Z"),
+            duration_us=_epoch_us("2026-09-09T14:00:00Z") - _epoch_us("2026-08-27T00:00:00Z"),
+            prompt_median=3000,
+            prompt_sigma=1.2,
+            out_median=300,
+            long_rate=0.044,
+            oversize_rate=0.002,
+            abort_rate=0.02,
+            researcher_rate=0.02,
+            n_accounts=180,
+            system_prompt_max=6000,
+            prefill_us_per_token=8.0,
+            incident_id="INC-2026-0909",
+            incident_title="GLM-5.3 long-prompt placeholder and aborted-transfer KV exposure",
+            discovered_at="2026-09-09T14:05:00Z",
+        )
+        pp, dp = 681_280, 4_194_304
+        no_tel_default = "decode-2"
+    else:
+        raise ValueError(f"unknown preset {preset!r} (expected default or incident)")
+    for k, v in ov.items():
+        if not hasattr(cfg, k):
+            raise ValueError(f"unknown simulator option {k!r}")
+        setattr(cfg, k, v)
+    if not cfg.duration_us:
+        cfg.duration_us = max(600 * S, cfg.requests * S // 4)
+    if not cfg.discovered_at:
+        end = datetime.fromtimestamp((cfg.start_us + cfg.duration_us) / S + 300, UTC)
+        cfg.discovered_at = end.strftime("%Y-%m-%dT%H:%M:%SZ")
+    if cfg.prefill_count < 1 or cfg.decode_count < 1:
+        raise ValueError("the simulated cluster needs at least one prefill and one decode node")
+    if no_tel_default is not None and no_tel_default not in {f"decode-{i}" for i in range(cfg.decode_count)}:
+        no_tel_default = None
+    cfg.nodes = default_nodes(
+        int(prefill_pool or pp),
+        int(decode_pool or dp),
+        (no_tel or None) if no_tel is not None else no_tel_default,
+        cfg.prefill_count,
+        cfg.decode_count,
+        cfg.clock_skew_ms,
+        cfg.seed,
+    )
+    if cfg.gap_node is not None and cfg.gap_node not in {n.name for n in cfg.nodes}:
+        raise ValueError(f"--gap-node {cfg.gap_node!r} is not a node")
+    return cfg

@@ -1,0 +1,128 @@
+"""Decode side of the event loop: the transfer read, generation, output writes, frees and aborts."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from forensics.simulate.cluster import Node, page_ranges, token_ranges
+from forensics.simulate.config import MS, S, SimConfig
+from forensics.simulate.request import Request
+
+if TYPE_CHECKING:
+    from forensics.simulate.engine import St
+
+D_END = 8
+
+
+class DecodeSide:
+    """Mixed into Engine; the attributes below are the Engine's."""
+
+    cfg: SimConfig
+    reqs: list[Request]
+    st: list[St]
+    nodes: dict[str, Node]
+    holder: dict[str, np.ndarray]
+    touch: dict[str, np.ndarray]
+    rng: random.Random
+    ps: int
+    push: Callable[[int, int, int], None]
+    u: Callable[[float, float], int]
+
+    def abort(self, t: int, i: int) -> None:
+        r, s = self.reqs[i], self.st[i]
+        d = self.nodes[r.decode]
+        assert s.d_pages is not None
+        d.log(
+            t,
+            f"Decode transfer failed for request rank=0 decode_req.req.rid='{r.rid_d}' "
+            f"decode_req.req.bootstrap_room={r.room} with exception "
+            f"KVTransferError(bootstrap_room={r.room}): Aborted by AbortReq.",
+        )
+        for a, b in page_ranges(s.d_pages, self.ps):
+            d.ev(t, "free", r.room, a, b)
+        self._release(d, s.d_pages, t)
+        r.aborted, r.status, r.completion, r.t_end = True, 499, 0, t
+        d.jsonl.append(
+            (
+                d.clock(t),
+                {
+                    "rid": r.rid_d,
+                    "room": r.room,
+                    "prompt_tokens": r.L,
+                    "completion_tokens": 0,
+                    "cached_tokens": 0,
+                    "finish_reason": {"type": "abort", "message": "Aborted by AbortReq."},
+                    "e2e_latency": round((t - r.t0) / S, 4),
+                },
+            )
+        )
+
+    def _release(self, d: Node, pages: np.ndarray, t: int) -> None:
+        self.holder[d.name][pages] = -1
+        self.touch[d.name][pages] = t
+        d.pool.free(pages)
+
+    def d_read(self, t: int, i: int) -> None:
+        r, s, ps = self.reqs[i], self.st[i], self.ps
+        d = self.nodes[r.decode]
+        assert s.d_pages is not None
+        for a, b in token_ranges(s.d_pages, ps, 0, r.L):
+            d.ev(t, "read", r.room, a, b)
+            d.slots.read(a, b, i, s.d_alloc_t)
+        self.touch[d.name][s.d_pages] = t
+        n_out = min(-(-r.out // ps), len(d.pool))
+        s.out_eff = min(r.out, n_out * ps)
+        pages = d.pool.alloc(n_out)
+        assert pages is not None
+        s.out_pages = pages
+        for a, b in page_ranges(pages, ps):
+            d.ev(t + 10, "alloc", r.room, a, b)
+        self.holder[d.name][pages] = i
+        self.touch[d.name][pages] = t
+        s.end_t = t + 20 + s.out_eff * int(self.rng.uniform(12, 35) * MS)
+        self.push(s.end_t, D_END, i)
+
+    def d_end(self, t: int, i: int) -> None:
+        r, s, ps = self.reqs[i], self.st[i], self.ps
+        d = self.nodes[r.decode]
+        assert s.d_pages is not None and s.out_pages is not None
+        for a, b in token_ranges(s.out_pages, ps, 0, s.out_eff):
+            d.ev(t, "write", r.room, a, b, src="decode")
+            d.slots.write(a, b, i, t)
+        for pages in (s.d_pages, s.out_pages):
+            for a, b in page_ranges(pages, ps):
+                d.ev(t + 10, "free", r.room, a, b)
+                d.slots.release(a, b, i)
+        self._release(d, np.concatenate((s.d_pages, s.out_pages)), t)
+        fin = (
+            {"type": "length", "length": r.out}
+            if s.out_eff < r.out or self.rng.random() < 0.3
+            else {"type": "stop", "matched": 151329}
+        )
+        r.status, r.completion, r.t_end = 200, s.out_eff, t + self.u(0.5, 3)
+        d.log(
+            t + 10,
+            f"Req Time Stats(rid={r.rid_d}, bootstrap_room={r.room}, input len={r.L}, "
+            f"output len={s.out_eff}, type=decode): prealloc_duration={(s.d_alloc_t - r.t0) / S:.4f}, "
+            f"transfer_duration={(s.land_t - s.d_alloc_t) / S:.4f}, "
+            f"queue_duration={(s.read_t - s.land_t) / S:.4f}, "
+            f"forward_duration={(t - s.read_t) / S:.4f}, start_time={r.t0 / S:.3f}",
+        )
+        d.jsonl.append(
+            (
+                d.clock(t + 10),
+                {
+                    "rid": r.rid_d,
+                    "room": r.room,
+                    "prompt_tokens": r.L,
+                    "completion_tokens": s.out_eff,
+                    "cached_tokens": 0,
+                    "finish_reason": fin,
+                    "e2e_latency": round((t - r.t0) / S, 4),
+                },
+            )
+        )

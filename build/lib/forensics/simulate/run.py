@@ -1,0 +1,179 @@
+"""One simulation run: traffic -> engine -> (optional seq gap) -> bundle files -> truth files."""
+
+from __future__ import annotations
+
+import csv
+import gc
+import io
+import json
+import random
+from pathlib import Path
+
+from forensics.simulate.config import SimConfig
+from forensics.simulate.engine import Engine
+from forensics.simulate.traffic import Traffic, cohorts_for
+from forensics.simulate.truth import INF, Row, clock_bounds, late_ambiguity, replay
+from forensics.simulate.writer import write_bundle, write_bytes
+
+RESPONSE_COLUMNS = [
+    "request_id",
+    "room",
+    "account_id",
+    "cohort",
+    "status",
+    "decode_node",
+    "prefill_node",
+    "placeholder",
+    "aborted",
+    "exposed",
+    "kinds",
+    "evidence",
+    "allowed_indeterminate",
+]
+EXPOSURE_COLUMNS = ["recipient_request_id", "source_request_id", "node", "kind", "slots"]
+
+
+def apply_gap(cfg: SimConfig, eng: Engine) -> tuple[list[Row], dict[str, object] | None]:
+    """All rows (with a dropped flag) and the gap description, if a gap is configured."""
+    rows: list[Row] = []
+    gap = None
+    for name in sorted(eng.nodes):
+        node = eng.nodes[name]
+        lo = hi = -1
+        if cfg.gap_node == name and cfg.gap_events > 0 and node.rows:
+            k0 = min(len(node.rows) - 1, int(len(node.rows) * cfg.gap_at))
+            k1 = min(len(node.rows), k0 + cfg.gap_events)
+            lo, hi = node.rows[k0][0], node.rows[k1 - 1][0]
+            after = node.rows[k1][1] if k1 < len(node.rows) else INF
+            gap = {
+                "node": name,
+                "seq_first_dropped": lo,
+                "seq_last_dropped": hi,
+                "events": k1 - k0,
+                "end_true": after - node.spec.clock_offset_us if after < INF else INF,
+            }
+        for seq, ts, op, room, a, b, peer, src in node.rows:
+            rows.append((name, seq, ts, op, room, a, b, peer, src, lo <= seq <= hi))
+        node.generated = len(node.rows)
+        node.rows = []  # one copy of the events is enough
+    return rows, gap
+
+
+def _csv(header: list[str], rows: list[list[object]]) -> bytes:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(header)
+    w.writerows(rows)
+    return buf.getvalue().encode()
+
+
+def simulate(out: Path, cfg: SimConfig) -> dict[str, object]:
+    """Run the simulation and write OUT/bundle and OUT/truth; returns the summary."""
+    enabled = gc.isenabled()
+    gc.disable()  # millions of small tuples: the cyclic GC would rescan them over and over
+    try:
+        return _simulate(out, cfg)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _simulate(out: Path, cfg: SimConfig) -> dict[str, object]:
+    rng = random.Random(cfg.seed)
+    reqs = Traffic(cfg, rng).generate()
+    eng = Engine(cfg, reqs, rng)
+    eng.run()
+    rows, gap = apply_gap(cfg, eng)
+    telemetry = {n.name for n in cfg.nodes if n.telemetry}
+    kept = [row for row in rows if not row[9] and row[0] in telemetry]
+    kept_by_node: dict[str, list[Row]] = {n: [] for n in eng.nodes}
+    for row in kept:
+        kept_by_node[row[0]].append(row)
+    write_bundle(out / "bundle", cfg, reqs, eng.nodes, kept_by_node, cohorts_for(cfg))
+
+    offsets = {n.name: n.clock_offset_us for n in cfg.nodes}
+    room_idx = {r.room: r.idx for r in reqs}
+    aborted_rooms = {r.room for r in reqs if r.aborted}
+    bounds = clock_bounds(kept, aborted_rooms)
+    amb_rooms, amb = late_ambiguity(kept, aborted_rooms, bounds, offsets)
+    flagged: set[int] = {room_idx[x] for x in amb_rooms}
+    if gap or amb:  # replay only the pools these can affect: each node's state depends on its own rows
+        touched = {a[0] for a in amb} | ({str(gap["node"])} if gap else set())
+        touched |= {str(row[7]) for row in rows if row[9] and row[3] == "transfer"}
+        sub_rows = [row for row in rows if row[0] in touched or (row[3] == "transfer" and row[7] in touched)]
+        _, f2 = replay(sub_rows, offsets, room_idx, gap, amb)
+        flagged |= f2
+    if gap:
+        g_lo, g_hi = int(gap["seq_first_dropped"]), int(gap["seq_last_dropped"])  # type: ignore[call-overload]
+        seqs: dict[int, list[int]] = {}
+        for row in rows:
+            if row[0] == gap["node"]:
+                seqs.setdefault(row[4], []).append(row[1])
+        for room, ss in seqs.items():
+            if any(g_lo <= s <= g_hi for s in ss) or (min(ss) < g_lo and max(ss) > g_hi):
+                flagged.add(room_idx[room])
+
+    counts = eng.exp.counts()
+    kinds: dict[int, set[str]] = {}
+    for (rec, _src, _node, kind), _n in counts.items():
+        kinds.setdefault(rec, set()).add(kind)
+    resp_rows: list[list[object]] = []
+    affected, by_cohort = 0, dict[str, int]()
+    for r in sorted(reqs, key=lambda x: x.request_id):
+        exposed = r.idx in kinds
+        sig = r.decode not in telemetry
+        indet = r.idx in flagged or (sig and r.placeholder)
+        resp_rows.append(
+            [
+                r.request_id,
+                r.room,
+                r.account,
+                r.cohort,
+                r.status,
+                r.decode,
+                r.prefill,
+                int(r.placeholder),
+                int(r.aborted),
+                int(exposed),
+                ";".join(sorted(kinds.get(r.idx, ()))),
+                "signature" if sig else "pages",
+                int(indet),
+            ]
+        )
+        if exposed:
+            by_cohort[r.cohort] = by_cohort.get(r.cohort, 0) + 1
+        if r.cohort == "customer" and ((exposed and not sig) or (sig and r.placeholder and r.status == 200)):
+            affected += 1
+    rid = {r.idx: r.request_id for r in reqs}
+    exp_rows = sorted([rid[a], rid[b], node, kind, n] for (a, b, node, kind), n in counts.items())
+    write_bytes(out / "truth" / "responses.csv", _csv(RESPONSE_COLUMNS, resp_rows))
+    write_bytes(out / "truth" / "exposures.csv", _csv(EXPOSURE_COLUMNS, exp_rows))
+
+    statuses: dict[str, int] = {}
+    for r in reqs:
+        statuses[str(r.status)] = statuses.get(str(r.status), 0) + 1
+    summary = {
+        "seed": cfg.seed,
+        "preset": cfg.preset,
+        "requests": len(reqs),
+        "statuses": dict(sorted(statuses.items())),
+        "placeholders": sum(r.placeholder for r in reqs),
+        "aborts": sum(r.aborted for r in reqs),
+        "exposed_responses": sum(by_cohort.values()),
+        "exposed_responses_by_cohort": dict(sorted(by_cohort.items())),
+        "exposure_pairs": len(exp_rows),
+        "exposure_pairs_by_kind": {k: sum(1 for e in exp_rows if e[3] == k) for k in ("foreign_write", "stale")},
+        "affected_customer_responses": affected,
+        "allowed_indeterminate": sum(int(x[-1]) for x in resp_rows),  # type: ignore[call-overload]
+        "late_landings_moved": eng.late_moves,
+        "late_landings_ambiguous": len(amb),
+        "events_generated_per_node": {n: eng.nodes[n].generated for n in sorted(eng.nodes)},
+        "events_written_per_node": {n: len(kept_by_node[n]) for n in sorted(eng.nodes) if n in telemetry},
+        "page_telemetry": {n: n in telemetry for n in sorted(eng.nodes)},
+        "clock_offsets_us": dict(sorted(offsets.items())),
+        "clock_bounds_us": {f"{s}->{r}": list(v) for (s, r), v in sorted(bounds.items())},
+        "gap": gap,
+        "options": cfg.options(),
+    }
+    write_bytes(out / "truth" / "summary.json", (json.dumps(summary, indent=2, sort_keys=False) + "\n").encode())
+    return summary

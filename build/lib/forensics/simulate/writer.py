@@ -1,0 +1,237 @@
+"""Write the evidence bundle exactly in the contract's shapes, byte-for-byte reproducibly."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from forensics.contract import GATEWAY_FIELDS, PAGE_SCHEMA
+from forensics.simulate.cluster import Node
+from forensics.simulate.cohorts import Cohort, exclusions_toml
+from forensics.simulate.config import SimConfig
+from forensics.simulate.request import Request
+from forensics.simulate.truth import Row
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+GATEWAY_FILES = ["gw-a.jsonl", "gw-b.jsonl.gz", "gw-c.csv", "gw-d.parquet"]
+GATEWAY_COLUMNS = list(GATEWAY_FIELDS)
+_sec_cache: dict[int, str] = {}
+
+
+def _sec(sec: int) -> str:
+    s = _sec_cache.get(sec)
+    if s is None:
+        if len(_sec_cache) > 4096:
+            _sec_cache.clear()
+        s = _sec_cache[sec] = (EPOCH + timedelta(seconds=sec)).strftime("%Y-%m-%d %H:%M:%S")
+    return s
+
+
+def log_ts(us: int, ms: bool) -> str:
+    sec, frac = divmod(us, 1_000_000)
+    return f"{_sec(sec)}.{frac // 1000:03d}" if ms else _sec(sec)
+
+
+def iso_ms_z(us: int) -> str:
+    sec, frac = divmod(us, 1_000_000)
+    return f"{_sec(sec).replace(' ', 'T')}.{frac // 1000:03d}Z"
+
+
+def iso_us(us: int, zone: str = "") -> str:
+    sec, frac = divmod(us, 1_000_000)
+    return f"{_sec(sec).replace(' ', 'T')}.{frac:06d}{zone}"
+
+
+def write_bytes(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+
+
+def gz(data: bytes) -> bytes:
+    buf = io.BytesIO()
+    with gzip.GzipFile(filename="", mode="wb", fileobj=buf, mtime=0) as f:
+        f.write(data)
+    return buf.getvalue()
+
+
+def write_parquet(path: Path, table: pa.Table) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(table, path, compression="zstd", use_dictionary=True, write_statistics=True)
+
+
+def bundle_toml(cfg: SimConfig) -> str:
+    return (
+        f'[incident]\nid = "{cfg.incident_id}"\ntitle = {json.dumps(cfg.incident_title)}\n'
+        f'discovered_at = "{cfg.discovered_at}"\ncontact = "privacy@example.com"\n\n'
+        '[engine]\nlog_timezone = "UTC"\n'
+    )
+
+
+def gateway_record(r: Request, cfg: SimConfig) -> dict[str, object]:
+    rec: dict[str, object] = {
+        "ts": iso_ms_z(r.t0),
+        "request_id": r.request_id,
+        "account_id": r.account,
+        "api_token_id": r.token,
+        "client_ip": r.ip,
+        "user_agent": r.ua,
+        "model": cfg.model,
+        "status": r.status,
+        "prompt_tokens": r.L,
+        "completion_tokens": r.completion,
+        "duration_ms": round((r.t_end - r.t0) / 1000, 1),
+        "bootstrap_room": r.room,
+        "prefill_node": r.prefill,
+        "decode_node": r.decode,
+    }
+    if r.headers:
+        rec["headers"] = r.headers
+    return rec
+
+
+def write_gateway(root: Path, reqs: list[Request], cfg: SimConfig) -> None:
+    parts: list[list[dict[str, object]]] = [[] for _ in GATEWAY_FILES]
+    times: list[list[int]] = [[] for _ in GATEWAY_FILES]
+    for r in sorted(reqs, key=lambda x: (x.t0, x.request_id)):
+        parts[r.gw].append(gateway_record(r, cfg))
+        times[r.gw].append(r.t0 // 1000)
+    for name, recs, ts in zip(GATEWAY_FILES, parts, times, strict=True):
+        path = root / "gateway" / name
+        if name.endswith(".jsonl") or name.endswith(".jsonl.gz"):
+            data = "".join(json.dumps(x, ensure_ascii=False) + "\n" for x in recs).encode()
+            write_bytes(path, gz(data) if name.endswith(".gz") else data)
+        elif name.endswith(".csv"):
+            buf = io.StringIO()
+            w = csv.writer(buf, lineterminator="\n")
+            w.writerow(GATEWAY_COLUMNS)
+            for x in recs:
+                hdr = x.get("headers")
+                w.writerow([x[c] for c in GATEWAY_COLUMNS[:-1]] + [json.dumps(hdr) if hdr else ""])
+            write_bytes(path, buf.getvalue().encode())
+        else:
+            cols: dict[str, list[object]] = {c: [] for c in GATEWAY_COLUMNS}
+            for x in recs:
+                for c in GATEWAY_COLUMNS:
+                    v = x.get(c)
+                    cols[c].append(json.dumps(v) if c == "headers" and v else (None if c == "headers" else v))
+            arrays = {
+                c: pa.array(
+                    v,
+                    type=pa.int64()
+                    if c in ("status", "prompt_tokens", "completion_tokens", "bootstrap_room")
+                    else None,
+                )
+                for c, v in cols.items()
+                if c != "ts"
+            }
+            table = pa.table({"ts": pa.array(ts, type=pa.timestamp("ms", tz="UTC")), **arrays})
+            write_parquet(path, table)
+
+
+def node_startup(node: Node, cfg: SimConfig, t0_node: int) -> list[tuple[int, str]]:
+    s = node.spec
+    kv_gb = s.pool_tokens * 74_752 / 2**30  # GLM MLA-style KV bytes per token (illustrative)
+    return [
+        (
+            t0_node,
+            f"server_args=ServerArgs(model_path='{cfg.model_path}', context_length={cfg.context_len}, "
+            f"page_size={cfg.page_size}, tp_size=1, disaggregation_mode='{s.role}', "
+            "disaggregation_transfer_backend='mooncake')",
+        ),
+        (
+            t0_node,
+            "Load weight end. elapsed=41.27 s, type=GlmMoeDsaForCausalLM, avail mem=62.40 GB, mem usage=77.12 GB.",
+        ),
+        (t0_node, f"KV Cache is allocated. #tokens: {s.pool_tokens}, KV size: {kv_gb:.2f} GB"),
+        (
+            t0_node,
+            f"max_total_num_tokens={s.pool_tokens}, chunked_prefill_size=8192, max_prefill_tokens=16384, "
+            f"max_running_requests=64, context_len={cfg.context_len}, available_gpu_mem=9.87 GB",
+        ),
+    ]
+
+
+def write_engine(root: Path, nodes: dict[str, Node], cfg: SimConfig) -> None:
+    t_start = cfg.start_us - 600_000_000
+    for name in sorted(nodes):
+        node = nodes[name]
+        s = node.spec
+        lines = node_startup(node, cfg, node.clock(t_start)) + node.lines
+        text = "".join(f"[{log_ts(t, s.log_ms)} {s.rank_prefix}] {msg}\n" for t, msg in lines)
+        write_bytes(root / "engine" / name / "server.log", text.encode())
+        out = []
+        for t, j in node.jsonl:
+            rec = {
+                "timestamp": iso_us(t),
+                "event": "request.finished",
+                "rid": j["rid"],
+                "obj": {"rid": j["rid"], "bootstrap_room": j["room"], "bootstrap_port": 8998},
+                "out": {
+                    "meta_info": {
+                        "id": j["rid"],
+                        "finish_reason": j["finish_reason"],
+                        "prompt_tokens": j["prompt_tokens"],
+                        "completion_tokens": j["completion_tokens"],
+                        "cached_tokens": j["cached_tokens"],
+                        "e2e_latency": j["e2e_latency"],
+                    }
+                },
+            }
+            out.append(json.dumps(rec) + "\n")
+        write_bytes(root / "engine" / name / "requests.jsonl", "".join(out).encode())
+
+
+def write_pages(root: Path, node: Node, rows: list[Row]) -> None:
+    if node.spec.pages_format == "jsonl":
+        out = []
+        head = f'{{"node": {json.dumps(node.name)}, "seq": '
+        for _n, seq, ts, op, room, a, b, peer, src, _d in rows:
+            tail = (f', "peer": {json.dumps(peer)}' if peer is not None else "") + (
+                f', "src": {json.dumps(src)}' if src is not None else ""
+            )
+            out.append(
+                f'{head}{seq}, "ts": "{iso_us(ts, "Z")}", "op": "{op}", "room": {room}, "start": {a}, '
+                f'"end": {b}{tail}}}\n'
+            )
+        write_bytes(root / "pages" / f"{node.name}.jsonl", "".join(out).encode())
+        return
+    cols: list[tuple[object, ...]] = list(zip(*rows, strict=True))[1:9] if rows else [() for _ in range(8)]
+    table = pa.table(
+        [
+            pa.array([node.name] * len(rows), pa.string()),
+            pa.array(cols[0], pa.int64()),
+            pa.array(cols[1], pa.int64()).cast(pa.timestamp("us", tz="UTC")),
+            pa.array(cols[2], pa.string()),
+            pa.array(cols[3], pa.int64()),
+            pa.array(cols[4], pa.int64()),
+            pa.array(cols[5], pa.int64()),
+            pa.array(cols[6], pa.string()),
+            pa.array(cols[7], pa.string()),
+        ],
+        schema=PAGE_SCHEMA,
+    )
+    write_parquet(root / "pages" / f"{node.name}.parquet", table)
+
+
+def write_bundle(
+    root: Path,
+    cfg: SimConfig,
+    reqs: list[Request],
+    nodes: dict[str, Node],
+    kept_rows: dict[str, list[Row]],
+    cohorts: list[Cohort],
+) -> None:
+    write_bytes(root / "bundle.toml", bundle_toml(cfg).encode())
+    write_bytes(root / "exclusions.toml", exclusions_toml(cohorts).encode())
+    write_gateway(root, reqs, cfg)
+    write_engine(root, nodes, cfg)
+    for name in sorted(nodes):
+        if nodes[name].spec.telemetry:
+            write_pages(root, nodes[name], kept_rows[name])
