@@ -44,7 +44,7 @@ SELECT list_position($senders, sender) AS snd, xseq, room, start, "end", seq_lo,
        coalesce(epoch_us(land_lo), 0) AS lo, coalesce(epoch_us(land_hi), 0) AS hi,
        (land_lo IS NOT NULL AND land_hi IS NOT NULL AND land_lo < land_hi)::BIGINT AS timed
 FROM transfer_landing WHERE receiver = $node
-ORDER BY seq_lo, land_lo NULLS LAST, sender, xseq
+ORDER BY seq_lo, land_lo NULLS LAST, snd, xseq  -- snd numbers the senders in name order
 """
 _TYPES = (np.int64,) * FIELDS
 

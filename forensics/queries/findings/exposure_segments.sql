@@ -1,6 +1,6 @@
 -- Every (recipient, source, kind) with the slot ranges where the recipient attended the source's
 -- data, overlapping sightings merged into ranges. certain = at least one sighting in the range that no
--- lost event or unsettled ordering could undo.
+-- lost event or unsettled ordering could undo; all_certain = every sighting in it is.
 -- grain: node, recipient_room, source_room, kind, range; reads: read_provenance, write_effects; params: none
 CREATE OR REPLACE TABLE exposure_segments AS
 WITH s AS (
@@ -17,5 +17,5 @@ WITH s AS (
                                        ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_end FROM s)
 )
 SELECT node, island AS seg, min(seg_start) AS seg_start, max(seg_end) AS seg_end, recipient_room, source_room, kind,
-       min(first_ts) AS first_ts, bool_or(NOT uncertain) AS certain
+       min(first_ts) AS first_ts, bool_or(NOT uncertain) AS certain, bool_and(NOT uncertain) AS all_certain
 FROM islands GROUP BY node, recipient_room, source_room, kind, island;

@@ -6,7 +6,7 @@ CREATE OR REPLACE TABLE exposures AS
 WITH e AS (  -- per (node, recipient room, source room, kind) first, on integer keys: the join and the
              -- group by request ids below then see one row per pair instead of one per range
     SELECT node, recipient_room, source_room, kind, sum(seg_end - seg_start) AS slots, bool_or(certain) AS certain,
-           min(first_ts) AS first_ts
+           bool_and(all_certain) AS all_certain, min(first_ts) AS first_ts
     FROM exposure_segments GROUP BY node, recipient_room, source_room, kind
 )
 SELECT coalesce(rr.request_id, '') AS recipient_request_id, coalesce(sr.request_id, '') AS source_request_id,
@@ -14,7 +14,7 @@ SELECT coalesce(rr.request_id, '') AS recipient_request_id, coalesce(sr.request_
        e.slots::BIGINT AS slots, CASE WHEN e.certain THEN 'confirmed' ELSE 'indeterminate' END AS status,
        e.first_ts AS first_exposed_at,
        e.recipient_room, e.source_room, rr.cohort AS recipient_cohort, sr.cohort AS source_cohort,
-       coalesce(c.slots, 0) AS slots_confirmed
+       CASE WHEN e.all_certain THEN e.slots ELSE coalesce(c.slots, 0) END::BIGINT AS slots_confirmed
 FROM e
 LEFT JOIN exposure_certain c USING (node, recipient_room, source_room, kind)
 LEFT JOIN (SELECT DISTINCT node, room, request_id, account_id, cohort FROM room_requests) rr  -- a record logged
