@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import filecmp
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -29,7 +30,11 @@ def _run(cmd: list, **kw) -> subprocess.CompletedProcess:
 
 @pytest.mark.slow
 def test_the_wheel_installs_and_investigates_outside_the_checkout(tmp_path: Path) -> None:
-    built = _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", tmp_path / "dist", ROOT])
+    src = tmp_path / "src"  # built from a copy: the build leaves build/ and *.egg-info beside its sources
+    shutil.copytree(ROOT / "forensics", src / "forensics", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, src / name)
+    built = _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", tmp_path / "dist", src])
     if built.returncode and "Could not find a version" in built.stderr + built.stdout:
         pytest.skip("no package index for the build backend: " + built.stderr[-200:])
     assert built.returncode == 0, built.stderr
