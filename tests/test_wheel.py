@@ -8,7 +8,7 @@ outside the checkout.
 
 from __future__ import annotations
 
-import filecmp
+import csv
 import os
 import shutil
 import subprocess
@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SAMPLE = ROOT / "sample_data" / "bundle"
+EXAMPLE = ROOT / "tests" / "data" / "example"  # the contract's worked example
 AUDIT = ROOT / "tests" / "data" / "audit"
 
 
@@ -58,13 +58,16 @@ def test_the_wheel_installs_and_investigates_outside_the_checkout(tmp_path: Path
     assert where.stdout.strip().startswith(site), where.stdout + where.stderr  # the wheel, not the checkout
 
     cli = venv / "bin" / "forensics"
-    out = _run([cli, "investigate", SAMPLE, "--out", work / "out"], cwd=work, env=env)
+    out = _run([cli, "investigate", EXAMPLE / "bundle", "--out", work / "out"], cwd=work, env=env)
     assert out.returncode == 0, out.stderr
     assert (work / "out" / "report.html").stat().st_size > 10_000
-    here = _run([sys.executable, "-m", "forensics", "investigate", SAMPLE, "--out", tmp_path / "ref"], cwd=ROOT)
-    assert here.returncode == 0, here.stderr
-    for name in ("affected_responses.csv", "exposures.csv", "accounts.csv", "report.md"):
-        assert filecmp.cmp(work / "out" / name, tmp_path / "ref" / name, shallow=False), name
+    for name in ("affected_responses.csv", "exposures.csv"):  # the contract's worked example, as expected
+        with (EXAMPLE / "expected" / name).open() as fh:
+            want = list(csv.DictReader(fh))
+        with (work / "out" / name).open() as fh:
+            got = list(csv.DictReader(fh))
+        cols = list(want[0])
+        assert sorted(tuple(r[c] for c in cols) for r in got) == sorted(tuple(r[c] for c in cols) for r in want)
 
     logs = sorted(p for p in AUDIT.rglob("*.log"))[:3]
     audit = _run([cli, "audit-config", *logs, "--json"], cwd=work, env=env)
