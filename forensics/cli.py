@@ -21,12 +21,14 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-DEBUG = "--debug" in sys.argv
+DEBUG = False  # set by --debug (before the command), read by main's error boundary
 
 
 @app.callback()
 def _root(debug: bool = typer.Option(False, "--debug", help="Show Python tracebacks on errors.")) -> None:
     """KV Forensics."""
+    global DEBUG
+    DEBUG = debug
 
 
 SELF_CONTAINED = typer.Option(

@@ -38,29 +38,33 @@ def simulate(
     decode_nodes: int | None = typer.Option(None, "--decode-nodes", help="Decode nodes (default 3)."),
 ) -> None:
     """Write a simulated incident bundle and its ground truth."""
+    from forensics.errors import InputError
     from forensics.simulate import build_config
     from forensics.simulate import simulate as run
 
-    cfg = build_config(
-        preset,
-        seed=seed,
-        requests=requests,
-        page_size=page_size,
-        context_len=context_len,
-        prefill_pool=prefill_pool,
-        decode_pool=decode_pool,
-        abort_rate=abort_rate,
-        long_rate=long_rate,
-        no_telemetry=no_telemetry,
-        gap_node=gap_node,
-        gap_events=gap_events,
-        gap_at=gap_at,
-        clock_skew_ms=clock_skew,
-        late_clear_ms=late_clear,
-        read_delay_ms=read_delay,
-        prefill_count=prefill_nodes,
-        decode_count=decode_nodes,
-    )
+    try:
+        cfg = build_config(
+            preset,
+            seed=seed,
+            requests=requests,
+            page_size=page_size,
+            context_len=context_len,
+            prefill_pool=prefill_pool,
+            decode_pool=decode_pool,
+            abort_rate=abort_rate,
+            long_rate=long_rate,
+            no_telemetry=no_telemetry,
+            gap_node=gap_node,
+            gap_events=gap_events,
+            gap_at=gap_at,
+            clock_skew_ms=clock_skew,
+            late_clear_ms=late_clear,
+            read_delay_ms=read_delay,
+            prefill_count=prefill_nodes,
+            decode_count=decode_nodes,
+        )
+    except ValueError as err:  # an option the user can correct
+        raise InputError(f"simulate: {err}") from err
     s = run(out, cfg)
     typer.echo(
         f"wrote {out}/bundle and {out}/truth: {s['requests']} requests, {s['placeholders']} placeholders, "

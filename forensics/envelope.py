@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from forensics.errors import CapacityError
+
 SLOT_BITS = 40
 MAX_SLOT = 1 << SLOT_BITS
 MAX_ITEM = 1 << (63 - SLOT_BITS)
@@ -77,7 +79,10 @@ def envelope(
     cand_item = np.searchsorted(ids, cand_item)
     for name, arr, top in (("item", open_item, MAX_ITEM), ("slot", open_e, MAX_SLOT), ("slot", cand_e, MAX_SLOT)):
         if arr.size and (arr.min() < 0 or arr.max() >= top):
-            raise ValueError(f"{name} out of range for the envelope key")
+            raise CapacityError(
+                f"{name} out of range for the last-writer search's key (items < 2^23, slots < 2^40): "
+                "analyse the archive in parts with --since/--until"
+            )
     ok = open_item.astype(np.int64) << SLOT_BITS
     ck = cand_item.astype(np.int64) << SLOT_BITS
     keys = np.sort(np.concatenate([ok + open_s, ok + open_e, ck + cand_s, ck + cand_e]))

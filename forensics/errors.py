@@ -11,3 +11,9 @@ class InputError(ForensicsError):
     """Evidence that cannot be used at all (missing bundle, no readable gateway log, bad config)."""
 
     exit_code = 2
+
+
+class CapacityError(ForensicsError):
+    """A size limit of the analysis that the user can work around (the message says how)."""
+
+    exit_code = 2

@@ -21,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 
 from forensics.db import timed
+from forensics.errors import CapacityError
 
 # events per numpy chunk (a node's rooms are split into buckets of about this many events)
 CHUNK_EVENTS = 2_000_000
@@ -145,7 +146,10 @@ def _replay_chunk(con: duckdb.DuckDBPyConnection, source: str) -> pa.Table:
     group = np.cumsum(new_group) - 1
     slot_bits = int(max(int(end.max()) if n else 0, 1)).bit_length()
     if n and int(group[-1]).bit_length() + slot_bits > 62:
-        raise ValueError("too many rooms x slots for one replay key; split the work by node")
+        raise CapacityError(
+            "one node's replay holds more rooms x slots than its 62-bit key can pack: "
+            "analyse the archive in parts with --since/--until"
+        )
     gk = group.astype(np.int64) << slot_bits
     bounds = np.sort(np.concatenate([gk + start, gk + end]))
     if bounds.size:
@@ -159,7 +163,10 @@ def _replay_chunk(con: duckdb.DuckDBPyConnection, source: str) -> pa.Table:
     # rows by piece, then (as events were) by k: one sort of packed (piece, row) keys
     row_bits = max(total, 1).bit_length()
     if int(bounds.size).bit_length() + row_bits > 62:
-        raise ValueError("too many pieces for one replay key; split the work by node")
+        raise CapacityError(
+            "one node's replay has more slot pieces than its 62-bit key can pack: "
+            "analyse the archive in parts with --since/--until"
+        )
     packed = np.sort((piece.astype(np.int64) << row_bits) | np.arange(total, dtype=np.int64))
     ev_of_row = ev_of_row[packed & ((1 << row_bits) - 1)]
     piece = packed >> row_bits

@@ -54,3 +54,13 @@ def test_range_chmax_small():
     best = range_chmax(6, np.array([0, 2, 1]), np.array([3, 6, 2]), np.array([5, 7, 9]))
     assert best.tolist() == [5, 9, 7, 7, 7, 7]
     assert range_chmax(3, np.array([], dtype=np.int64), np.array([], dtype=np.int64), np.array([])).tolist() == [-1] * 3
+
+
+def test_a_slot_beyond_the_key_is_the_users_error_with_advice() -> None:
+    from forensics.envelope import MAX_SLOT, envelope
+    from forensics.errors import CapacityError
+
+    one = np.array([0], dtype=np.int64)
+    with pytest.raises(CapacityError, match="--since/--until") as err:
+        envelope(one, one, one + MAX_SLOT, one, one, one + 1, one)
+    assert err.value.exit_code == 2

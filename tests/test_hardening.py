@@ -364,3 +364,29 @@ def test_ingest_command_outputs_are_private(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     for name in ("i.duckdb", "manifest.json"):
         assert stat.S_IMODE((tmp_path / name).stat().st_mode) == 0o600, name
+
+
+def test_debug_comes_from_the_option_not_from_any_argument(tmp_path: Path) -> None:
+    """'--debug' as an option's value is not the flag: the error stays one line."""
+    proc = cli("simulate", str(tmp_path / "sim"), "--no-telemetry", "--debug", "--gap-node", "nope")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+
+
+def test_a_bad_simulator_option_exits_2_with_one_line(tmp_path: Path) -> None:
+    proc = cli("simulate", str(tmp_path / "sim"), "--gap-node", "nope")
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip().splitlines() == ["Error: simulate: --gap-node 'nope' is not a node"]
+
+
+def test_a_failed_engine_log_audit_is_named_in_the_report(tmp_path: Path, monkeypatch) -> None:
+    import forensics.audit as audit
+    from forensics.pipeline import investigate
+
+    def boom(*_a, **_k):
+        raise OSError("simulated unreadable engine folder")
+
+    monkeypatch.setattr(audit, "audit_engine_dirs", boom)
+    investigate(EXAMPLE / "bundle", tmp_path / "out")
+    for name in ("report.md", "report.html"):
+        text = (tmp_path / "out" / name).read_text()
+        assert "The engine-log audit failed (OSError: simulated unreadable engine folder)" in text, name

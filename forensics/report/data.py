@@ -57,19 +57,18 @@ def bundle_root(files: list[InputFile]) -> Path | None:
     return None
 
 
-def _engine_audit(files: list[InputFile]) -> dict[str, dict[str, Any]]:
-    """Per node verdict from forensics.audit (issue #6) when it is available; {} otherwise."""
+def _engine_audit(files: list[InputFile]) -> tuple[dict[str, dict[str, Any]], str]:
+    """Per node verdict from the engine-log audit (forensics.audit), and why it failed ('' if it did
+    not). A failure is named in the report, not hidden: the verdicts then come from node_config."""
     root = bundle_root(files)
     if root is None or not (root / "engine").is_dir():
-        return {}
-    try:
-        from forensics.audit import audit_engine_dirs
-    except ImportError:
-        return {}
+        return {}, ""
+    from forensics.audit import audit_engine_dirs
+
     try:
         audits = audit_engine_dirs(root / "engine")
-    except Exception:  # the audit is an extra: the report stands on node_config without it
-        return {}
+    except Exception as err:  # the report stands on node_config without it, and says so
+        return {}, f"{type(err).__name__}: {err}"
 
     def rel(file: str) -> str:  # bundle-relative: the report must not depend on where the bundle lies
         return Path(file).relative_to(root).as_posix() if Path(file).is_relative_to(root) else Path(file).name
@@ -83,12 +82,12 @@ def _engine_audit(files: list[InputFile]) -> dict[str, dict[str, Any]]:
         }
         for a in audits
         if a.node
-    }
+    }, ""
 
 
 def _root_cause(con: duckdb.DuckDBPyConnection, files: list[InputFile]) -> dict[str, Any]:
     nodes = rows(con, "root_cause")
-    audit = _engine_audit(files)
+    audit, audit_error = _engine_audit(files)
     for n in nodes:
         a = audit.get(n["node"])
         pool, ctx = n["pool_tokens"], n["context_len"]
@@ -96,7 +95,7 @@ def _root_cause(con: duckdb.DuckDBPyConnection, files: list[InputFile]) -> dict[
         n["verdict"] = a["verdict"] if a else fallback
         n["reason"] = a["reason"] if a else ""
         n["evidence"] = a["evidence"] if a else []
-    return {"nodes": nodes, "windows": rows(con, "leak_windows"), "audited": bool(audit)}
+    return {"nodes": nodes, "windows": rows(con, "leak_windows"), "audited": bool(audit), "audit_error": audit_error}
 
 
 def _clocks(config: BundleConfig, window: dict[str, Any], as_of: datetime | None) -> dict[str, Any]:
