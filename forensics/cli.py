@@ -12,24 +12,9 @@ from pathlib import Path
 
 import typer
 
+from forensics import app as _app
+from forensics.app import app
 from forensics.errors import ForensicsError
-
-app = typer.Typer(
-    add_completion=False,
-    no_args_is_help=True,
-    help="KV Forensics: find responses that attended another request's KV cache, and report them.",
-    pretty_exceptions_enable=False,
-)
-
-DEBUG = False  # set by --debug (before the command), read by main's error boundary
-
-
-@app.callback()
-def _root(debug: bool = typer.Option(False, "--debug", help="Show Python tracebacks on errors.")) -> None:
-    """KV Forensics."""
-    global DEBUG
-    DEBUG = debug
-
 
 SELF_CONTAINED = typer.Option(
     False,
@@ -119,7 +104,7 @@ def investigate(
     typer.echo(result.summary())
 
 
-# --- further commands are registered by their modules below ---
+# the other commands, each in its cmd_* module, register themselves on the app when imported
 from forensics import commands as _commands  # noqa: E402,F401
 
 
@@ -135,7 +120,7 @@ def main() -> None:
             typer.echo(f"Error: {err}", err=True)
         sys.exit(getattr(err, "exit_code", 2))
     except ForensicsError as err:
-        if DEBUG:
+        if _app.DEBUG:
             raise
         typer.echo(f"Error: {err}", err=True)
         sys.exit(err.exit_code)
@@ -146,7 +131,7 @@ def main() -> None:
         typer.echo("Aborted.", err=True)
         sys.exit(130)
     except Exception as err:  # the boundary: no traceback reaches the user
-        if DEBUG or os.environ.get("FORENSICS_DEBUG"):
+        if _app.DEBUG or os.environ.get("FORENSICS_DEBUG"):
             raise
         typer.echo(f"Error: internal error: {type(err).__name__}: {err} (run with --debug for details)", err=True)
         sys.exit(3)

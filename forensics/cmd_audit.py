@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from forensics.cli import app
+from forensics.app import app
 
 PathsArg = Annotated[list[Path], typer.Argument(help="Engine log files or folders (one server per folder).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print a JSON array, one object per server.")]

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
-from forensics.cli import app
+from forensics.app import app
 
 SAMPLES = 5
 EXCL_HELP = "exclusions.toml overriding the bundle's."

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from forensics.cli import app
+from forensics.app import app
 
 
 @app.command()

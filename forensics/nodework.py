@@ -39,6 +39,7 @@ import duckdb
 import forensics
 from forensics.db import PROFILE, connect, one, run_query, scalar, telemetry_node_names, timed
 from forensics.errors import InputError
+from forensics.history import HISTORY_WINDOWS, history_round
 from forensics.paths import QUERIES, sql_literal
 
 # tables a node task produces, with their columns that hold node-local event ranks or item ids
@@ -88,7 +89,6 @@ def node_ownership(con: duckdb.DuckDBPyConnection, screen: bool = True) -> None:
     """The per-node steps, on a connection holding page_events, transfer_landing, node_index and
     telemetry_nodes.
     screen: replay in detail only the rooms the screening pass flags (forensics.screen)."""
-    from forensics.ownership import HISTORY_WINDOWS, history_round
     from forensics.replay import replay_rooms
     from forensics.screen import own_rooms_by_query, screen_rooms
 

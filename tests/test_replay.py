@@ -39,7 +39,7 @@ def test_replay_matches_sql_reference(tmp_path: Path, preset: str, seed: int, pa
 
 def test_chunked_work_gives_the_same_answer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Rooms (replay) and history items (envelope) are independent: tiny chunks change nothing."""
-    import forensics.ownership
+    import forensics.history
     import forensics.replay
 
     simulate(tmp_path / "sim", build_config("incident", seed=5, requests=600))
@@ -55,9 +55,9 @@ def test_chunked_work_gives_the_same_answer(tmp_path: Path, monkeypatch: pytest.
     want = {name: whole.rows(q) for name, q in queries.items()}
     assert want["history_found"] and want["exposures"]
     monkeypatch.setattr(forensics.replay, "CHUNK_EVENTS", 700)
-    monkeypatch.setattr(forensics.ownership, "ENVELOPE_CHUNK", 50)
+    monkeypatch.setattr(forensics.history, "ENVELOPE_CHUNK", 50)
     calls = {"replay": 0, "envelope": 0}
-    replay_node, envelope = forensics.replay._replay_chunk, forensics.ownership.envelope
+    replay_node, envelope = forensics.replay._replay_chunk, forensics.history.envelope
 
     def count(name, fn):
         def wrapped(*args):
@@ -67,9 +67,9 @@ def test_chunked_work_gives_the_same_answer(tmp_path: Path, monkeypatch: pytest.
         return wrapped
 
     monkeypatch.setattr(forensics.replay, "_replay_chunk", count("replay", replay_node))
-    monkeypatch.setattr(forensics.ownership, "envelope", count("envelope", envelope))
+    monkeypatch.setattr(forensics.history, "envelope", count("envelope", envelope))
     chunked = Findings(bundle, Execution(screen=False))
     nodes = chunked.rows("SELECT count(*) FROM node_index")[0][0]
-    assert calls["replay"] > 2 * nodes and calls["envelope"] > len(forensics.ownership.HISTORY_WINDOWS)
+    assert calls["replay"] > 2 * nodes and calls["envelope"] > len(forensics.history.HISTORY_WINDOWS)
     for name, q in queries.items():
         assert chunked.rows(q) == want[name], name

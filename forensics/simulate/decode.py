@@ -13,7 +13,7 @@ from forensics.simulate.config import MS, S, SimConfig
 from forensics.simulate.request import Request
 
 if TYPE_CHECKING:
-    from forensics.simulate.engine import St
+    from forensics.simulate.state import St
 
 D_END = 8
 

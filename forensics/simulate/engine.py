@@ -8,7 +8,6 @@ from __future__ import annotations
 import heapq
 import random
 from collections import deque
-from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -17,26 +16,10 @@ from forensics.simulate.config import MS, S, SimConfig
 from forensics.simulate.decode import D_END as DECODE_END
 from forensics.simulate.decode import DecodeSide
 from forensics.simulate.request import Request
+from forensics.simulate.state import St
 
 ARRIVE, D_ALLOC, P_READY, P_RETRY, P_DONE, LAND, ABORT, D_READ, D_END = range(9)
 assert D_END == DECODE_END
-
-
-@dataclass(slots=True)
-class St:
-    d_pages: np.ndarray | None = None
-    d_alloc_t: int = 0
-    out_pages: np.ndarray | None = None
-    out_eff: int = 0
-    p_pages: np.ndarray | None = None
-    matched: int = 0  # prompt tokens reached by share on prefill
-    share_bid: int = -1
-    p_start: int = 0
-    land_t: int = 0
-    read_t: int = 0
-    end_t: int = 0
-    nudges: int = 0
-    pending: list[int] = field(default_factory=list)
 
 
 class Engine(DecodeSide):

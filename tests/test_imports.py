@@ -1,0 +1,103 @@
+"""Import contracts of the package, read from the source (every import, at module level or inside a
+function, counts: a lazy import only hides a cycle from the interpreter, not from a reader):
+- no cycle among the package's modules;
+- the compiled kernels (pure numpy/numba walks) import neither DuckDB nor the stages that drive them;
+- the simulator, the audit and the CLI sit beside the pipeline: no analysis module imports them."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from forensics.paths import PACKAGE
+
+KERNELS = ("forensics.runmap", "forensics.envelope", "forensics.prefetch")
+BESIDE = (
+    "forensics.__main__",
+    "forensics.cli",
+    "forensics.app",
+    "forensics.commands",
+    "forensics.cmd_",
+    "forensics.simulate",
+)
+
+
+def _module(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = {_module(p): p for p in PACKAGE.rglob("*.py")}
+    graph: dict[str, set[str]] = {m: set() for m in modules}
+    for mod, path in modules.items():
+        package = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + [base]).strip(".")
+                names = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
+            else:
+                continue
+            for name in names:
+                while name and name not in modules:  # a name inside a module: the module
+                    name = name.rpartition(".")[0]
+                if name and name != mod and name != "forensics":  # the package root holds only __version__
+                    graph[mod].add(name)
+    return graph
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str]:
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(m: str) -> list[str]:
+        state[m] = 1
+        stack.append(m)
+        for n in sorted(graph[m]):
+            if state.get(n) == 1:
+                return stack[stack.index(n) :] + [n]
+            if n not in state:
+                found = visit(n)
+                if found:
+                    return found
+        stack.pop()
+        state[m] = 2
+        return []
+
+    for m in sorted(graph):
+        if m not in state:
+            found = visit(m)
+            if found:
+                return found
+    return []
+
+
+def test_the_package_has_no_import_cycle() -> None:
+    assert _cycle(_graph()) == []
+
+
+def test_the_cycle_check_finds_a_cycle() -> None:
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+
+
+def test_kernels_import_neither_duckdb_nor_the_stages() -> None:
+    for kernel in KERNELS:
+        path = PACKAGE / (kernel.rpartition(".")[2] + ".py")
+        tree = ast.parse(path.read_text())
+        names = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        names |= {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+        assert "duckdb" not in names, kernel
+        assert not {n for n in names if n.startswith("forensics") and n not in KERNELS + ("forensics.errors",)}, kernel
+
+
+def test_the_analysis_does_not_import_the_tools_beside_it() -> None:
+    graph = _graph()
+    for mod, deps in graph.items():
+        if mod.startswith(BESIDE):
+            continue
+        upward = {d for d in deps if d.startswith(BESIDE)}
+        assert not upward, (mod, upward)
