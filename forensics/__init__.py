@@ -1,6 +1,6 @@
 """KV Forensics: incident forensics and blast-radius analysis for KV-cache leaks.
 
-Pipeline stages, one module each: ingest -> ownership -> findings -> cohorts -> report.
+The stages and their order are in forensics.pipeline; ARCHITECTURE.md maps the tree.
 """
 
 __version__ = "0.1.0"
