@@ -16,11 +16,13 @@ from __future__ import annotations
 import csv
 import json
 import random
+import shutil
 import subprocess
 import sys
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from analysis import Findings
@@ -57,8 +59,6 @@ def _shift_pages(bundle: Path, node: str, ms: int) -> None:
             lines = []
             for line in path.read_text().splitlines():
                 row = json.loads(line)
-                from datetime import datetime
-
                 ts = datetime.fromisoformat(row["ts"].replace("Z", "+00:00")) + timedelta(milliseconds=ms)
                 row["ts"] = ts.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
                 lines.append(json.dumps(row))
@@ -66,8 +66,6 @@ def _shift_pages(bundle: Path, node: str, ms: int) -> None:
 
 
 def _ts_array(values: list, ms: int, type_):
-    import pyarrow as pa
-
     return pa.array([v + timedelta(milliseconds=ms) for v in values], type=type_)
 
 
@@ -85,8 +83,6 @@ def _findings(f: Findings) -> tuple[list, list]:
 
 @pytest.mark.parametrize("case", CASES)
 def test_moving_a_senders_clock_changes_nothing(incidents, tmp_path: Path, case) -> None:
-    import shutil
-
     src = incidents[case] / "bundle"
     base = Findings(src)
     assert base.rows("SELECT count(*) FROM transfer_conflicts")[0][0] > 0  # the case this is about
