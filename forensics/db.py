@@ -1,4 +1,6 @@
-"""DuckDB connection with the project's settings, and the helper that runs the .sql files."""
+"""The one seam between Python and DuckDB: the connection with the project's settings, quoting,
+the Arrow hand-over, the runner of the stages' query files, row fetching, and the key layout's
+macros (forensics.keys)."""
 
 from __future__ import annotations
 
@@ -14,7 +16,50 @@ from typing import Any
 
 import duckdb
 
-from forensics.paths import load_query, sql_literal
+from forensics import keys
+from forensics.paths import load_query
+
+
+def sql_literal(value: str | Path) -> str:
+    """Quote a string (a file path) as a SQL literal; for places DuckDB does not take parameters."""
+    return "'" + str(value).replace("'", "''") + "'"
+
+
+def ident(name: str) -> str:
+    """Quote a name (a column from an input file) as a SQL identifier."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+@contextmanager
+def arrow_view(con: duckdb.DuckDBPyConnection, name: str, table: Any) -> Iterator[str]:
+    """Hand an Arrow table (or anything DuckDB can scan) to SQL as `name` for the block's duration."""
+    con.register(name, table)
+    try:
+        yield name
+    finally:
+        con.unregister(name)
+
+
+_SIZE_UNITS = {
+    "B": 1, "BYTES": 1, "KB": 1 << 10, "MB": 1 << 20, "GB": 1 << 30, "TB": 1 << 40, "PB": 1 << 50,
+    "KIB": 1 << 10, "MIB": 1 << 20, "GIB": 1 << 30, "TIB": 1 << 40, "PIB": 1 << 50,
+}  # fmt: skip
+
+
+def parse_size(text: str) -> int | None:
+    """A memory size as DuckDB writes or takes it ('7.4 GiB', '4GB', '512MB') in bytes; None if not one.
+    DuckDB reads KB, MB and GB as powers of 1024, as here."""
+    t = text.strip().upper().replace(" ", "")
+    for unit in sorted(_SIZE_UNITS, key=len, reverse=True):
+        if t.endswith(unit):
+            try:
+                return int(float(t[: -len(unit)] or "x") * _SIZE_UNITS[unit])
+            except ValueError:
+                return None
+    try:
+        return int(float(t))
+    except ValueError:
+        return None
 
 
 def physical_memory() -> int:
@@ -46,30 +91,44 @@ def connect(path: Path | str, memory_limit: str | None = None, threads: int | No
     con.execute(f"SET threads = {int(threads or os.cpu_count() or 2)}")
     tmp = Path(str(path) + ".tmp") if str(path) != ":memory:" else Path(os.environ.get("TMPDIR", "/tmp"))
     con.execute(f"SET temp_directory = {sql_literal(tmp)}")
+    keys.define_macros(con)
     return con
 
 
 def memory_limit_bytes(con: duckdb.DuckDBPyConnection) -> int:
     """DuckDB's memory limit in bytes (current_setting shows it as e.g. '7.4 GiB'); 0 if unreadable."""
-    text = str(con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]).strip()
-    number, _, unit = text.partition(" ")
-    scale = {"bytes": 1, "B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40, "PiB": 1 << 50}
-    try:
-        return int(float(number) * scale[unit or "B"])
-    except (ValueError, KeyError):
-        return 0
+    return parse_size(str(con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0])) or 0
+
+
+def _bind(con: duckdb.DuckDBPyConnection, params: dict[str, Any]) -> None:
+    """Values reach the query files only as variables (getvariable('name')), bound as parameters."""
+    for key, value in params.items():
+        con.execute(f"SET VARIABLE {key} = ?", [value])
 
 
 def run_query(con: duckdb.DuckDBPyConnection, stage: str, name: str, **params: Any) -> None:
-    """Run queries/<stage>/<name>.sql. Values reach SQL only through `SET VARIABLE` + getvariable()."""
-    for key, value in params.items():
-        con.execute(f"SET VARIABLE {key} = ?", [value])
+    """Run forensics/<stage>/queries/<name>.sql."""
+    _bind(con, params)
     with timed(f"{stage}/{name}"):
         con.execute(load_query(stage, name))
 
 
+def query_rows(con: duckdb.DuckDBPyConnection, stage: str, name: str, **params: Any) -> list[dict[str, Any]]:
+    """Run forensics/<stage>/queries/<name>.sql (a SELECT) and return its rows as dicts."""
+    _bind(con, params)
+    with timed(f"{stage}/{name}"):
+        return rows_of(con, load_query(stage, name))
+
+
+def rows_of(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None) -> list[dict[str, Any]]:
+    """Rows of one SELECT as dicts."""
+    cur = con.execute(sql, params or [])
+    cols = [d[0] for d in cur.description]
+    return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
+
+
 def run_steps(con: duckdb.DuckDBPyConnection, stage: str, steps: Sequence[str | Callable[[Any], None]]) -> None:
-    """Run a stage's steps in order: a name runs queries/<stage>/<name>.sql, a function gets `con`
+    """Run a stage's steps in order: a name runs forensics/<stage>/queries/<name>.sql, a function gets `con`
     (each timed under KVF_PROFILE)."""
     for step in steps:
         if isinstance(step, str):

@@ -12,8 +12,7 @@ from typing import Any
 
 import duckdb
 
-from forensics.db import scalar
-from forensics.paths import sql_literal
+from forensics.db import ident, scalar, sql_literal
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
@@ -71,7 +70,7 @@ def make_private(path: Path) -> None:
 
 def _formatted(name: str, dtype: str) -> str:
     """SQL that renders one result column as its CSV cell (the rules of `cell`, applied inside DuckDB)."""
-    col = _ident(name)
+    col = ident(name)
     if dtype.startswith("TIMESTAMP"):  # UTC (the session time zone), milliseconds floored, Z
         return f"strftime({col}, '%Y-%m-%dT%H:%M:%S.%g') || 'Z'"
     if dtype == "BOOLEAN":
@@ -82,17 +81,13 @@ def _formatted(name: str, dtype: str) -> str:
     return col
 
 
-def _ident(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
 def write_csv(con: duckdb.DuckDBPyConnection, query: str, path: Path, params: list[Any] | None = None) -> int:
     """Run `query` and write its rows as CSV; text, time and yes/no cells are formatted inside DuckDB."""
     # materialized first: DuckDB may drop an ORDER BY inside a subquery, a table's rowid keeps it
     con.execute(f"CREATE OR REPLACE TEMP TABLE csv_out AS {query}", params or [])
     described = con.execute("DESCRIBE csv_out").fetchall()
     n = int(scalar(con, "SELECT count(*) FROM csv_out"))
-    header = ", ".join(f"{_formatted(c, str(t))} AS {_ident(c)}" for c, t, *_ in described)
+    header = ", ".join(f"{_formatted(c, str(t))} AS {ident(c)}" for c, t, *_ in described)
     with private_files():  # DuckDB creates the file: owner-only from the start
         con.execute(
             f"COPY (SELECT {header} FROM csv_out ORDER BY rowid) TO {sql_literal(path)} (FORMAT csv, HEADER true)"

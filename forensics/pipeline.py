@@ -1,23 +1,57 @@
-"""The main job: ingest -> cohorts -> ownership -> findings -> report, into one output folder."""
+"""The jobs, stage by stage: investigate (intake -> ingest -> cohorts -> ownership -> findings ->
+report, into one output folder), ingest_bundle (ingest and cohorts only, into one database) and
+preview_cohorts (the gateway log and the exclusion rules only)."""
 
 from __future__ import annotations
 
 import platform
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
 import forensics
-from forensics.bundle import Window, sha256_file
-from forensics.cohorts import assign_cohorts, load_exclusions
-from forensics.db import connect, one, timed
+from forensics.cohorts import assign_cohorts, exclusions_file, load_exclusions
+from forensics.db import connect, one, query_rows, timed
 from forensics.findings import compute_findings, write_findings
-from forensics.ingest import copy_in_place, in_place_note, ingest_into, node_summary
-from forensics.nodework import Execution
+from forensics.ingest import copy_in_place, in_place_note, ingest_gateway, ingest_into, node_summary
+from forensics.intake import BundleConfig, InputFile, Window, sha256_file
 from forensics.outputs import make_private, private_files, write_json
-from forensics.ownership import rebuild_ownership
+from forensics.ownership import Execution, rebuild_ownership
+
+SAMPLES = 5  # request ids shown per exclusion rule by the cohort preview
+
+
+@dataclass
+class IngestResult:
+    db: Path
+    files: list[InputFile]
+    config: BundleConfig
+    counts: dict[str, int] = field(default_factory=dict)
+    nodes: list[tuple] = field(default_factory=list)
+    self_contained: bool = False
+
+    def summary(self) -> str:
+        lines = [f"Ingested into {self.db}"]
+        for src in ("gateway", "engine_log", "engine_requests", "pages"):
+            fs = [f for f in self.files if f.source == src]
+            if fs:
+                lines.append(
+                    f"  {src:16} {len(fs):3} file(s)  read {sum(f.rows_read for f in fs):>10,}  "
+                    f"loaded {sum(f.rows_loaded for f in fs):>10,}  "
+                    f"rejected {sum(f.rows_rejected for f in fs):>8,}"
+                )
+        for f in self.files:
+            if f.error:
+                lines.append(f"  UNREADABLE {f.rel}: {f.error}")
+        if self.nodes:
+            lines.append("  nodes: node, role, pool tokens, page size, context length, page events")
+            for n in self.nodes:
+                lines.append("    " + ", ".join("-" if v is None else str(v) for v in n))
+        lines.append(in_place_note(self.self_contained))
+        return "\n".join(lines)
 
 
 @dataclass
@@ -64,9 +98,8 @@ def analyze(
     """Ingest, label cohorts, rebuild ownership and compute findings into `con` (no files written)."""
     with timed("ingest"):
         files, config = ingest_into(con, bundle, window)
-    excl = exclusions or (bundle / "exclusions.toml")
-    # a file named by --exclusions must exist; the bundle's own is optional
-    rules = load_exclusions(excl) if exclusions is not None or excl.is_file() else []
+    excl = exclusions_file(bundle, exclusions)
+    rules = load_exclusions(excl) if excl else []
     with timed("cohorts"):
         assign_cohorts(con, rules)
     with timed("ownership"):
@@ -131,8 +164,8 @@ def _investigate(
         manifest = {
             "inputs": [f.manifest_entry() for f in files],
             "exclusions": {
-                "path": str(excl.name) if excl.is_file() else None,
-                "sha256": sha256_file(excl)[0] if excl.is_file() else None,
+                "path": str(excl.name) if excl else None,
+                "sha256": sha256_file(excl)[0] if excl else None,
             },
             "tool": {
                 "name": "kv-forensics",
@@ -159,3 +192,68 @@ def _investigate(
     make_private(db_path)
     tasks = {k: execution.stats[k] for k in ("tasks_run", "reused")} if "tasks_run" in execution.stats else None
     return InvestigationResult(out, counts, headline, tasks)
+
+
+def ingest_bundle(bundle: Path, db: Path, exclusions: Path | None = None, self_contained: bool = False) -> IngestResult:
+    with private_files():  # the database and manifest hold customer identifiers
+        result = _ingest_bundle(bundle, db, exclusions, self_contained)
+    make_private(db)
+    return result
+
+
+def _ingest_bundle(bundle: Path, db: Path, exclusions: Path | None, self_contained: bool) -> IngestResult:
+    db.parent.mkdir(parents=True, exist_ok=True)
+    if db.exists():
+        db.unlink()
+    con = connect(db)
+    try:
+        files, config = ingest_into(con, bundle)
+        result = IngestResult(db, files, config, nodes=node_summary(con))
+        excl = exclusions_file(bundle, exclusions)
+        if excl:
+            assign_cohorts(con, load_exclusions(excl))
+        if self_contained:
+            copy_in_place(con)
+        result.self_contained = self_contained
+    finally:
+        con.close()
+    manifest = db.parent / "manifest.json"
+    write_json({"inputs": [f.manifest_entry() for f in files]}, manifest)
+    return result
+
+
+def preview_cohorts(bundle: Path, exclusions: Path | None = None) -> dict[str, Any]:
+    """Counts per cohort and per rule, before and after exclusion; plain data."""
+    excl = exclusions_file(bundle, exclusions)
+    rules = load_exclusions(excl) if excl else []
+    con = connect(":memory:")
+    try:
+        gateway = ingest_gateway(con, bundle)
+        samples = {}
+        for rule in rules:  # one rule alone: every request it matches, won or not
+            assign_cohorts(con, [rule])
+            samples[rule.label] = [r["request_id"] for r in query_rows(con, "cohorts", "preview_samples", n=SAMPLES)]
+        assign_cohorts(con, rules)
+        cohorts = query_rows(con, "cohorts", "preview_counts")
+        rule_rows = query_rows(con, "cohorts", "preview_rules")
+        won = {
+            r["label"]: [
+                x["request_id"] for x in query_rows(con, "cohorts", "preview_won", label=r["label"], n=SAMPLES)
+            ]
+            for r in rule_rows
+        }
+    finally:
+        con.close()
+    for r in rule_rows:
+        r["sample_matched"], r["sample_won"] = samples.get(r["label"], []), won[r["label"]]
+    total = sum(c["requests"] for c in cohorts)
+    customer = sum(c["requests"] for c in cohorts if c["cohort"] == "customer")
+    return {
+        "bundle": str(bundle),
+        "exclusions": str(excl) if excl else None,
+        "requests_before": total,
+        "requests_after": customer,
+        "cohorts": cohorts,
+        "rules": rule_rows,
+        "rows_rejected": sum(f.rows_rejected for f in gateway),
+    }

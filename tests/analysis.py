@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from forensics.bundle import Window
 from forensics.db import connect
-from forensics.nodework import Execution
+from forensics.intake import Window
+from forensics.ownership import Execution
 from forensics.pipeline import analyze
 
 

@@ -1,4 +1,4 @@
-"""Cohort labelling (forensics.cohorts) and the `forensics cohorts` preview (forensics.cmd_cohorts)."""
+"""Cohort labelling (forensics.cohorts) and the `forensics cohorts` preview (forensics.cli.cohorts)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,10 @@ from bundlekit import gw, write_jsonl
 from typer.testing import CliRunner
 
 from forensics.cli import app
-from forensics.cmd_cohorts import as_text, preview
+from forensics.cli.cohorts import as_text
 from forensics.cohorts import load_exclusions
 from forensics.errors import InputError
+from forensics.pipeline import preview_cohorts as preview
 
 REQUESTS = [
     gw("r-acct", 1, account="acct-int"),

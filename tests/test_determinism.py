@@ -7,7 +7,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from forensics import nodework
+from forensics.ownership import steps as node_steps
 from forensics.pipeline import investigate
 from forensics.simulate import build_config, simulate
 
@@ -40,13 +40,13 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     # the timeline as a ranked table (when keys would not fit in a view: timeline_ranked.sql) gives the
     # same findings and report as the view (the screen then reads it sorted; the report's provenance
     # reads page_events and timeline_xfer either way)
-    real = nodework.run_query
+    real = node_steps.run_query
 
     def ranked(con, stage, name, **params):
         return real(con, stage, "timeline_ranked" if name == "timeline_view" else name, **params)
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(nodework, "run_query", ranked)
+        mp.setattr(node_steps, "run_query", ranked)
         investigate(bundle, tmp / "ranked", threads=2)
     views = duckdb.connect(str(tmp / "ranked" / "incident.duckdb"), read_only=True)
     assert not views.execute("SELECT count(*) FROM duckdb_views() WHERE view_name = 'timeline'").fetchall()[0][0]

@@ -1,11 +1,11 @@
-"""forensics.envelope against a slot-by-slot painter on random items, ranges and candidates."""
+"""forensics.ownership.kernels.envelope against a slot-by-slot painter on random items, ranges and candidates."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from forensics.envelope import envelope, range_chmax
+from forensics.ownership.kernels.envelope import envelope, range_chmax
 
 
 def paint(open_rows, cands):
@@ -57,8 +57,8 @@ def test_range_chmax_small():
 
 
 def test_a_slot_beyond_the_key_is_the_users_error_with_advice() -> None:
-    from forensics.envelope import MAX_SLOT, envelope
     from forensics.errors import CapacityError
+    from forensics.ownership.kernels.envelope import MAX_SLOT, envelope
 
     one = np.array([0], dtype=np.int64)
     with pytest.raises(CapacityError, match="--since/--until") as err:

@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 from forensics.audit import lmdeploy, sglang, trtllm, vllm
 from forensics.audit.lines import LogLine, clean, logical_lines, split_prefix
 from forensics.audit.model import Facts
-from forensics.bundle import InputFile
 from forensics.ingest import engine
+from forensics.intake import InputFile
 
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 FUZZ_FILES = settings(FUZZ, max_examples=150)  # each example writes a file or builds many lines

@@ -11,15 +11,24 @@ from pathlib import Path
 
 from forensics.paths import PACKAGE
 
-KERNELS = ("forensics.runmap", "forensics.envelope", "forensics.prefetch")
-BESIDE = (
-    "forensics.__main__",
-    "forensics.cli",
-    "forensics.app",
-    "forensics.commands",
-    "forensics.cmd_",
-    "forensics.simulate",
+# the layers, lowest first: a module may import its own layer and those below it, never one above
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("forensics.errors", "forensics.paths", "forensics.keys", "forensics.contract", "forensics.engines"),
+    ("forensics.db", "forensics.outputs"),
+    ("forensics.intake",),
+    ("forensics.audit",),  # the config audit: the report names its verdict
+    ("forensics.ingest",),
+    ("forensics.cohorts",),
+    ("forensics.ownership",),
+    ("forensics.findings",),
+    ("forensics.report",),
+    ("forensics.pipeline",),
+    ("forensics.cli", "forensics.__main__"),
 )
+BESIDE = ("forensics.simulate",)  # imports the bottom layers only, imported by the CLI only
+KERNELS = "forensics.ownership.kernels"
+EXECUTION = "forensics.ownership.execution"
+STEPS = "forensics.ownership.steps"
 
 
 def _module(path: Path) -> str:
@@ -84,20 +93,43 @@ def test_the_cycle_check_finds_a_cycle() -> None:
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
 
 
-def test_kernels_import_neither_duckdb_nor_the_stages() -> None:
-    for kernel in KERNELS:
-        path = PACKAGE / (kernel.rpartition(".")[2] + ".py")
+def _layer(mod: str) -> int:
+    if mod.startswith(BESIDE):
+        return 1  # beside the pipeline: may use the bottom layers (errors, db, outputs) only
+    for i, prefixes in enumerate(LAYERS):
+        if any(mod == p or mod.startswith(p + ".") for p in prefixes):
+            return i
+    raise AssertionError(f"{mod}: in no layer (add it to LAYERS)")
+
+
+def test_no_layer_imports_one_above_it() -> None:
+    for mod, deps in _graph().items():
+        upward = sorted(d for d in deps if _layer(d) > _layer(mod))
+        assert not upward, f"{mod} imports {upward}, a layer above it"
+
+
+def test_only_the_cli_imports_the_simulator() -> None:
+    for mod, deps in _graph().items():
+        if not mod.startswith(("forensics.cli", *BESIDE)):
+            assert not [d for d in deps if d.startswith(BESIDE)], mod
+
+
+def test_kernels_import_neither_duckdb_nor_the_rest_of_ownership() -> None:
+    for path in sorted((PACKAGE / "ownership" / "kernels").glob("*.py")):
         tree = ast.parse(path.read_text())
         names = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
         names |= {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
-        assert "duckdb" not in names, kernel
-        assert not {n for n in names if n.startswith("forensics") and n not in KERNELS + ("forensics.errors",)}, kernel
+        assert "duckdb" not in names, path.name
+        ours = {n for n in names if n.startswith("forensics")}
+        assert ours <= {"forensics.errors"} | {n for n in ours if n.startswith(KERNELS)}, (path.name, ours)
 
 
-def test_the_analysis_does_not_import_the_tools_beside_it() -> None:
-    graph = _graph()
-    for mod, deps in graph.items():
-        if mod.startswith(BESIDE):
-            continue
-        upward = {d for d in deps if d.startswith(BESIDE)}
-        assert not upward, (mod, upward)
+def test_execution_does_not_import_the_steps_it_runs() -> None:
+    for mod, deps in _graph().items():
+        if mod.startswith(EXECUTION):
+            assert not [d for d in deps if d.startswith(STEPS)], mod
+
+
+def test_the_layer_check_finds_an_upward_import() -> None:
+    assert _layer("forensics.ingest.engine") < _layer("forensics.ownership.steps.screen")
+    assert _layer("forensics.db") < _layer("forensics.intake")

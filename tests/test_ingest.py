@@ -14,7 +14,7 @@ import pytest
 from bundlekit import Node, engine_log, gw, write_gateway_csv, write_jsonl, write_pages, write_parquet
 
 from forensics.errors import InputError
-from forensics.ingest import ingest_bundle
+from forensics.pipeline import ingest_bundle
 
 
 def _ingest(bundle: Path, tmp_path: Path):

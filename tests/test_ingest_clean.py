@@ -1,4 +1,4 @@
-"""The cheap screen of a page-event file (queries/ingest/page_events_clean.sql) never misses a row the
+"""The cheap screen of a page-event file (ingest/queries/page_events_clean.sql) never misses a row the
 validation query would reject: ingest skips validation when the screen counts none."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""forensics.landing: the receiver seqs around each landing window, against their definition
+"""forensics.ownership.steps.landing: the receiver seqs around each landing window, against their definition
 (max seq stamped at or before land_lo, min seq stamped at or after land_hi), for stamps that rise
 with seq (the shortcut) and for stamps out of order (sorted first), with ties and open bounds."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from forensics.landing import _receiver, _receiver_chunks
+from forensics.ownership.steps.landing import _receiver, _receiver_chunks
 
 
 def brute(t, seq, lo, hi):
@@ -82,7 +82,7 @@ HITS_SQL = """SELECT DISTINCT g.sender, g.xseq FROM transfer_landing g
 
 @pytest.mark.parametrize("seed", range(6))
 def test_window_hits_match_the_definition(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    import forensics.landing as landing
+    import forensics.ownership.steps.landing as landing
     from forensics.db import connect
 
     rng = np.random.default_rng(seed)

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from forensics.cli import app
-from forensics.paths import QUERIES
+from forensics.paths import query_files
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -20,7 +20,7 @@ def _python_sources() -> str:
 def test_every_sql_file_is_used() -> None:
     code = _python_sources()
     unused = []
-    for sql in sorted(QUERIES.rglob("*.sql")):
+    for sql in query_files():
         name = sql.stem
         if not re.search(rf"['\"]{re.escape(name)}['\"]", code):
             unused.append(str(sql.relative_to(ROOT)))
@@ -28,7 +28,7 @@ def test_every_sql_file_is_used() -> None:
 
 
 def test_every_sql_file_has_a_header() -> None:
-    for sql in sorted(QUERIES.rglob("*.sql")):
+    for sql in query_files():
         head = sql.read_text().splitlines()[:6]
         assert head and head[0].startswith("-- "), f"{sql.name}: first line should say what it builds"
         assert any(line.startswith("-- grain:") for line in head), f"{sql.name}: header lacks '-- grain:'"

@@ -1,4 +1,4 @@
-"""missing_rooms, found one node at a time (queries/findings/node_missing.sql), against its one-query
+"""missing_rooms, found one node at a time (findings/queries/node_missing.sql), against its one-query
 definition: served requests routed to a node with page telemetry that logged nothing of its own for
 their room, on a bundle where one request's events were removed from its decode node."""
 

@@ -11,7 +11,7 @@ import duckdb
 import pyarrow.parquet as pq
 import pytest
 
-from forensics.nodework import Execution, auto_workers
+from forensics.ownership.execution.nodes import Execution, auto_workers
 from forensics.pipeline import investigate
 from forensics.simulate import build_config, simulate
 

@@ -1,4 +1,4 @@
-"""forensics.prefetch: a hint only. Compiled code that prefetches (rows in range, past either end,
+"""forensics.ownership.kernels.prefetch: a hint only. Compiled code that prefetches (rows in range, past either end,
 of 1-D and 2-D arrays) computes what the same code without it does, and nothing crashes."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from forensics.prefetch import prefetch
+from forensics.ownership.kernels.prefetch import prefetch
 
 
 @njit(cache=False)

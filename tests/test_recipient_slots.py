@@ -1,4 +1,4 @@
-"""recipient_slots (numpy) must equal the window query that defines it (queries/findings/recipient_slots.sql)
+"""recipient_slots (numpy) must equal the window query that defines it (findings/queries/recipient_slots.sql)
 on ranges that overlap, nest, touch, repeat and tie, on several nodes, and when the packed key cannot hold
 the slot positions (the query then runs instead)."""
 
@@ -20,7 +20,7 @@ def _segments(con, rows: list[tuple]) -> None:
             "INSERT INTO exposure_segments VALUES (?, 0, ?, ?, ?, 0, 'stale', NULL, true)",
             [(n, s, e, r) for n, r, s, e in rows],
         )
-    # as queries/ownership/node_index.sql numbers the nodes (there: those of page_events)
+    # as ownership/queries/node_index.sql numbers the nodes (there: those of page_events)
     con.execute("""CREATE OR REPLACE TABLE node_index AS
         SELECT node, (row_number() OVER (ORDER BY node))::BIGINT * 1099511627776 AS base
         FROM (SELECT DISTINCT node FROM exposure_segments WHERE node IS NOT NULL)""")

@@ -1,4 +1,4 @@
-"""The numpy room replay (forensics.replay) against its window-function SQL reference definition
+"""The numpy room replay (forensics.ownership.steps.replay) against its window-function SQL reference definition
 (tests/reference/room_local.sql), on bundles with placeholders, aborted transfers, shares and injected
 foreign writes: the same state before every event of every room piece."""
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from analysis import Findings
 
-from forensics.nodework import Execution
+from forensics.ownership import Execution
 from forensics.simulate import build_config, simulate
 
 REFERENCE = Path(__file__).parent / "reference" / "room_local.sql"
@@ -39,8 +39,8 @@ def test_replay_matches_sql_reference(tmp_path: Path, preset: str, seed: int, pa
 
 def test_chunked_work_gives_the_same_answer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Rooms (replay) and history items (envelope) are independent: tiny chunks change nothing."""
-    import forensics.history
-    import forensics.replay
+    import forensics.ownership.steps.history
+    import forensics.ownership.steps.replay
 
     simulate(tmp_path / "sim", build_config("incident", seed=5, requests=600))
     bundle = tmp_path / "sim" / "bundle"
@@ -54,10 +54,10 @@ def test_chunked_work_gives_the_same_answer(tmp_path: Path, monkeypatch: pytest.
     whole = Findings(bundle, Execution(screen=False))
     want = {name: whole.rows(q) for name, q in queries.items()}
     assert want["history_found"] and want["exposures"]
-    monkeypatch.setattr(forensics.replay, "CHUNK_EVENTS", 700)
-    monkeypatch.setattr(forensics.history, "ENVELOPE_CHUNK", 50)
+    monkeypatch.setattr(forensics.ownership.steps.replay, "CHUNK_EVENTS", 700)
+    monkeypatch.setattr(forensics.ownership.steps.history, "ENVELOPE_CHUNK", 50)
     calls = {"replay": 0, "envelope": 0}
-    replay_node, envelope = forensics.replay._replay_chunk, forensics.history.envelope
+    replay_node, envelope = forensics.ownership.steps.replay._replay_chunk, forensics.ownership.steps.history.envelope
 
     def count(name, fn):
         def wrapped(*args):
@@ -66,10 +66,10 @@ def test_chunked_work_gives_the_same_answer(tmp_path: Path, monkeypatch: pytest.
 
         return wrapped
 
-    monkeypatch.setattr(forensics.replay, "_replay_chunk", count("replay", replay_node))
-    monkeypatch.setattr(forensics.history, "envelope", count("envelope", envelope))
+    monkeypatch.setattr(forensics.ownership.steps.replay, "_replay_chunk", count("replay", replay_node))
+    monkeypatch.setattr(forensics.ownership.steps.history, "envelope", count("envelope", envelope))
     chunked = Findings(bundle, Execution(screen=False))
     nodes = chunked.rows("SELECT count(*) FROM node_index")[0][0]
-    assert calls["replay"] > 2 * nodes and calls["envelope"] > len(forensics.history.HISTORY_WINDOWS)
+    assert calls["replay"] > 2 * nodes and calls["envelope"] > len(forensics.ownership.steps.history.HISTORY_WINDOWS)
     for name, q in queries.items():
         assert chunked.rows(q) == want[name], name

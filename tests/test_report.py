@@ -1,4 +1,4 @@
-"""The disclosure report and the blast-radius files (forensics.report, forensics.blast).
+"""The disclosure report and the blast-radius files (forensics.report, forensics.report.blast).
 
 Golden snapshot of report.md on the contract's worked example: a change there is a change to the
 output contract and should be read in the diff (regenerate with UPDATE_GOLDEN=1).
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from forensics.paths import PACKAGE, QUERIES
+from forensics.paths import PACKAGE, query_dir
 from forensics.pipeline import investigate
 from forensics.report.render import md_escape
 
@@ -173,7 +173,7 @@ def test_md_escape_keeps_tables_and_tags_inert() -> None:
 
 def test_every_report_query_is_used() -> None:
     sources = "".join(p.read_text() for p in PACKAGE.rglob("*.py"))
-    for sql in sorted((QUERIES / "report").glob("*.sql")):
+    for sql in sorted(query_dir("report").glob("*.sql")):
         assert f'"{sql.stem}"' in sources, f"{sql.name} is not used"
         assert sql.read_text().startswith("-- "), f"{sql.name} lacks its header comment"
 

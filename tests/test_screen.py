@@ -1,4 +1,4 @@
-"""Issue #7: the screening pass (forensics.screen) decides which rooms get the detailed replay.
+"""Issue #7: the screening pass (forensics.ownership.steps.screen) decides which rooms get the detailed replay.
 
 Two things must hold: the compiled run-map walk computes exactly the flags its rules define (checked
 against a slot-by-slot model), and screening never changes an answer: on simulated incidents with
@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 from analysis import Findings
 
-from forensics.bundle import Window
-from forensics.nodework import Execution
-from forensics.screen import RunMap, screen_events
+from forensics.intake import Window
+from forensics.ownership import Execution
+from forensics.ownership.steps.screen import RunMap, screen_events
 from forensics.simulate import build_config, simulate
 
 
@@ -218,7 +218,7 @@ def test_room_marks_names_every_room_of_the_own_events_and_repeats_only_evicted_
     """room_marks over chunks: every room of an own event is written at least once, no room of only
     landed transfers (XFER) is, and a room is written again only after another room took its place in
     the table (a table of 8 entries here, so that evictions happen)."""
-    from forensics.screen import XFER, room_marks
+    from forensics.ownership.steps.screen import XFER, room_marks
 
     rng = np.random.default_rng(seed)
     n = 3_000

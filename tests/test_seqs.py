@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from analysis import Findings
 
-import forensics.seqs as seqs
+import forensics.ingest.seqs as seqs
 from forensics.db import run_query
-from forensics.seqs import seq_jumps
+from forensics.ingest.seqs import seq_jumps
 from forensics.simulate import build_config, simulate
 
 

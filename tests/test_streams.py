@@ -1,5 +1,5 @@
-"""forensics.streams: stored order checked chunk by chunk, paired with the rows of a sorted side stream, and the
-sorted read taken from scratch when the stored order breaks; the screen uses the stored order on
+"""ownership.execution.streams: stored order checked chunk by chunk, paired with the rows of a sorted side
+stream, and the sorted read taken from scratch when the stored order breaks; the screen uses the stored order on
 simulated bundles (written in seq order) and falls back on shuffled ones with the same answer."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import pyarrow.parquet as pq
 import pytest
 from analysis import Findings
 
-from forensics.screen import screen_rooms
+from forensics.ownership.execution.streams import OutOfOrder, alongside, in_order, rising
+from forensics.ownership.steps.screen import screen_rooms
 from forensics.simulate import build_config, simulate
-from forensics.streams import OutOfOrder, alongside, in_order, rising
 
 
 def split(cols: list[np.ndarray], cuts: list[int]) -> list[list[np.ndarray]]:

@@ -1,4 +1,4 @@
-"""Transfer links (forensics.transfers) against their definition in SQL: the joins and aggregates the
+"""Transfer links (forensics.ownership.steps.transfers) against their definition in SQL: the joins and aggregates the
 numpy passes replaced, run on the same events. Random event streams hit the edge cases (several
 transfers per room, re-allocs, frees between alloc and read, no read at all, events in any order,
 any chunking); simulated incidents check the real flow."""
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from analysis import Findings
 
-import forensics.transfers as transfers
+import forensics.ownership.steps.transfers as transfers
 from forensics.db import connect
 from forensics.simulate import build_config, simulate
 
@@ -129,7 +129,7 @@ def test_links_match_the_definition_on_a_simulated_incident(tmp_path: Path) -> N
 
 
 def test_receivers_side_by_side_stay_within_the_thread_and_transfer_bounds() -> None:
-    from forensics.parallel import SIDE_BY_SIDE_WEIGHT, waves
+    from forensics.ownership.execution.parallel import SIDE_BY_SIDE_WEIGHT, waves
 
     big = SIDE_BY_SIDE_WEIGHT
     weights = [10, 20, 30, big, 5]
@@ -144,7 +144,7 @@ def test_side_by_side_returns_results_in_item_order_on_separate_cursors() -> Non
 
     import duckdb
 
-    from forensics.parallel import side_by_side
+    from forensics.ownership.execution.parallel import side_by_side
 
     con = duckdb.connect()
     con.execute("SET threads = 2")
@@ -172,7 +172,7 @@ def test_side_by_side_holds_no_result_while_the_next_wave_runs() -> None:
 
     import duckdb
 
-    from forensics.parallel import side_by_side
+    from forensics.ownership.execution.parallel import side_by_side
 
     class Result:
         pass

@@ -40,8 +40,8 @@ def test_the_wheel_installs_and_investigates_outside_the_checkout(tmp_path: Path
     assert built.returncode == 0, built.stderr
     (wheel,) = (tmp_path / "dist").glob("kv_forensics-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
-    assert "forensics/queries/ingest/schema.sql" in names
-    assert "forensics/templates/report.html.j2" in names
+    assert "forensics/ingest/queries/schema.sql" in names
+    assert "forensics/report/templates/report.html.j2" in names
 
     venv = tmp_path / "fresh"
     assert _run([sys.executable, "-m", "venv", venv]).returncode == 0

@@ -16,10 +16,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from forensics.bundle import Window
-from forensics.ingest import ingest_bundle
-from forensics.nodework import Execution
-from forensics.pipeline import investigate
+from forensics.intake import Window
+from forensics.ownership import Execution
+from forensics.pipeline import ingest_bundle, investigate
 from forensics.simulate import build_config, simulate
 
 SINCE, UNTIL = "2026-09-01", "2026-09-05"

@@ -16,6 +16,23 @@ import re
 
 from forensics.audit.lines import LogLine
 from forensics.audit.model import Evidence, Facts, Pool, to_int
+from forensics.engines.sglang import (
+    ARG_CONTEXT,
+    ARG_MODE,
+    ARG_MODEL,
+    ARG_PAGE,
+    CONTEXT_LEN,
+    DECODE_ROLE,
+    MAX_TOTAL,
+    OVER_LIMIT,
+    POOL,
+    POOL_WARNING,
+    PREFILL_ROLE,
+    SWA_POOLS,
+    TOKENIZER_CONTEXT,
+    TRUNCATED,
+    pool_kind,
+)
 
 ENGINE = "sglang"
 STARTUP = re.compile(r"server_args=")
@@ -34,45 +51,16 @@ MARKERS = (
 # a line holding none of these is dropped before parsing (after the first lines, kept for detection)
 KEYWORDS = ("tokens", "server", "warmup", "max_req_input_len", "Memory pool", "sglang")
 
-_POOL = re.compile(
-    r"(?P<name>[\w\- ]{0,60}?)\s*(?P<what>is allocated|VA upper bound)\.\s*(?:dtype:\s*[^,]*,\s*)?"
-    r"#tokens:\s*(?P<n>\d[\d,]*)"
-)
-_SWA = re.compile(r"full_layer_tokens=(\d[\d,]*),\s*swa_layer_tokens=(\d[\d,]*)")
-_SCHED = re.compile(r"max_total_num_tokens=(\d[\d,]*)")
-_CTX = re.compile(r"(?<![\w.])context_len=(\d[\d,]*)")
-_ARG_CTX = re.compile(r"(?<![\w.])'?context_length'?\s*[=:]\s*(None|\d+)")
-_ARG_PAGE = re.compile(r"(?<![\w.])'?page_size'?\s*[=:]\s*(None|\d+)")
-_ARG_MODE = re.compile(r"(?<![\w.])'?disaggregation_mode'?\s*[=:]\s*'?(\w+)")
-_ARG_MODEL = re.compile(r"(?<![\w.])'?model_path'?\s*[=:]\s*'([^']*)'")
-_OVER = re.compile(r"Input length \((\d+) tokens\) exceeds the maximum allowed length \((\d+) tokens\)")
-_TRUNC = re.compile(r"longer than the KV cache pool size.*?max_req_input_len=(\d+)")
-_HOLDS = re.compile(r"KV pool holds (\d[\d,]*) tokens, fewer than --context-length (\d[\d,]*)")
-_TOK_CTX = re.compile(r"longer than the model's context length \((\d+) tokens\)|maximum context length of (\d+) tokens")
-_DECODE = re.compile(r"for decode server")
-_PREFILL = re.compile(r"for prefill server|prefill disaggregation mode warmup")
-
-
-def _classify(name: str) -> tuple[str, int]:
-    low = name.lower()
-    if "swa" in low or "sliding" in low:
-        return "swa", 9
-    if any(k in low for k in ("mamba", "ssm", "state", "conv")):
-        return "state", 9
-    if any(k in low for k in ("draft", "eagle", "mtp", "nextn", "spec")):
-        return "draft", 6
-    return ("full" if "full" in low else "kv"), 2
-
 
 def parse(lines: list[LogLine]) -> Facts:
     facts = Facts(ENGINE)
     swa_sizes: set[int] = set()
     for ln in lines:
         t = ln.text
-        if "#tokens" in t and (m := _POOL.search(t)):
+        if "#tokens" in t and (m := POOL.search(t)):
             ev = Evidence.of(ln)
             name = m.group("name").strip()
-            kind, prio = _classify(name)
+            kind, prio = pool_kind(name)
             if m.group("what") == "VA upper bound":
                 facts.add_pool(ln.rank, Pool(f"{kind} (VA upper bound)", to_int(m["n"]), ev, 7, exact=False))
                 continue
@@ -80,35 +68,35 @@ def parse(lines: list[LogLine]) -> Facts:
                 kind, prio = f"{kind} (second pool on this rank)", 5
             label = re.sub(r"\s*KV Cache$", "", name)
             facts.add_pool(ln.rank, Pool(f"{kind}: {label}" if label else kind, to_int(m["n"]), ev, prio))
-        elif "full_layer_tokens=" in t and (m := _SWA.search(t)):
+        elif "full_layer_tokens=" in t and (m := SWA_POOLS.search(t)):
             ev = Evidence.of(ln)
             facts.add_pool(ln.rank, Pool("full_layer_tokens", to_int(m[1]), ev, 0))
             facts.add_pool(ln.rank, Pool("swa_layer_tokens", to_int(m[2]), ev, 9))
             swa_sizes.add(to_int(m[2]))
-        elif "max_total_num_tokens=" in t and (m := _SCHED.search(t)):
+        elif "max_total_num_tokens=" in t and (m := MAX_TOTAL.search(t)):
             ev = Evidence.of(ln)
             facts.add_pool(ln.rank, Pool("max_total_num_tokens", to_int(m[1]), ev, 1))
-            if c := _CTX.search(t):
+            if c := CONTEXT_LEN.search(t):
                 facts.set_context(to_int(c[1]), ev)
         elif "server_args=" in t:
             _server_args(facts, ln)
-        elif "Input length (" in t and (m := _OVER.search(t)):
+        elif "Input length (" in t and (m := OVER_LIMIT.search(t)):
             facts.max_input_seen.append((int(m[2]), Evidence.of(ln)))
-        elif "max_req_input_len=" in t and (m := _TRUNC.search(t)):
+        elif "max_req_input_len=" in t and (m := TRUNCATED.search(t)):
             facts.max_input_seen.append((int(m[1]), Evidence.of(ln)))
-        elif "KV pool holds" in t and (m := _HOLDS.search(t)):
+        elif "KV pool holds" in t and (m := POOL_WARNING.search(t)):
             ev = Evidence.of(ln)
             pool, ctx = to_int(m[1]), to_int(m[2])
             facts.proofs.append((f"engine warns: KV pool holds {pool} tokens < context {ctx}", pool, ev))
             if facts.context_len is None:
                 facts.set_context(ctx, ev)
-        elif "context length" in t and (m := _TOK_CTX.search(t)):
+        elif "context length" in t and (m := TOKENIZER_CONTEXT.search(t)):
             if facts.context_len is None:
                 facts.set_context(int(m[1] or m[2]), Evidence.of(ln))
         elif facts.role is None and ("server" in t or "warmup" in t):
-            if _DECODE.search(t):
+            if DECODE_ROLE.search(t):
                 facts.role, facts.role_evidence = "decode", Evidence.of(ln)
-            elif _PREFILL.search(t):
+            elif PREFILL_ROLE.search(t):
                 facts.role, facts.role_evidence = "prefill", Evidence.of(ln)
     _mark_swa_halves(facts, swa_sizes)
     return facts
@@ -116,15 +104,15 @@ def parse(lines: list[LogLine]) -> Facts:
 
 def _server_args(facts: Facts, ln: LogLine) -> None:
     t, ev = ln.text, Evidence.of(ln)
-    if (m := _ARG_MODE.search(t)) and m[1] not in ("None", "null"):
+    if (m := ARG_MODE.search(t)) and m[1] not in ("None", "null"):
         facts.role, facts.role_evidence = m[1], ev
     elif m:
         facts.role, facts.role_evidence = "unified", ev
-    if (m := _ARG_PAGE.search(t)) and m[1] != "None":
+    if (m := ARG_PAGE.search(t)) and m[1] != "None":
         facts.page_size, facts.page_evidence = int(m[1]), ev
-    if m := _ARG_MODEL.search(t):
+    if m := ARG_MODEL.search(t):
         facts.model = m[1]
-    if (m := _ARG_CTX.search(t)) and m[1] != "None":
+    if (m := ARG_CONTEXT.search(t)) and m[1] != "None":
         # the scheduler's context_len line, when present, is the value the server enforced
         if facts.context_len is None:
             facts.set_context(int(m[1]), ev)

@@ -1,56 +1,24 @@
 """Ingest stage: every evidence file of a bundle into typed DuckDB tables, with row accounting.
 
 Reads: the bundle. Writes: files, rejected, gateway, page_events, engine_lines, engine_requests,
-node_config (see queries/ingest/schema.sql), and returns the manifest's input entries.
+node_config (see ingest/queries/schema.sql), and returns the manifest's input entries.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
 
-from forensics.bundle import BundleConfig, InputFile, Window, discover, load_bundle_config
-from forensics.db import connect, run_query, timed
+from forensics.db import run_query, timed
 from forensics.errors import InputError
 from forensics.ingest.engine import EngineRows, parse_log, parse_requests_jsonl, store
 from forensics.ingest.gateway import define_gateway, load_gateway_file, reject_repeated_records
 from forensics.ingest.pages import define_page_events, load_page_file
+from forensics.ingest.seqs import any_duplicate_seq, keep_ingest_jumps
 from forensics.ingest.staged import InPlace
-from forensics.outputs import make_private, private_files, write_json
+from forensics.intake import BundleConfig, InputFile, Window, discover, load_bundle_config
 from forensics.paths import load_query
-from forensics.seqs import any_duplicate_seq, keep_ingest_jumps
-
-
-@dataclass
-class IngestResult:
-    db: Path
-    files: list[InputFile]
-    config: BundleConfig
-    counts: dict[str, int] = field(default_factory=dict)
-    nodes: list[tuple] = field(default_factory=list)
-    self_contained: bool = False
-
-    def summary(self) -> str:
-        lines = [f"Ingested into {self.db}"]
-        for src in ("gateway", "engine_log", "engine_requests", "pages"):
-            fs = [f for f in self.files if f.source == src]
-            if fs:
-                lines.append(
-                    f"  {src:16} {len(fs):3} file(s)  read {sum(f.rows_read for f in fs):>10,}  "
-                    f"loaded {sum(f.rows_loaded for f in fs):>10,}  "
-                    f"rejected {sum(f.rows_rejected for f in fs):>8,}"
-                )
-        for f in self.files:
-            if f.error:
-                lines.append(f"  UNREADABLE {f.rel}: {f.error}")
-        if self.nodes:
-            lines.append("  nodes: node, role, pool tokens, page size, context length, page events")
-            for n in self.nodes:
-                lines.append("    " + ", ".join("-" if v is None else str(v) for v in n))
-        lines.append(in_place_note(self.self_contained))
-        return "\n".join(lines)
 
 
 def _reject_impossible_events(con: duckdb.DuckDBPyConnection, parquet: InPlace) -> list[tuple[int, int]]:
@@ -82,7 +50,7 @@ def _reject_impossible_events(con: duckdb.DuckDBPyConnection, parquet: InPlace) 
 
 def _beyond_pool(con: duckdb.DuckDBPyConnection) -> None:
     """page_beyond: the events whose slots lie beyond their pool, one query per node with a known pool
-    (queries/ingest/page_events_beyond_pool.sql)."""
+    (ingest/queries/page_events_beyond_pool.sql)."""
     con.execute(
         """CREATE OR REPLACE TEMP TABLE page_beyond (file_id INTEGER, row BIGINT, node VARCHAR, seq BIGINT,
            start BIGINT, "end" BIGINT, pool_slots BIGINT, pool_node VARCHAR, op VARCHAR)"""
@@ -209,30 +177,14 @@ def node_summary(con: duckdb.DuckDBPyConnection) -> list[tuple]:
         FROM n LEFT JOIN node_config c USING (node) ORDER BY n.node""").fetchall()
 
 
-def ingest_bundle(bundle: Path, db: Path, exclusions: Path | None = None, self_contained: bool = False) -> IngestResult:
-    with private_files():  # the database and manifest hold customer identifiers
-        result = _ingest_bundle(bundle, db, exclusions, self_contained)
-    make_private(db)
-    return result
-
-
-def _ingest_bundle(bundle: Path, db: Path, exclusions: Path | None, self_contained: bool) -> IngestResult:
-    db.parent.mkdir(parents=True, exist_ok=True)
-    if db.exists():
-        db.unlink()
-    con = connect(db)
-    try:
-        files, config = ingest_into(con, bundle)
-        result = IngestResult(db, files, config, nodes=node_summary(con))
-        if exclusions is not None or (bundle / "exclusions.toml").is_file():
-            from forensics.cohorts import assign_cohorts, load_exclusions
-
-            assign_cohorts(con, load_exclusions(exclusions or bundle / "exclusions.toml"))
-        if self_contained:
-            copy_in_place(con)
-        result.self_contained = self_contained
-    finally:
-        con.close()
-    manifest = db.parent / "manifest.json"
-    write_json({"inputs": [f.manifest_entry() for f in files]}, manifest)
-    return result
+def ingest_gateway(con: duckdb.DuckDBPyConnection, bundle: Path) -> list[InputFile]:
+    """Only the bundle's gateway logs, into `gateway` (what the cohort preview needs)."""
+    gateway = [f for f in discover(bundle) if f.source == "gateway" and not f.error]
+    if not gateway:
+        raise InputError(f"{bundle}: no readable gateway log (gateway/*.jsonl, *.csv, *.parquet, ...)")
+    run_query(con, "ingest", "schema")
+    in_place = InPlace()
+    for f in gateway:
+        load_gateway_file(con, f, in_place)
+    define_gateway(con, in_place)
+    return gateway

@@ -7,7 +7,6 @@ Reads: engine/<node>/*.log, *.jsonl. Writes: engine_lines, engine_requests, node
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -16,29 +15,21 @@ from zoneinfo import ZoneInfo
 import duckdb
 import pyarrow as pa
 
-from forensics.bundle import InputFile
+from forensics.engines.sglang import (
+    CONTEXT_LEN,
+    MAX_TOTAL,
+    OVERLENGTH,
+    POOL,
+    PREFIX,
+    SERVER_ARG,
+    SERVER_ARGS,
+    TIME_STATS,
+    XFER_FAILED,
+    pool_kind,
+)
+from forensics.intake import InputFile
 
 UTC = ZoneInfo("UTC")
-PREFIX = re.compile(
-    r"^\[(?P<ts>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})(?P<ms>\.\d{1,6})?(?P<rank>(?: [A-Z_]+\d+)*)\] (?P<msg>.*)$"
-)
-SERVER_ARGS = re.compile(r"server_args=ServerArgs\((?P<body>.*)\)?\s*$")
-ARG = re.compile(r"(?P<key>\w+)=(?P<val>'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|[^,()]+)")
-KV_POOL = re.compile(r"KV Cache (?:is allocated|VA upper bound)\..*?#tokens: (?P<n>\d+)")
-MAX_TOTAL = re.compile(r"max_total_num_tokens=(?P<n>\d+),.*?context_len=(?P<c>\d+)")
-OVERLENGTH = re.compile(
-    r"Input length \((?P<L>\d+) tokens\) exceeds the maximum allowed length \((?P<M>\d+) tokens\)"
-    r".*?self\.rid=(?:'(?P<rid>[^']*)'|\"(?P<rid2>[^\"]*)\")"
-)
-TIME_STATS = re.compile(
-    r"Req Time Stats\(rid=(?P<rid>[^,]+?)(?:, bootstrap_room=(?P<room>-?\d+|None))?, input len=(?P<inp>\d+), "
-    r"output len=(?P<out>\d+), type=(?P<type>\w+)\)"
-)
-XFER_FAILED = re.compile(
-    r"(?P<side>Decode|Prefill) (?P<stage>transfer|bootstrap|handshake) failed for request rank=\d+ "
-    r"\S*rid=(?:'(?P<rid>[^']*)'|\"(?P<rid2>[^\"]*)\") \S*bootstrap_room=(?P<room>\d+)"
-    r"(?: with exception \w+\(bootstrap_room=\d+\): (?P<reason>.*))?"
-)
 MARKERS = (
     "server_args=ServerArgs(",
     "KV Cache",
@@ -64,7 +55,7 @@ def _local_to_utc(ts: str, ms: str | None, tz: ZoneInfo) -> datetime:
 
 def _server_args(body: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for m in ARG.finditer(body):
+    for m in SERVER_ARG.finditer(body):
         val = m.group("val").strip()
         out.setdefault(m.group("key"), val[1:-1] if val[:1] in "'\"" else val)
     return out
@@ -156,14 +147,18 @@ def _parse_message(msg: str, base: dict[str, Any], rows: EngineRows) -> str | No
             }
         )
         return "server_args"
-    if m := KV_POOL.search(msg):
+    # the pool a request's KV lives in: the first exact pool line of a kind that binds (the audit's
+    # rule: a sliding-window, state or draft pool, or a virtual pool's upper bound, is not it)
+    if m := POOL.search(msg):
+        if m.group("what") != "is allocated" or pool_kind(m.group("name"))[1] != 2:
+            return "kv_pool_not_binding"  # read, and known not to be the pool (forensics.audit weighs it)
         rows.config.append(
             cfg
             | {
                 "role": None,
                 "page_size": None,
                 "context_len": None,
-                "pool_tokens": _num(m.group("n")),
+                "pool_tokens": _num(m.group("n").replace(",", "")),
                 "max_total_num_tokens": None,
                 "tp_size": None,
                 "model_path": None,
@@ -171,14 +166,15 @@ def _parse_message(msg: str, base: dict[str, Any], rows: EngineRows) -> str | No
         )
         return "kv_pool"
     if m := MAX_TOTAL.search(msg):
+        ctx = CONTEXT_LEN.search(msg)
         rows.config.append(
             cfg
             | {
                 "role": None,
                 "page_size": None,
-                "context_len": _num(m.group("c")),
+                "context_len": _num(ctx[1].replace(",", "")) if ctx else None,
                 "pool_tokens": None,
-                "max_total_num_tokens": _num(m.group("n")),
+                "max_total_num_tokens": _num(m[1].replace(",", "")),
                 "tp_size": None,
                 "model_path": None,
             }

@@ -1,7 +1,7 @@
 """Ingest stage, gateway request log: JSONL, JSONL.gz, CSV, CSV.gz and Parquet into `gateway`.
 
 Text formats (and Parquet files whose columns are text or other types than the contract's) are staged
-as text columns and typed by one query (queries/ingest/gateway_typed.sql), so every format is held
+as text columns and typed by one query (ingest/queries/gateway_typed.sql), so every format is held
 to the same contract. A Parquet file whose columns already have the contract's types (a zoned
 timestamp, signed integers) is typed by plain casts instead, with the same checks and messages. Bad
 rows go to `rejected`. `gateway` is then a view (define_gateway), like page_events: the good rows of
@@ -16,18 +16,13 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from forensics.bundle import InputFile
 from forensics.contract import GATEWAY_FIELDS
-from forensics.db import run_query
+from forensics.db import arrow_view, ident, run_query, sql_literal
 from forensics.ingest.rawtext import JSON_OBJECT_LINES, load_lines
 from forensics.ingest.staged import InPlace, validate_staged
-from forensics.paths import sql_literal
+from forensics.intake import InputFile
 
 FIELDS = GATEWAY_FIELDS
-
-
-def _q(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
 
 
 def _stage_jsonl(con: duckdb.DuckDBPyConnection, f: InputFile) -> bool:
@@ -57,7 +52,7 @@ def _stage_table(con: duckdb.DuckDBPyConnection, f: InputFile, reader: str, row_
     if missing:
         f.error = f"wrong columns: missing {', '.join(missing)} (has {', '.join(names[:20])})"
         return False
-    cols = ", ".join((f"CAST({_q(c)} AS VARCHAR) AS {c}" if c in names else f"NULL::VARCHAR AS {c}") for c in FIELDS)
+    cols = ", ".join((f"CAST({ident(c)} AS VARCHAR) AS {c}" if c in names else f"NULL::VARCHAR AS {c}") for c in FIELDS)
     try:
         con.execute(
             f"CREATE OR REPLACE TEMP {'VIEW' if view else 'TABLE'} gw_stage AS SELECT {row_expr} AS row, "
@@ -91,7 +86,7 @@ def _typed_columns(types: dict[str, str]) -> str | None:
         return None
 
     def col(c: str) -> str:
-        return _q(c) if c in types else "NULL"
+        return ident(c) if c in types else "NULL"
 
     def text(c: str) -> str:
         return f"CAST({col(c)} AS VARCHAR)"
@@ -204,7 +199,7 @@ def reject_repeated_records(con: duckdb.DuckDBPyConnection, in_place: InPlace, p
     """Gateway records logged twice (every field equal to an earlier record's) are rejected: one client
     request must count once. The request ids' hashes are sorted in numpy (0.6 s for 9M records, against
     1.6 s for an SQL aggregate); only when some hash repeats does the query that names each repeat
-    (queries/ingest/gateway_dedupe.sql) run, over the records with those hashes. `paths`: file id ->
+    (ingest/queries/gateway_dedupe.sql) run, over the records with those hashes. `paths`: file id ->
     the path the reason names. Returns (file_id, count) of the rejected rows; the gateway view is then
     redefined without them. Leaves gateway_repeats (request_id, records): the request ids still in more
     than one record (records that differ in some field), which the counts of requests take once."""
@@ -215,15 +210,12 @@ def reject_repeated_records(con: duckdb.DuckDBPyConnection, in_place: InPlace, p
     del h
     if not repeated.size:
         return []
-    con.register("repeated_hashes", pa.table({"h": repeated}))
-    try:
+    with arrow_view(con, "repeated_hashes", pa.table({"h": repeated})):
         run_query(con, "ingest", "gateway_dedupe")
         moved = _reject_repeats(con, in_place, paths)
         con.execute("""INSERT INTO gateway_repeats SELECT request_id, count(*) FROM gateway
                        WHERE hash(request_id) IN (SELECT h FROM repeated_hashes) GROUP BY 1 HAVING count(*) > 1
                        ORDER BY 1""")
-    finally:
-        con.unregister("repeated_hashes")
     return moved
 
 

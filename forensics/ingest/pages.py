@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import duckdb
 
-from forensics.bundle import InputFile, Window
+from forensics.db import ident, sql_literal
 from forensics.ingest.rawtext import JSON_OBJECT_LINES, load_lines
 from forensics.ingest.staged import InPlace, validate_staged
-from forensics.paths import sql_literal
+from forensics.intake import InputFile, Window
 
 INT_TYPES = {"BIGINT", "INTEGER", "SMALLINT", "TINYINT", "UBIGINT", "UINTEGER", "USMALLINT", "UTINYINT", "HUGEINT"}
 TEXT_INT = r"^\s*-?[0-9]+\s*$"
@@ -25,15 +25,11 @@ ZONED = r"(Z|z|[+-][0-9]{2}(:?[0-9]{2})?)$"
 FIELDS = ("node", "seq", "ts", "op", "room", "start", "end", "peer", "src")
 
 
-def _q(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
 def _int_expr(col: str, typ: str | None) -> tuple[str, str]:
     """(typed value, raw text) expressions for an integer column of the given source type."""
     if typ is None:
         return "NULL::BIGINT", "NULL"
-    c = _q(col)
+    c = ident(col)
     if typ in INT_TYPES:
         return f"TRY_CAST({c} AS BIGINT)", f"CAST({c} AS VARCHAR)"
     text = f"CAST({c} AS VARCHAR)"
@@ -43,7 +39,7 @@ def _int_expr(col: str, typ: str | None) -> tuple[str, str]:
 def _ts_expr(col: str, typ: str | None) -> tuple[str, str]:
     if typ is None:
         return "NULL::TIMESTAMPTZ", "NULL"
-    c = _q(col)
+    c = ident(col)
     if typ.startswith("TIMESTAMP"):  # Parquet timestamps are UTC by the contract
         return f"CAST({c} AS TIMESTAMPTZ)", f"CAST({c} AS VARCHAR)"
     text = f"CAST({c} AS VARCHAR)"
@@ -56,8 +52,8 @@ def _typed_columns(types: dict[str, str]) -> str:
     start, _ = _int_expr("start", types.get("start"))
     end, _ = _int_expr("end", types.get("end"))
     ts, ts_raw = _ts_expr("ts", types.get("ts"))
-    peer = f"CAST({_q('peer')} AS VARCHAR)" if "peer" in types else "NULL::VARCHAR"
-    srcc = f"CAST({_q('src')} AS VARCHAR)" if "src" in types else "NULL::VARCHAR"
+    peer = f"CAST({ident('peer')} AS VARCHAR)" if "peer" in types else "NULL::VARCHAR"
+    srcc = f"CAST({ident('src')} AS VARCHAR)" if "src" in types else "NULL::VARCHAR"
     return f"""CAST(node AS VARCHAR) AS node, {seq} AS seq, {seq_raw} AS seq_raw, {ts} AS ts, {ts_raw} AS ts_raw,
         CAST(op AS VARCHAR) AS op, {room} AS room, {room_raw} AS room_raw, {start} AS start, {end} AS "end",
         {peer} AS peer, {srcc} AS src"""

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import duckdb
 
-from forensics.bundle import InputFile
-from forensics.paths import sql_literal
+from forensics.db import sql_literal
+from forensics.intake import InputFile
 
 MAX_LINE = 64 << 20
 BAD_LINE = "\x1f"  # starts a marker line (never valid JSON): the rest says why the line was unusable

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 
 import duckdb
 
-from forensics.bundle import InputFile
-from forensics.db import run_query, scalar, timed
-from forensics.paths import load_query, sql_literal
+from forensics.db import run_query, scalar, sql_literal, timed
+from forensics.intake import InputFile
+from forensics.paths import load_query
 
 
 @dataclass
@@ -65,10 +65,10 @@ def validate_staged(
     keep: str | None = None,
     clean: str | None = None,
 ) -> None:
-    """Run queries/ingest/<query>.sql over `stage` (bad rows into `rejected`), then `keep` if given (copies
+    """Run ingest/queries/<query>.sql over `stage` (bad rows into `rejected`), then `keep` if given (copies
     the good rows into `target`; its parameter is the file id), count the rows on `f`, and run `drop`
     (removes the staging objects). error: how a read failure is named in `f.error`. clean: a query
-    (queries/ingest/<clean>.sql) counting the rows that might be bad, by a cheaper test that never
+    (ingest/queries/<clean>.sql) counting the rows that might be bad, by a cheaper test that never
     misses one: when it counts none, the validation query is skipped."""
     before = scalar(con, "SELECT count(*) FROM rejected WHERE file_id = ?", [f.file_id])
     try:
@@ -91,6 +91,6 @@ def validate_staged(
 
 
 def _suspect(con: duckdb.DuckDBPyConnection, clean: str) -> int:
-    """Rows queries/ingest/<clean>.sql counts as possibly bad (see validate_staged)."""
+    """Rows ingest/queries/<clean>.sql counts as possibly bad (see validate_staged)."""
     with timed(f"ingest/{clean}"):
         return int(scalar(con, load_query("ingest", clean)))

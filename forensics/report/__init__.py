@@ -1,7 +1,7 @@
 """Report stage: the disclosure report (report.html, report.md) and the blast-radius files.
 
 Reads the findings stage's tables (see forensics.report.data); writes report.html, report.md and,
-through forensics.blast, notifications.csv and blast_*.csv into the output folder.
+through forensics.report.blast, notifications.csv and blast_*.csv into the output folder.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from typing import Any
 
 import duckdb
 
-from forensics.bundle import BundleConfig, InputFile, parse_utc
 from forensics.cohorts import Rule
+from forensics.intake import BundleConfig, InputFile, parse_utc
 
 
 def render_report(
@@ -27,7 +27,7 @@ def render_report(
 ) -> dict[str, int]:
     """Write the report and the blast-radius CSVs; returns rows written per CSV. Deterministic:
     no wall-clock time unless `as_of` (RFC 3339) is given."""
-    from forensics.blast import write_blast_files
+    from forensics.report.blast import write_blast_files
     from forensics.report.data import gather
     from forensics.report.render import render
 

@@ -1,4 +1,4 @@
-"""Report stage, data: plain dicts and lists for the templates, from queries/report/*.sql.
+"""Report stage, data: plain dicts and lists for the templates, from report/queries/*.sql.
 
 Reads: affected_responses, exposures, exposure_segments, accounts, coverage, hazards, read_provenance,
 room_requests, request_cohort, cohort_rules, clock_bounds, seq_gaps, node_config, gateway, files,
@@ -15,10 +15,9 @@ from typing import Any
 import duckdb
 
 import forensics
-from forensics.bundle import BundleConfig, InputFile
 from forensics.cohorts import Rule
-from forensics.db import run_query, scalar, timed
-from forensics.paths import load_query
+from forensics.db import query_rows, rows_of, run_query, scalar
+from forensics.intake import BundleConfig, InputFile
 from forensics.report.charts import timeline_buckets
 from forensics.report.provenance import MAX_RANGES, provenance_blocks
 
@@ -29,18 +28,8 @@ GDPR_HOURS = 72
 
 
 def rows(con: duckdb.DuckDBPyConnection, name: str, **params: Any) -> list[dict[str, Any]]:
-    """Run queries/report/<name>.sql (a SELECT) and return its rows as dicts."""
-    for key, value in params.items():
-        con.execute(f"SET VARIABLE {key} = ?", [value])
-    with timed(f"report/{name}"):
-        return rows_of(con, load_query("report", name))
-
-
-def rows_of(con: duckdb.DuckDBPyConnection, sql: str) -> list[dict[str, Any]]:
-    """Rows of one SELECT as dicts."""
-    cur = con.execute(sql)
-    cols = [d[0] for d in cur.description]
-    return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
+    """Run report/queries/<name>.sql (a SELECT) and return its rows as dicts."""
+    return query_rows(con, "report", name, **params)
 
 
 def manifest_hash(files: list[InputFile]) -> str:
@@ -121,7 +110,7 @@ def gather(
     as_of: datetime | None = None,
 ) -> dict[str, Any]:
     """The templates' data. Reads the temp tables report_affected and report_sources, which
-    forensics.blast.write_blast_files made (render_report runs it first)."""
+    forensics.report.blast.write_blast_files made (render_report runs it first)."""
     window = rows(con, "window")[0]
     span = window["span_hours"] or 0.0
     bucket = "hour" if span <= 72 else "day"

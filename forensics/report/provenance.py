@@ -100,7 +100,7 @@ def provenance_blocks(
     limit: int,
 ) -> dict[str, Any]:
     """Blocks for the printed responses from prov_shown (the first ranges of each), prov_summary and
-    prov_reads (see queries/report/prov_ranges.sql)."""
+    prov_reads (see report/queries/prov_ranges.sql)."""
     by_ranges: dict[str, list[dict[str, Any]]] = {}
     by_reads: dict[str, list[dict[str, Any]]] = {}
     for r in ranges:

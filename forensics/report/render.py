@@ -1,4 +1,4 @@
-"""Report stage, rendering: jinja2 templates in reports/templates/ -> report.html and report.md.
+"""Report stage, rendering: jinja2 templates in report/templates/ -> report.html and report.md.
 
 HTML is autoescaped; Markdown output escapes every interpolated value (finalize) unless a filter
 marks it Raw, so a hostile user agent or account id stays text in both. Formatting lives in filters.

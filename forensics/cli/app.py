@@ -1,0 +1,24 @@
+"""The command-line app object and its global options. The commands register on it: ingest and
+investigate in forensics.cli.investigate, the others in their own modules of forensics.cli (imported by forensics.cli).
+It lives apart from forensics.cli so that the command modules import it without importing the CLI
+that imports them."""
+
+from __future__ import annotations
+
+import typer
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="KV Forensics: find responses that attended another request's KV cache, and report them.",
+    pretty_exceptions_enable=False,
+)
+
+DEBUG = False  # set by --debug (before the command), read by forensics.cli.main's error boundary
+
+
+@app.callback()
+def _root(debug: bool = typer.Option(False, "--debug", help="Show Python tracebacks on errors.")) -> None:
+    """KV Forensics."""
+    global DEBUG
+    DEBUG = debug

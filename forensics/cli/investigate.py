@@ -1,0 +1,96 @@
+"""`forensics ingest` and `forensics investigate`: the main job's two commands."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from forensics.cli.app import app
+
+SELF_CONTAINED = typer.Option(
+    False,
+    "--self-contained",
+    help="Copy the page events and gateway rows into the database, so that it opens without the bundle "
+    "(by default it reads the bundle's Parquet files where they lie; the copy costs about a minute per "
+    "100M page events).",
+)
+
+
+@app.command()
+def ingest(
+    bundle: Path = typer.Argument(..., help="Evidence bundle folder (see the evidence-bundle spec)."),
+    db: Path = typer.Option(Path("incident.duckdb"), "--db", help="DuckDB database file to write."),
+    exclusions: Path | None = typer.Option(None, "--exclusions", help="exclusions.toml overriding the bundle's."),
+    self_contained: bool = SELF_CONTAINED,
+) -> None:
+    """Load a bundle into typed DuckDB tables, with row accounting and a manifest."""
+    from forensics.pipeline import ingest_bundle
+
+    result = ingest_bundle(bundle, db, exclusions=exclusions, self_contained=self_contained)
+    typer.echo(result.summary())
+
+
+@app.command()
+def investigate(
+    bundle: Path = typer.Argument(..., help="Evidence bundle folder."),
+    out: Path = typer.Option(..., "--out", help="Output folder for findings and report."),
+    exclusions: Path | None = typer.Option(None, "--exclusions", help="exclusions.toml overriding the bundle's."),
+    as_of: str | None = typer.Option(None, "--as-of", help="Report 'as of' time (RFC 3339); none by default."),
+    memory_limit: str | None = typer.Option(
+        None, "--memory-limit", help="DuckDB memory limit, e.g. 8GB (default: half the machine); the rest spills."
+    ),
+    threads: int | None = typer.Option(None, "--threads", help="DuckDB worker threads (default: all cores)."),
+    workers: int = typer.Option(
+        0,
+        "--workers",
+        min=0,
+        help="Per-node worker processes; 1 = all nodes in this process; default 0 = auto: one per node up to "
+        "the cores on machines with more than 2 cores, else 1.",
+    ),
+    executor: str = typer.Option("process", "--executor", help="Where per-node tasks run: process or ray."),
+    ray_address: str | None = typer.Option(
+        None, "--ray-address", help="Ray cluster to join (default: start a local one). Paths must be shared."
+    ),
+    cache: Path | None = typer.Option(
+        None, "--cache", help="Folder of per-node results, reused while a node's inputs are unchanged."
+    ),
+    since: str | None = typer.Option(
+        None,
+        "--since",
+        help="Replay window start (RFC 3339 or YYYY-MM-DD, UTC); date= partitions before it are not read.",
+    ),
+    until: str | None = typer.Option(None, "--until", help="Replay window end (exclusive), like --since."),
+    full_replay: bool = typer.Option(
+        False,
+        "--full-replay",
+        help="Replay every room in detail, not only the rooms the screening pass flags (same findings, slower; "
+        "for checking the screen).",
+    ),
+    self_contained: bool = SELF_CONTAINED,
+) -> None:
+    """Ingest, rebuild page ownership and provenance, write findings and the disclosure report."""
+    from forensics.errors import InputError
+    from forensics.ownership.execution.nodes import EXECUTORS, Execution
+    from forensics.pipeline import investigate as run
+
+    if executor not in EXECUTORS:
+        raise InputError(f"--executor must be one of {', '.join(EXECUTORS)}, not {executor!r}")
+    from forensics.intake import Window
+
+    window = Window.parse(since, until)
+    execution = Execution(
+        executor=executor, workers=workers, cache=cache, ray_address=ray_address, screen=not full_replay
+    )
+    result = run(
+        bundle,
+        out,
+        exclusions=exclusions,
+        as_of=as_of,
+        memory_limit=memory_limit,
+        threads=threads,
+        execution=execution,
+        window=window,
+        self_contained=self_contained,
+    )
+    typer.echo(result.summary())

@@ -1,0 +1,161 @@
+"""Findings stage: exposures, affected responses, hazards, accounts, coverage; and their CSV files.
+
+Reads: the ownership stage's tables, gateway, request_cohort, engine_requests, node_config.
+Writes: node_missing, read_provenance, order_alternatives, conflict_rooms, write_effects, exposure_segments,
+exposure_certain (temp), room_flags, room_requests, signature_responses, missing_rooms, exposures,
+recipient_slots (temp), affected_responses, hazard_segments, hazards, accounts, coverage; and the
+findings CSV files.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+
+from forensics.db import arrow_view, run_query, run_steps, telemetry_node_names
+from forensics.outputs import write_csv
+from forensics.ownership.kernels.envelope import envelope
+from forensics.paths import load_query
+
+
+def node_missing(con: duckdb.DuckDBPyConnection) -> None:
+    """node_missing (node, file_id, row): the served requests routed to a node that it logged nothing of
+    its own for (findings/queries/node_missing.sql, one node at a time)."""
+    con.execute("CREATE OR REPLACE TEMP TABLE node_missing (node VARCHAR, file_id INTEGER, row BIGINT)")
+    missing = load_query("findings", "node_missing")
+    for node in telemetry_node_names(con):
+        con.execute(missing, {"node": node})
+
+
+def order_alternatives(con: duckdb.DuckDBPyConnection) -> None:
+    """order_alternatives (findings/queries/order_alternatives.sql): the other last writers the evidence
+    allows where a landing is ambiguous. What each ambiguous landing overwrote is the last writer of
+    every piece of its slots among the earlier writes into them (prestate_candidates.sql), resolved by
+    the same envelope as the last-writer search (forensics.ownership.kernels.envelope): prestate_runs (item, s, e, w_k,
+    w_room)."""
+    run_query(con, "findings", "ambiguous_landings")
+    run_query(con, "findings", "prestate_candidates")
+    o = con.execute('SELECT item, start, "end" FROM ambiguous_landings ORDER BY item').fetchnumpy()
+    c = con.execute("SELECT item, cs, ce, k FROM prestate_candidates").fetchnumpy()
+    col = {**{f"o_{n}": v for n, v in o.items()}, **{f"c_{n}": v for n, v in c.items()}}
+    i64 = {n: np.asarray(v, dtype=np.int64) for n, v in col.items()}
+    if i64["o_item"].size:
+        env = envelope(*(i64[n] for n in ("o_item", "o_start", "o_end", "c_item", "c_cs", "c_ce", "c_k")))
+        runs = pa.table({"item": env.item, "s": env.s, "e": env.e, "w_k": env.k})
+    else:  # no ambiguous landing
+        runs = pa.table({n: np.empty(0, dtype=np.int64) for n in ("item", "s", "e", "w_k")})
+    with arrow_view(con, "prestate_env", runs):
+        con.execute("""CREATE OR REPLACE TEMP TABLE prestate_runs AS
+            SELECT r.item, r.s, r.e, r.w_k, c.w_room FROM prestate_env r
+            JOIN (SELECT DISTINCT item, k, room AS w_room FROM prestate_candidates) c ON c.item = r.item AND c.k = r.w_k
+            WHERE r.w_k >= 0""")
+    run_query(con, "findings", "order_alternatives")
+    con.execute("DROP TABLE prestate_runs; DROP TABLE prestate_candidates; DROP TABLE ambiguous_landings")
+
+
+def recipient_slots(con: duckdb.DuckDBPyConnection) -> None:
+    """recipient_slots (node, recipient_room, slots): the distinct slots each recipient attended others'
+    data in, the length of the union of its exposure_segments ranges on the node (what
+    findings/queries/recipient_slots.sql defines with a window). Here: one sort of the ranges by
+    (recipient, start) packed into one integer key, then a running maximum of the ends; a range counts
+    what lies beyond the furthest end before it. The query runs instead when a slot position or the
+    number of recipients does not fit the packed key, or a value is NULL."""
+    # nodes by their number in node_index (base = number << 40, numbered from 1)
+    t = con.execute("""SELECT node_number(x.base) AS nid, e.recipient_room AS room, e.seg_start AS s, e.seg_end AS e
+        FROM exposure_segments e LEFT JOIN node_index x USING (node)""").fetchnumpy()
+    nulls = any(np.ma.is_masked(v) for v in t.values())  # none by construction (else: the query)
+    # in place where it can be: fresh memory is what this step costs most on some VMs
+    nid, start, end = (np.asarray(t[c], dtype=np.int64) for c in ("nid", "s", "e"))
+    rooms, key = np.unique(np.asarray(t.pop("room"), dtype=np.int64), return_inverse=True)
+    n = max(len(rooms), 1)
+    if nulls or len(start) and (start.min() < 0 or end.max() >= 1 << 32 or (int(nid.max()) + 1) * n >= 1 << 31):
+        run_query(con, "findings", "recipient_slots")
+        return
+    key = key.astype(np.int64, copy=False).reshape(-1)
+    key += nid * n  # recipient (node, room) as one id, then its ranges by start in one sortable key
+    key <<= 32
+    key |= start
+    del nid, start, t
+    order = np.argsort(key, kind="stable")
+    key, end = key[order], end[order]
+    del order
+    reach = key >> 32  # the recipient of each range, then (recipient << 32 | end) running maximum:
+    first = np.ones(len(key), dtype=bool)  # a recipient's keys exceed every earlier recipient's
+    first[1:] = reach[1:] != reach[:-1]
+    heads = np.flatnonzero(first)
+    ids = reach[heads]
+    reach <<= 32
+    reach |= end
+    np.maximum.accumulate(reach, out=reach)
+    start = key & 0xFFFFFFFF
+    del key
+    before = np.zeros_like(reach)  # the furthest end of the recipient's ranges sorted before this one
+    before[1:] = reach[:-1]
+    before &= 0xFFFFFFFF
+    np.maximum(before, start, out=before)
+    before[first] = start[first]
+    end -= before  # what each range counts: its part beyond that end
+    np.maximum(end, 0, out=end)
+    out = pa.table(
+        {
+            "nid": ids // n,
+            "room": rooms[ids % n],
+            "slots": np.add.reduceat(end, heads) if len(heads) else np.empty(0, dtype=np.int64),
+        }
+    )
+    with arrow_view(con, "recipient_slots_out", out):
+        con.execute("""CREATE OR REPLACE TEMP TABLE recipient_slots AS
+            SELECT x.node, o.room AS recipient_room, o.slots
+            FROM recipient_slots_out o JOIN node_index x ON node_number(x.base) = o.nid""")
+
+
+STEPS = (
+    "gap_rooms",
+    "read_provenance",
+    order_alternatives,  # where an ambiguous landing makes other last writers possible
+    "conflict_reads",  # reads whose last writer the clock bounds cannot settle: every possible one
+    "write_effects",
+    "exposure_segments",
+    "exposure_certain",
+    "room_flags",
+    node_missing,
+    "room_requests",  # drops node_own_rooms, which node_missing reads too
+    "signature_responses",
+    "missing_rooms",
+    "exposures",
+    recipient_slots,
+    "affected_responses",
+    "hazards",
+    "coverage",
+    "accounts",
+)
+
+OUTPUTS = {
+    "affected_responses.csv": """SELECT request_id, account_id, cohort, status, evidence, kinds, first_exposed_at,
+        exposed_slots, source_requests, http_status, completion_tokens, decode_node, prefill_node, room, reason
+        FROM affected_responses ORDER BY ALL""",  # by request_id (a repeated one: by every column)
+    "exposures.csv": """SELECT recipient_request_id, source_request_id, recipient_account_id, source_account_id,
+        node, kind, slots, status, first_exposed_at, recipient_cohort, source_cohort, recipient_room, source_room,
+        slots_confirmed
+        FROM exposures ORDER BY recipient_request_id, source_request_id, node, kind, recipient_room, source_room,
+        recipient_account_id, source_account_id, recipient_cohort, source_cohort, slots, status, first_exposed_at,
+        slots_confirmed""",
+    "accounts.csv": """SELECT account_id, cohort, responses_affected, requests_exposed, responses_confirmed,
+        responses_indeterminate, requests_exposed_confirmed FROM accounts ORDER BY account_id""",
+    "hazards.csv": "SELECT node, room, kind, slots, detail FROM hazards ORDER BY node, room, kind",
+    "coverage.csv": """SELECT node, role, page_telemetry, seq_gaps, responses_served, responses_verified,
+        events_lost, page_events FROM coverage ORDER BY node""",
+    "rejected.csv": """SELECT f.path AS file, r.row, r.reason FROM rejected r JOIN files f USING (file_id)
+        ORDER BY f.path, r.row NULLS FIRST, r.reason""",
+}
+
+
+def compute_findings(con: duckdb.DuckDBPyConnection) -> None:
+    run_steps(con, "findings", STEPS)
+
+
+def write_findings(con: duckdb.DuckDBPyConnection, out: Path) -> dict[str, int]:
+    return {name: write_csv(con, query, out / name) for name, query in OUTPUTS.items()}

@@ -1,0 +1,316 @@
+"""Per-node ownership work: one task per node, run in this process, in worker processes, or on Ray.
+
+Everything the ownership stage does after transfers are placed on their receivers' event order is
+local to one node: the node's timeline (its own events and the transfers that landed in its pool),
+the room replay, holdings, double allocations, foreign writes injected into the rooms they hit, and
+the last-writer search. So the main process places transfers (it needs both sides), writes each
+node's inputs to Parquet (`<work>/in/<n>/events.parquet`, `landing.parquet`), and a task per node
+reads them by path, runs the same SQL and numpy code on its own in-memory DuckDB, and writes its
+tables to `<work>/out/<n>/<table>.parquet`. The main process loads them back into incident.duckdb.
+
+A task's tables do not depend on which other nodes exist: event ranks (kg) and history item ids
+are node-local in the task and offset by the node's base (node_index) when loaded. That is what
+lets `--cache DIR` reuse a node's tables when its inputs are unchanged: the cache key is the
+SHA-256 of the input files that hold the node's events, a digest of the transfers placed into it,
+and the code version (the query files and this package's modules).
+
+Executors: "process" (default; `workers` processes, 1 = all nodes at once in this process, 0 = auto,
+see auto_workers) and "ray" (one Ray task per node: `ray.init(address=...)` if given, else a local
+Ray instance). All give identical tables.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+import forensics
+from forensics.db import (
+    PROFILE,
+    connect,
+    default_memory_limit,
+    one,
+    parse_size,
+    run_query,
+    scalar,
+    sql_literal,
+    telemetry_node_names,
+    timed,
+)
+from forensics.errors import InputError
+from forensics.paths import query_files
+
+EXECUTORS = ("process", "ray")
+
+
+@dataclass
+class Execution:
+    """How the per-node work runs. workers: 0 = auto (see auto_workers), 1 = all nodes in this process."""
+
+    executor: str = "process"
+    workers: int = 1
+    cache: Path | None = None
+    workdir: Path | None = None
+    memory_limit: str | None = None
+    threads: int | None = None
+    ray_address: str | None = None
+    screen: bool = True  # False: replay every room in detail (investigate --full-replay)
+    stats: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class NodeStage:
+    """What a node task runs: `run(con, screen)` on a connection holding the node's page_events,
+    transfer_landing, node_index and telemetry_nodes; the tables it leaves, each with its columns that
+    hold node-local event ranks or item ids (offset by the node's base when loaded); and which of those
+    are scratch (loaded back as temp tables: lookups for the findings, not kept in incident.duckdb).
+    A top-level function and plain data, so that process pools and Ray can pickle it."""
+
+    run: Callable[[duckdb.DuckDBPyConnection, bool], None]
+    tables: dict[str, tuple[str, ...]]
+    scratch: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class NodeTask:
+    stage: NodeStage
+    node: str
+    inputs: str  # folder with events.parquet and landing.parquet
+    output: str  # folder the task writes <table>.parquet into
+    memory_limit: str | None
+    threads: int
+    screen: bool = True
+
+
+def run_node(task: NodeTask) -> dict[str, Any]:
+    """One node's ownership work: reads its inputs by path, writes its tables as Parquet. Picklable
+    (a top-level function of plain data) so that process pools and Ray can run it."""
+    t0 = time.perf_counter()
+    out = Path(task.output)
+    out.mkdir(parents=True, exist_ok=True)
+    con = connect(":memory:", memory_limit=task.memory_limit, threads=task.threads)
+    try:
+        con.execute(f"SET temp_directory = {sql_literal(out / 'spill')}")
+        inp = Path(task.inputs)
+        t_load = time.perf_counter()
+        con.execute(f"CREATE TABLE page_events AS SELECT * FROM read_parquet({sql_literal(inp / 'events.parquet')})")
+        con.execute(
+            f"CREATE TABLE transfer_landing AS SELECT * FROM read_parquet({sql_literal(inp / 'landing.parquet')})"
+        )
+        con.execute("CREATE TABLE node_index (node VARCHAR, base BIGINT)")
+        con.execute("INSERT INTO node_index VALUES (?, 0)", [task.node])
+        run_query(con, "ownership", "telemetry_nodes")  # this node's seq range (timeline_keys)
+        t_run = time.perf_counter()
+        task.stage.run(con, task.screen)
+        t_write = time.perf_counter()
+        for table in task.stage.tables:
+            target = out / f"{table}.parquet"
+            con.execute(f"COPY (SELECT * FROM {table}) TO {sql_literal(target)} (FORMAT parquet)")
+        events = scalar(con, "SELECT count(*) FROM page_events")
+    finally:
+        con.close()
+    shutil.rmtree(out / "spill", ignore_errors=True)
+    t_end = time.perf_counter()
+    return {
+        "node": task.node,
+        "events": events,
+        "seconds": round(t_end - t0, 3),
+        "steps": {
+            "start": round(t_load - t0, 3),
+            "load": round(t_run - t_load, 3),
+            "analyze": round(t_write - t_run, 3),
+            "write": round(t_end - t_write, 3),
+        },
+    }
+
+
+def _code_digest() -> str:
+    """Changes whenever the analysis code does: every query file and every module of the package."""
+    h = hashlib.sha256(forensics.__version__.encode())
+    pkg = Path(forensics.__file__).parent
+    for path in sorted([*query_files(), *pkg.rglob("*.py")]):
+        h.update(str(path.relative_to(path.parents[1])).encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def _node_key(con: duckdb.DuckDBPyConnection, node: str, code: str, screen: bool) -> str:
+    files = [
+        r[0]
+        for r in con.execute(
+            """SELECT DISTINCT f.sha256 FROM page_events e JOIN files f USING (file_id)
+               WHERE e.node = ? ORDER BY 1""",
+            [node],
+        ).fetchall()
+    ]
+    landing = scalar(
+        con,
+        """SELECT md5(string_agg(concat_ws('|', sender, xseq, room, start, "end", seq_lo, seq_hi, land_lo, land_hi,
+                  ambiguous, conflict, xts), ';' ORDER BY sender, xseq))
+           FROM transfer_landing WHERE receiver = ?""",
+        [node],
+    )
+    window = [str(v) for v in one(con, 'SELECT since, "until" FROM replay_window')]
+    body = json.dumps(
+        {"code": code, "node": node, "files": files, "landing": landing, "window": window, "screen": screen},
+        sort_keys=True,
+    )
+    return hashlib.sha256(body.encode()).hexdigest()
+
+
+def _export_inputs(con: duckdb.DuckDBPyConnection, node: str, folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    con.execute("SET VARIABLE task_node = ?", [node])
+    con.execute(
+        f"""COPY (SELECT * FROM page_events WHERE node = getvariable('task_node') AND op <> 'transfer' ORDER BY seq)
+            TO {sql_literal(folder / "events.parquet")} (FORMAT parquet)"""
+    )
+    con.execute(
+        f"""COPY (SELECT * FROM transfer_landing WHERE receiver = getvariable('task_node') ORDER BY sender, xseq)
+            TO {sql_literal(folder / "landing.parquet")} (FORMAT parquet)"""
+    )
+
+
+def _run_process(tasks: list[NodeTask], workers: int) -> list[dict[str, Any]]:
+    if workers <= 1 or len(tasks) <= 1:
+        return [run_node(t) for t in tasks]
+    # spawn: a forked child would inherit the parent's DuckDB threads and locks
+    with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
+        return list(pool.map(run_node, tasks))
+
+
+def _run_ray(tasks: list[NodeTask], address: str | None, workers: int) -> list[dict[str, Any]]:
+    try:
+        import ray
+    except ImportError as err:
+        raise InputError("--executor ray needs Ray: pip install 'kv-forensics[ray]'") from err
+    started = False
+    if not ray.is_initialized():
+        kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
+        if address:
+            kwargs["address"] = address
+        else:
+            kwargs["num_cpus"] = max(1, workers)
+        ray.init(**kwargs)
+        started = True
+    try:
+        remote = ray.remote(num_cpus=1)(run_node)
+        return list(ray.get([remote.remote(t) for t in tasks]))
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def _load_outputs(con: duckdb.DuckDBPyConnection, stage: NodeStage, outputs: list[tuple[str, Path]]) -> None:
+    """Every node's tables into the main database, node-local ranks and item ids offset by node base."""
+    con.execute("CREATE OR REPLACE TEMP TABLE task_dirs (dir VARCHAR, node VARCHAR)")
+    con.executemany("INSERT INTO task_dirs VALUES (?, ?)", [[str(d), n] for n, d in outputs])
+    for table, local_cols in stage.tables.items():
+        files = ", ".join(sql_literal(d / f"{table}.parquet") for _, d in outputs)
+        shifted = ", ".join(f"t.{c} + x.base AS {c}" for c in local_cols)
+        replace = f" REPLACE ({shifted})" if shifted else ""
+        con.execute(
+            f"""CREATE OR REPLACE {"TEMP " if table in stage.scratch else ""}TABLE {table} AS
+                SELECT t.* EXCLUDE (dir){replace} FROM (
+                    SELECT * EXCLUDE (filename), parse_dirpath(filename) AS dir
+                    FROM read_parquet([{files}], filename = true)) t
+                JOIN task_dirs d USING (dir) JOIN node_index x ON x.node = d.node"""
+        )
+    con.execute("DROP TABLE task_dirs")
+    # the transfers that landed (odd positions), under the name the in-process run gives them
+    con.execute(
+        """CREATE OR REPLACE VIEW timeline_xfer AS SELECT node, pos, sub, op, room, start, "end", ts, ts_hi, src,
+           sender, xseq, ambiguous FROM timeline WHERE pos % 2 = 1"""
+    )
+
+
+def run_nodes(con: duckdb.DuckDBPyConnection, stage: NodeStage, execution: Execution) -> None:
+    """Run `stage` for every node with page telemetry and load its tables into `con`."""
+    nodes = telemetry_node_names(con)
+    execution.stats["replay"] = "screened" if execution.screen else "full"
+    if execution.workers == 0:
+        execution.workers = os.cpu_count() or 1 if execution.executor == "ray" else auto_workers(len(nodes))
+    if not nodes or (execution.executor == "process" and execution.workers == 1 and not execution.cache):
+        # one worker: the same steps for all nodes at once on this connection, no Parquet round trip
+        stage.run(con, execution.screen)
+        return
+    own_tmp = None
+    work = execution.workdir
+    if work is None:
+        own_tmp = tempfile.mkdtemp(prefix="kvf-work-")
+        work = Path(own_tmp)
+    try:
+        _run_all(con, stage, execution, nodes, work)
+    finally:
+        if own_tmp:
+            shutil.rmtree(own_tmp, ignore_errors=True)
+
+
+def auto_workers(nodes: int, cores: int | None = None) -> int:
+    """Worker processes by default: one per node, up to the cores, when there are more than two cores.
+    On two cores DuckDB's own threads already use both, and handing node tables through Parquet costs
+    more than the numpy steps gain (measured at 10M events: 126 s in-process, 166 s with 2 workers)."""
+    cores = cores or os.cpu_count() or 1
+    return 1 if cores <= 2 else max(1, min(cores, nodes))
+
+
+def _run_all(
+    con: duckdb.DuckDBPyConnection, stage: NodeStage, execution: Execution, nodes: list[str], work: Path
+) -> None:
+    code = _code_digest()
+    workers = max(1, min(execution.workers, len(nodes)))
+    threads = execution.threads or max(1, (os.cpu_count() or 1) // workers)
+    memory_limit = _share(execution.memory_limit, workers)
+    outputs: list[tuple[str, Path]] = []
+    tasks: list[NodeTask] = []
+    reused = 0
+    with timed("nodes/export"):
+        for i, node in enumerate(nodes):
+            key = _node_key(con, node, code, execution.screen) if execution.cache else None
+            cached = execution.cache / key if execution.cache and key else None
+            if cached is not None and (cached / "done").is_file():
+                outputs.append((node, cached))
+                reused += 1
+                continue
+            folder = work / "in" / f"n{i:05d}"
+            _export_inputs(con, node, folder)
+            target = cached if cached is not None else work / "out" / f"n{i:05d}"
+            tasks.append(NodeTask(stage, node, str(folder), str(target), memory_limit, threads, execution.screen))
+            outputs.append((node, target))
+    with timed(f"nodes/run ({len(tasks)} tasks, {execution.executor}, {workers} workers)"):
+        if execution.executor == "ray":
+            results = _run_ray(tasks, execution.ray_address, workers)
+        else:
+            results = _run_process(tasks, workers)
+    for task in tasks:
+        if execution.cache:
+            (Path(task.output) / "done").write_text("ok\n")
+    with timed("nodes/load"):
+        _load_outputs(con, stage, outputs)
+    if PROFILE:
+        for r in results:
+            print(f"[profile]   task {r['node']}: {r['events']} events, {r['seconds']}s {r['steps']}", file=sys.stderr)
+    execution.stats.update(
+        {"nodes": len(nodes), "tasks_run": len(tasks), "reused": reused, "workers": workers, "tasks": results}
+    )
+
+
+def _share(memory_limit: str | None, workers: int) -> str | None:
+    """Each worker gets an equal share of the memory limit (default: half the machine)."""
+    total = parse_size(memory_limit or default_memory_limit())
+    if total is None:
+        return memory_limit
+    return f"{max(64, total // workers >> 20)}MB"

@@ -1,0 +1,11 @@
+-- The timeline as a view (every node's rank fits, see timeline.sql): nothing is copied.
+-- grain: node, pos, sub; reads: page_events, timeline_xfer, timeline_keys; params: none
+CREATE OR REPLACE VIEW timeline AS
+SELECT e.node, e.seq * 2 AS pos, 0::BIGINT AS sub, e.op, e.room, e.start, e."end", e.ts, e.ts AS ts_hi, e.src,
+       NULL::VARCHAR AS sender, NULL::BIGINT AS xseq, false AS ambiguous,
+       own_key(e.seq) AS k, n.base + (e.seq * 2 - n.lo_pos) * n.s + 1 AS kg
+FROM page_events e JOIN timeline_keys n USING (node)
+WHERE e.op <> 'transfer'
+UNION ALL
+SELECT x.*, kv_key(x.pos, x.sub) AS k, n.base + (x.pos - n.lo_pos) * n.s + x.sub + 1 AS kg
+FROM timeline_xfer x JOIN timeline_keys n USING (node);
