@@ -22,16 +22,18 @@ demo: $(STAMP)
 	$(BIN)/forensics investigate sample_data/bundle --out out/sample
 	@echo "Open in a browser: $(CURDIR)/out/sample/report.html"
 
+# two workers, a test file per worker at a time (its module fixtures are built once)
 test: $(TEST_STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n 2 --dist loadfile
 
 lint: $(STAMP)
 	$(BIN)/ruff check forensics tests
+	$(BIN)/ruff format --check forensics tests
 	$(BIN)/mypy forensics
 
 # the fast loop: lint, types and the tests not marked slow (make test runs them all)
 check: lint
-	$(BIN)/python -m pytest -m "not slow"
+	$(BIN)/python -m pytest -n 2 --dist loadfile -m "not slow"
 
 # Regenerate the bundled sample incident (bundle + ground truth); deterministic: same bytes every run.
 sample: $(STAMP)

@@ -14,14 +14,13 @@ import duckdb
 
 import forensics
 from forensics.cohorts import assign_cohorts, exclusions_file, load_exclusions
-from forensics.db import connect, one, query_rows, timed
+from forensics.cohorts.preview import preview
+from forensics.db import connect, one, timed
 from forensics.findings import compute_findings, write_findings
 from forensics.ingest import copy_in_place, in_place_note, ingest_gateway, ingest_into, node_summary
 from forensics.intake import BundleConfig, InputFile, Window, sha256_file
 from forensics.outputs import make_private, private_files, write_json
 from forensics.ownership import Execution, rebuild_ownership
-
-SAMPLES = 5  # request ids shown per exclusion rule by the cohort preview
 
 
 @dataclass
@@ -223,37 +222,24 @@ def _ingest_bundle(bundle: Path, db: Path, exclusions: Path | None, self_contain
 
 
 def preview_cohorts(bundle: Path, exclusions: Path | None = None) -> dict[str, Any]:
-    """Counts per cohort and per rule, before and after exclusion; plain data."""
+    """The gateway log and the exclusion rules only: counts per cohort and per rule, before and after
+    exclusion (forensics.cohorts.preview); plain data."""
     excl = exclusions_file(bundle, exclusions)
     rules = load_exclusions(excl) if excl else []
     con = connect(":memory:")
     try:
         gateway = ingest_gateway(con, bundle)
-        samples = {}
-        for rule in rules:  # one rule alone: every request it matches, won or not
-            assign_cohorts(con, [rule])
-            samples[rule.label] = [r["request_id"] for r in query_rows(con, "cohorts", "preview_samples", n=SAMPLES)]
-        assign_cohorts(con, rules)
-        cohorts = query_rows(con, "cohorts", "preview_counts")
-        rule_rows = query_rows(con, "cohorts", "preview_rules")
-        won = {
-            r["label"]: [
-                x["request_id"] for x in query_rows(con, "cohorts", "preview_won", label=r["label"], n=SAMPLES)
-            ]
-            for r in rule_rows
-        }
+        counts = preview(con, rules)
     finally:
         con.close()
-    for r in rule_rows:
-        r["sample_matched"], r["sample_won"] = samples.get(r["label"], []), won[r["label"]]
-    total = sum(c["requests"] for c in cohorts)
-    customer = sum(c["requests"] for c in cohorts if c["cohort"] == "customer")
+    total = sum(c["requests"] for c in counts["cohorts"])
+    customer = sum(c["requests"] for c in counts["cohorts"] if c["cohort"] == "customer")
     return {
         "bundle": str(bundle),
         "exclusions": str(excl) if excl else None,
         "requests_before": total,
         "requests_after": customer,
-        "cohorts": cohorts,
-        "rules": rule_rows,
+        "cohorts": counts["cohorts"],
+        "rules": counts["rules"],
         "rows_rejected": sum(f.rows_rejected for f in gateway),
     }

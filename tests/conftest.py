@@ -1,12 +1,8 @@
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
+import pytest
 
-import pytest  # noqa: E402
-
-DATA = Path(__file__).parent / "data"
-EXAMPLE = DATA / "example"  # a copy of shared/spec/example: the contract's worked example
+from tests.support import EXAMPLE
 
 
 @pytest.fixture

@@ -7,9 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from truthcheck import compare
 
 from forensics.simulate import build_config, simulate
+from tests.support.truthcheck import compare
 
 pytestmark = pytest.mark.slow  # whole simulated incidents, analysed several times
 

@@ -25,9 +25,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from analysis import Findings
 
 from forensics.simulate.truth import replay
+from tests.support.analysis import Findings
 
 pytestmark = pytest.mark.slow  # whole simulated incidents, analysed several times
 

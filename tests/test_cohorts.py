@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-from bundlekit import gw, write_jsonl
 from typer.testing import CliRunner
 
 from forensics.cli import app
@@ -14,6 +13,7 @@ from forensics.cli.cohorts import as_text
 from forensics.cohorts import load_exclusions
 from forensics.errors import InputError
 from forensics.pipeline import preview_cohorts as preview
+from tests.support.bundlekit import gw, write_jsonl
 
 REQUESTS = [
     gw("r-acct", 1, account="acct-int"),

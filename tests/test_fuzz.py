@@ -13,7 +13,6 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pyarrow as pa
-from conftest import DATA
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -22,6 +21,7 @@ from forensics.audit.lines import LogLine, clean, logical_lines, split_prefix
 from forensics.audit.model import Facts
 from forensics.ingest import engine
 from forensics.intake import InputFile
+from tests.support import DATA
 
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 FUZZ_FILES = settings(FUZZ, max_examples=150)  # each example writes a file or builds many lines

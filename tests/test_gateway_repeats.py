@@ -9,7 +9,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from analysis import Findings
+
+from tests.support.analysis import Findings
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_data" / "bundle"
 FIELDS = (

@@ -16,10 +16,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from analysis import Findings
-from broken import add_garbage, garbage_cases
-from bundlekit import Node, engine_log, gw, write_jsonl, write_pages
-from conftest import EXAMPLE
+
+from tests.support import EXAMPLE
+from tests.support.analysis import Findings
+from tests.support.broken import add_garbage, garbage_cases
+from tests.support.bundlekit import Node, engine_log, gw, write_jsonl, write_pages
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 

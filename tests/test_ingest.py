@@ -11,10 +11,10 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from bundlekit import Node, engine_log, gw, write_gateway_csv, write_jsonl, write_pages, write_parquet
 
 from forensics.errors import InputError
 from forensics.pipeline import ingest_bundle
+from tests.support.bundlekit import Node, engine_log, gw, write_gateway_csv, write_jsonl, write_pages, write_parquet
 
 
 def _ingest(bundle: Path, tmp_path: Path):

@@ -8,30 +8,51 @@ import sys
 from pathlib import Path
 
 from forensics.cli import app
-from forensics.paths import query_files
-
-ROOT = Path(__file__).resolve().parents[1]
+from forensics.paths import PACKAGE, query_dir, query_files
 
 
-def _python_sources() -> str:
-    return "\n".join(p.read_text() for p in (ROOT / "forensics").rglob("*.py"))
+def _stage_sources(stage: str) -> str:
+    """The Python of one stage package: where its query files must be named."""
+    return "\n".join(p.read_text() for p in sorted((PACKAGE / stage).rglob("*.py")))
 
 
-def test_every_sql_file_is_used() -> None:
-    code = _python_sources()
+def test_every_sql_file_is_used_by_its_own_stage() -> None:
     unused = []
     for sql in query_files():
-        name = sql.stem
-        if not re.search(rf"['\"]{re.escape(name)}['\"]", code):
-            unused.append(str(sql.relative_to(ROOT)))
-    assert unused == [], f"SQL files no code runs: {unused}"
+        stage = sql.parent.parent.name
+        if not re.search(rf"['\"]{re.escape(sql.stem)}['\"]", _stage_sources(stage)):
+            unused.append(str(sql.relative_to(PACKAGE)))
+    assert unused == [], f"query files their stage never runs: {unused}"
 
 
 def test_every_sql_file_has_a_header() -> None:
     for sql in query_files():
-        head = sql.read_text().splitlines()[:6]
+        head = sql.read_text().splitlines()[:12]
         assert head and head[0].startswith("-- "), f"{sql.name}: first line should say what it builds"
         assert any(line.startswith("-- grain:") for line in head), f"{sql.name}: header lacks '-- grain:'"
+
+
+def _declared(sql: Path) -> set[str] | None:
+    lines = [line for line in sql.read_text().splitlines() if line.startswith("--") and "params:" in line]
+    if not lines:
+        return None
+    m = re.search(r"params:\s*([^;]*)", lines[0])
+    assert m is not None
+    text = re.sub(r"\([^)]*\)", "", m.group(1))  # "(hour | day)": what a value may be, not a name
+    return set(re.findall(r"\$?([a-z_]+)", text)) - {"none"}
+
+
+def test_every_sql_file_declares_exactly_the_parameters_it_reads() -> None:
+    for sql in query_files():
+        body = "\n".join(line.split("--")[0] for line in sql.read_text().splitlines())
+        read = set(re.findall(r"getvariable\('([a-z_]+)'\)", body)) | set(re.findall(r"\$([a-z_]+)\b", body))
+        declared = _declared(sql)
+        assert declared is not None, f"{sql.name}: header lacks 'params:'"
+        assert declared == read, f"{sql.name}: declares {sorted(declared)}, reads {sorted(read)}"
+
+
+def test_the_parameter_check_reads_a_header() -> None:
+    assert _declared(query_dir("report") / "blast_hours.sql") == {"bucket"}
 
 
 def test_every_command_has_help() -> None:

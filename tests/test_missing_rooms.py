@@ -9,7 +9,8 @@ from pathlib import Path
 
 import duckdb
 import pyarrow.parquet as pq
-from analysis import Findings
+
+from tests.support.analysis import Findings
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_data" / "bundle"
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from analysis import Findings
-from bundlekit import Node, engine_log, gw, write_jsonl, write_pages
-
 from forensics.pipeline import investigate
+from tests.support.analysis import Findings
+from tests.support.bundlekit import Node, engine_log, gw, write_jsonl, write_pages
 
 PS = 16
 

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from analysis import Findings
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from forensics.simulate import build_config, simulate
+from tests.support.analysis import Findings
 
 SEEDS = (21, 22)
 PROPS = settings(

@@ -7,10 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from analysis import Findings
 
 from forensics.ownership import Execution
 from forensics.simulate import build_config, simulate
+from tests.support.analysis import Findings
 
 REFERENCE = Path(__file__).parent / "reference" / "room_local.sql"
 COLUMNS = """node, room, seg_start, seg_end, k, kg, pos, op, ambiguous, ts, ts_hi, src_room, src_op,

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from analysis import Findings
 
 from forensics.intake import Window
 from forensics.ownership import Execution
 from forensics.ownership.steps.screen import RunMap, screen_events
 from forensics.simulate import build_config, simulate
+from tests.support.analysis import Findings
 
 
 def slot_model(opc, room, start, end) -> tuple[np.ndarray, list[tuple[int, int, int, int]]]:

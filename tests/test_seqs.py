@@ -7,12 +7,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from analysis import Findings
 
 import forensics.ingest.seqs as seqs
 from forensics.db import run_query
 from forensics.ingest.seqs import seq_jumps
 from forensics.simulate import build_config, simulate
+from tests.support.analysis import Findings
 
 
 def gaps_again(run: Findings) -> list[tuple]:

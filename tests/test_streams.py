@@ -10,11 +10,11 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from analysis import Findings
 
 from forensics.ownership.execution.streams import OutOfOrder, alongside, in_order, rising
 from forensics.ownership.steps.screen import screen_rooms
 from forensics.simulate import build_config, simulate
+from tests.support.analysis import Findings
 
 
 def split(cols: list[np.ndarray], cuts: list[int]) -> list[list[np.ndarray]]:

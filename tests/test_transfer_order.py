@@ -11,8 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from analysis import Findings
-from bundlekit import Node, engine_log, gw, write_jsonl, write_pages
+
+from tests.support.analysis import Findings
+from tests.support.bundlekit import Node, engine_log, gw, write_jsonl, write_pages
 
 S, R = 3, 4
 

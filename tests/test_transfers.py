@@ -10,11 +10,11 @@ from pathlib import Path
 import duckdb
 import numpy as np
 import pytest
-from analysis import Findings
 
 import forensics.ownership.steps.transfers as transfers
 from forensics.db import connect
 from forensics.simulate import build_config, simulate
+from tests.support.analysis import Findings
 
 # the definition: what the numpy passes must equal (the SQL they replaced)
 REFERENCE = """

@@ -6,7 +6,7 @@ import csv
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from analysis import Findings
+from tests.support.analysis import Findings
 
 
 @dataclass
