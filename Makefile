@@ -40,7 +40,7 @@ sample: $(STAMP)
 	rm -rf sample_data/bundle sample_data/truth
 	$(BIN)/forensics simulate sample_data --seed 7 --preset incident
 
-# Benchmarks (issue #7): investigate vs a plain DuckDB scan vs a per-event replay; see benchmarks/README.md.
+# Benchmarks: investigate vs a plain DuckDB scan vs a per-event replay; see benchmarks/README.md.
 # e.g. make bench BENCH_ARGS="--sizes 100M --timeout 3600"
 BENCH_ARGS ?=
 bench: $(STAMP)

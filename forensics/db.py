@@ -17,7 +17,7 @@ from typing import Any
 import duckdb
 
 from forensics import keys
-from forensics.paths import load_query
+from forensics.paths import load_query, step_files
 
 
 def sql_literal(value: str | Path) -> str:
@@ -107,10 +107,11 @@ def _bind(con: duckdb.DuckDBPyConnection, params: dict[str, Any]) -> None:
 
 
 def run_query(con: duckdb.DuckDBPyConnection, stage: str, name: str, **params: Any) -> None:
-    """Run forensics/<stage>/queries/<name>.sql."""
+    """Run forensics/<stage>/queries/<name>.sql, or each file of the folder <name>/ in order."""
     _bind(con, params)
     with timed(f"{stage}/{name}"):
-        con.execute(load_query(stage, name))
+        for path in step_files(stage, name):
+            con.execute(path.read_text(encoding="utf-8"))
 
 
 def query_rows(con: duckdb.DuckDBPyConnection, stage: str, name: str, **params: Any) -> list[dict[str, Any]]:

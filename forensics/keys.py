@@ -4,7 +4,7 @@ macros, never the numbers).
 
 A node's events form one ordered stream. Its own event with seq s sits at position pos = 2*s; the
 transfers that landed in its pool right after its event seq_lo sit at pos = 2*seq_lo + 1, ranked
-among themselves by sub = 1, 2, ... (forensics/ownership/queries/timeline.sql). One BIGINT orders a
+among themselves by sub = 1, 2, ... (forensics/ownership/queries/timeline/). One BIGINT orders a
 node's stream:
 
     k = pos * SUB_SPAN + sub          (own events: sub = 0, so k = seq * OWN_STRIDE)
@@ -29,6 +29,10 @@ NODE_SPAN = 1 << 40  # a node's base = its number * NODE_SPAN; ranks within a no
 OPS = ("alloc", "free", "write", "xfer", "read", "share", "inj")
 
 MACROS = {
+    # the position of an own event, and of the transfers that landed right after own event seq_lo
+    "own_pos(seq)": "seq * 2",
+    "landed_pos(seq_lo)": "seq_lo * 2 + 1",
+    "is_landed_pos(pos)": "pos % 2 = 1",
     # the key of a position and rank, and back
     "kv_key(pos, sub)": f"pos * {SUB_SPAN} + sub",
     "own_key(seq)": f"seq * {OWN_STRIDE}",
@@ -39,6 +43,7 @@ MACROS = {
     # a node's base from its number, and back
     "node_base(n)": f"n * {NODE_SPAN}",
     "node_number(base)": f"base >> {NODE_SPAN.bit_length() - 1}",
+    "node_end(base)": f"base + {NODE_SPAN - 1}",  # a node's highest rank: the open end of a holding
     # an op's code (its index in OPS); NULL for an op not in OPS
     "op_code(op)": "CASE op " + " ".join(f"WHEN '{o}' THEN {i}" for i, o in enumerate(OPS)) + " END",
     "op_name(code)": "['" + "', '".join(OPS) + "'][code + 1]",

@@ -1,7 +1,7 @@
 """Ingest stage: every evidence file of a bundle into typed DuckDB tables, with row accounting.
 
 Reads: the bundle. Writes: files, rejected, gateway, page_events, engine_lines, engine_requests,
-node_config (see ingest/queries/schema.sql), and returns the manifest's input entries.
+node_config (see ingest/queries/schema/), and returns the manifest's input entries.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 ... free'd at ... alloc'd at"): for each confirmed exposure, where the reader attended, who wrote
 the slots and how, when they were freed, and when the reader got them.
 
-Input: slot ranges merged in SQL (prov_stale.sql, prov_foreign.sql, prov_ranges.sql), only the first
+Input: slot ranges merged in SQL (prov_stale/, prov_foreign.sql, prov_ranges.sql), only the first
 MAX_RANGES per response plus per-response counts; output: blocks of plain text lines.
 """
 

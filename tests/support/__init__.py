@@ -3,5 +3,11 @@
 
 from pathlib import Path
 
-DATA = Path(__file__).resolve().parents[1] / "data"
+ROOT = Path(__file__).resolve().parents[2]  # the checkout
+TESTS = ROOT / "tests"
+DATA = TESTS / "data"
 EXAMPLE = DATA / "example"  # a copy of shared/spec/example: the contract's worked example
+GOLDEN = TESTS / "golden"
+REFERENCE = TESTS / "reference"  # SQL definitions the fast paths are checked against
+SAMPLE = ROOT / "sample_data" / "bundle"
+BENCH = ROOT / "benchmarks"

@@ -2,7 +2,7 @@
 -- grain: alternative; reads: ambiguous_landings, prestate_runs (forensics.findings), page_events, node_index;
 -- params: none
 -- For a read whose writer in the timeline's order is `later_k`, on [ov_start, ov_end), `earlier_k` may
--- be the last write instead (conflict_reads.sql adds it as a possible source, the read unsettled):
+-- be the last write instead (conflict_reads/ adds it as a possible source, the read unsettled):
 -- - a write inside the landing's window: the landing may have come after it (later = the write,
 --   earlier = the landing);
 -- - a read inside the window of the landing's data: the landing may have come after the read, which

@@ -31,5 +31,5 @@ SELECT b.node, b.seg_start, b.seg_end, b.k, b.pos, b.op, b.room, b.ts, b.w_room,
        OR EXISTS (SELECT 1 FROM seq_gaps g WHERE g.node = b.node
                   AND g.next_pos > coalesce(key_pos(b.w_k), -1) AND g.prev_pos < b.pos) AS uncertain,
        (b.a_k IS NULL OR b.a_k < coalesce(b.f_k, -1)) AS unheld,
-       false AS unsettled  -- set by conflict_reads.sql: two transfers may have filled these slots in either order
+       false AS unsettled  -- set by conflict_reads/: two transfers may have filled these slots in either order
 FROM base b;

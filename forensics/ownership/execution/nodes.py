@@ -233,7 +233,7 @@ def _load_outputs(con: duckdb.DuckDBPyConnection, stage: NodeStage, outputs: lis
     # the transfers that landed (odd positions), under the name the in-process run gives them
     con.execute(
         """CREATE OR REPLACE VIEW timeline_xfer AS SELECT node, pos, sub, op, room, start, "end", ts, ts_hi, src,
-           sender, xseq, ambiguous FROM timeline WHERE pos % 2 = 1"""
+           sender, xseq, ambiguous FROM timeline WHERE is_landed_pos(pos)"""
     )
 
 

@@ -1,6 +1,6 @@
 -- Reads whose content predates their room's allocation (no own or injected write since their alloc):
 -- placeholders, shares, reads of unallocated slots; their content is the node's last write before the
--- read, found by history_direct.sql (screened run) or history_search.sql + history_cand.sql (full
+-- read, found by history_direct/ (screened run) or history_search/ + history_cand.sql (full
 -- replay), which also sets qidx. Item ids count per node from its base: no dependence on other nodes.
 -- grain: item; reads: room_state, node_index; params: none
 CREATE OR REPLACE TABLE history_items AS

@@ -4,6 +4,6 @@
 -- grain: node, room, rseg, a_k; reads: room_state, node_index; params: none
 CREATE OR REPLACE TABLE holdings AS
 SELECT s.node, s.room, s.seg_start, s.seg_end, s.k AS a_k, s.nf_k AS f_k, s.kg AS kg_a,
-       coalesce(s.nf_kg, x.base + 1099511627775) AS kg_f
+       coalesce(s.nf_kg, node_end(x.base)) AS kg_f
 FROM room_state s JOIN node_index x USING (node)
 WHERE s.op = 'alloc';

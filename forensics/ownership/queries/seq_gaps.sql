@@ -4,11 +4,11 @@
 -- grain: node, prev_seq; reads: seq_jumps, page_events, replay_window; params: none
 CREATE OR REPLACE TABLE seq_gaps AS
 SELECT j.node, j.prev_seq, j.next_seq, j.next_seq - j.prev_seq - 1 AS missing,
-       j.prev_seq * 2 AS prev_pos, j.next_seq * 2 AS next_pos, a.ts AS prev_ts, b.ts AS next_ts, 'lost' AS kind
+       own_pos(j.prev_seq) AS prev_pos, own_pos(j.next_seq) AS next_pos, a.ts AS prev_ts, b.ts AS next_ts, 'lost' AS kind
 FROM seq_jumps j  -- forensics.seqs: consecutive seqs of a node more than 1 apart
 JOIN page_events a ON a.node = j.node AND a.seq = j.prev_seq
 JOIN page_events b ON b.node = j.node AND b.seq = j.next_seq
 UNION ALL
-SELECT p.node, min(p.seq) - 1, min(p.seq), NULL, -1, min(p.seq) * 2, any_value(w.since), arg_min(p.ts, p.seq),
+SELECT p.node, min(p.seq) - 1, min(p.seq), NULL, -1, own_pos(min(p.seq)), any_value(w.since), arg_min(p.ts, p.seq),
        'window_start'
 FROM page_events p, replay_window w WHERE w.since IS NOT NULL GROUP BY p.node;

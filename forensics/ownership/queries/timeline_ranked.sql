@@ -1,9 +1,9 @@
 -- The timeline as a table with a dense per-node rank, for a node whose seq span is too wide for the
--- sort-free rank (see timeline.sql).
+-- sort-free rank (see timeline/).
 -- grain: node, pos, sub; reads: page_events, timeline_xfer, timeline_keys; params: none
 CREATE OR REPLACE TABLE timeline AS
 WITH e AS (
-    SELECT node, seq * 2 AS pos, 0::BIGINT AS sub, op, room, start, "end", ts, ts AS ts_hi, src,
+    SELECT node, own_pos(seq) AS pos, 0::BIGINT AS sub, op, room, start, "end", ts, ts AS ts_hi, src,
            NULL::VARCHAR AS sender, NULL::BIGINT AS xseq, false AS ambiguous
     FROM page_events WHERE op <> 'transfer'
     UNION ALL

@@ -7,11 +7,11 @@ Two transfers X and Y into one receiver are ordered only when one of these holds
   Y after event seq_lo.
 Anything else, in particular an order of the senders' own stamps, proves nothing: sender clocks
 differ by up to seconds. Where the slots of an unordered pair overlap, every slot of the overlap has
-two possible last writers; the findings (findings/queries/conflict_reads.sql) make each reader of it
+two possible last writers; the findings (findings/queries/conflict_reads/) make each reader of it
 indeterminate and name the other transfer's room as a possible source.
 
 The timeline places transfers in the order (seq_lo, land_lo, sender, xseq) (ownership/queries/
-timeline.sql: pos from seq_lo, then the sub rank). That order is a linear extension of the proven
+timeline/: pos from seq_lo, then the sub rank). That order is a linear extension of the proven
 orders above whenever a sender's stamps rise with its seq; a pair for which it is not (a proven
 order the timeline contradicts) is reported here as unordered too, so the findings never rely on it.
 

@@ -10,7 +10,7 @@ GROUP BY over every distinct stamp and two ASOF joins.
 Reads: page_events, landing_bounds, transfer_links. Writes: landing_seqs (link, seq_max, seq_min; link:
 the transfer's row in transfer_links, see ownership/queries/landing_bounds.sql).
 
-window_hits, once the windows are fixed (transfer_landing.sql): which transfers have a receiver event
+window_hits, once the windows are fixed (transfer_landing/): which transfers have a receiver event
 touching the same slots strictly inside their landing window (seq_lo, seq_hi), for the narrow windows
 (at most NARROW seqs wide: the usual case). One pass over each receiver's events in seq order; each
 transfer looks only at the events inside its own window. Writes: landing_window_hits (sender, xseq).
@@ -180,7 +180,7 @@ def _table(x: dict, seq_max: np.ndarray, no_max: np.ndarray, seq_min: np.ndarray
     )
 
 
-NARROW = 1024  # windows this many seqs wide or less (landing_ambiguous.sql joins the wider ones)
+NARROW = 1024  # windows this many seqs wide or less (landing_ambiguous/ joins the wider ones)
 
 
 @njit(cache=True, nogil=True)

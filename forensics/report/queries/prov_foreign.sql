@@ -3,7 +3,7 @@
 -- writer's own free of those slots before it (an abort), and the recipient's read.
 -- grain: request_id, node, seg, write pos; reads: report_prov, write_effects, timeline, room_requests; params: none
 CREATE OR REPLACE TEMP TABLE prov_foreign_rows AS
-WITH src AS (  -- the request of each writing room named here (as in prov_stale.sql)
+WITH src AS (  -- the request of each writing room named here (as in prov_stale/)
     SELECT DISTINCT ON (room) room, request_id, account_id, cohort FROM room_requests
     WHERE room IN (SELECT room FROM write_effects) ORDER BY room, request_id)
 SELECT p.request_id, we.node, we.seg_start, we.seg_end, we.room AS source_room,

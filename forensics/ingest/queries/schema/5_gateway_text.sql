@@ -1,0 +1,8 @@
+-- gateway is a view (forensics.ingest.gateway.define_gateway), like page_events: these rows from text
+-- files, and the valid rows of Parquet files with the contract's column types read in place.
+-- grain: gateway_text; reads: nothing; params: none
+CREATE TABLE IF NOT EXISTS gateway_text (
+    request_id VARCHAR, ts TIMESTAMPTZ, account_id VARCHAR, api_token_id VARCHAR, client_ip VARCHAR,
+    user_agent VARCHAR, model VARCHAR, status INTEGER, prompt_tokens BIGINT, completion_tokens BIGINT,
+    duration_ms DOUBLE, bootstrap_room BIGINT, prefill_node VARCHAR, decode_node VARCHAR, headers JSON,
+    file_id INTEGER, row BIGINT);

@@ -1,0 +1,5 @@
+-- Step 7 of schema: makes engine_requests.
+-- grain: engine_requests; reads: nothing; params: none
+CREATE TABLE IF NOT EXISTS engine_requests (
+    node VARCHAR, rid VARCHAR, room BIGINT, kind VARCHAR, input_len BIGINT, output_len BIGINT,
+    max_input_len BIGINT, detail VARCHAR, ts TIMESTAMPTZ, file_id INTEGER, line BIGINT);

@@ -1,0 +1,6 @@
+-- Step 2 of room_injected: makes room_injected.
+-- grain: room_injected; reads: inj_pairs; params: none
+CREATE OR REPLACE TABLE room_injected AS
+SELECT node, holder, room, k, kg, pos, greatest(seg_start, h_start) AS start, least(seg_end, h_end) AS "end",
+       ambiguous, ts, ts_hi, op
+FROM inj_pairs WHERE h_node = node AND holder <> room AND h_start < seg_end AND h_end > seg_start;

@@ -1,0 +1,1 @@
+"""Tests of the audit stage (forensics.audit)."""

@@ -1,0 +1,494 @@
+"""Config audit: KV pool size against context length, from engine startup logs."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from forensics.audit import OK, TOO_SMALL, UNKNOWN, ServerAudit, audit_engine_dirs, audit_paths
+from forensics.audit.lines import clean, logical_lines, split_prefix
+from forensics.audit.verdict import sglang_max_input
+from forensics.errors import InputError
+from tests import support
+
+DATA = support.DATA / "audit"
+SPEC_ENGINE = Path("/work/shared/spec/example/bundle/engine")
+ROOT = support.ROOT
+CLI = ROOT / ".venv" / "bin" / "forensics"
+
+
+def one(name: str, context_length: int | None = None) -> ServerAudit:
+    audits = audit_paths([DATA / name], context_length=context_length)
+    assert len(audits) == 1
+    return audits[0]
+
+
+def run_cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    cmd = [str(CLI)] if CLI.exists() else [sys.executable, "-m", "forensics"]
+    return subprocess.run([*cmd, "audit-config", *map(str, args)], capture_output=True, text=True, cwd=ROOT)
+
+
+# --- line handling -------------------------------------------------------------------------------
+
+
+def test_prefixes_give_ranks_and_message() -> None:
+    assert split_prefix("[2026-03-25 09:32:19.123 DP1 TP3] KV Cache is allocated.")[:2] == (
+        "KV Cache is allocated.",
+        "DP1 TP3",
+    )
+    assert split_prefix("[2026-03-25 09:32:19 PP0 TP1 EP1] x")[1] == "PP0 TP1 EP1"
+    msg, rank, found = split_prefix(
+        "2026-02-19T23:56:55.123456789Z (EngineCore_DP0 pid=123) INFO 02-19 23:56:55 [file.py:524] GPU KV"
+    )
+    assert (msg, rank, found) == ("GPU KV", "DP0", True)
+    assert split_prefix("INFO 02-19 23:56:55 file.py:524] hello")[0] == "hello"
+    assert split_prefix("KV Cache is allocated. #tokens: 5")[2] is False
+
+
+def test_ansi_and_control_characters_removed() -> None:
+    assert clean("\x1b[32m[2026-01-01 00:00:00]\x1b[0m \x1b[1mhi\x1b[0m\x00") == "[2026-01-01 00:00:00] hi"
+    assert clean("\\u001b[31mred\\u001b[0m") == "red"
+
+
+def test_wrapped_server_args_and_scheduler_line_are_joined() -> None:
+    audit = one("sglang_ansi_wrapped.log")
+    # role and page size sit in later physical pieces of the wrapped server_args line
+    assert (audit.role, audit.page_size) == ("decode", 64)
+    # the scheduler line is split inside the number "163|840"
+    assert audit.context_len == 163840
+    assert audit.verdict == OK
+    assert {r["rank"] for r in audit.ranks} == {"TP0", "TP1"}
+    assert any(e.line == 1 and "server_args=" in e.text for e in audit.evidence)
+
+
+def test_short_unprefixed_line_is_not_joined() -> None:
+    data = [b"[2026-01-01 00:00:00] # GPU blocks: 10\n", b"100%|####| 5/5\n"]
+    lines = list(logical_lines("f", data))
+    assert [ln.text for ln in lines] == ["# GPU blocks: 10", "100%|####| 5/5"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.binary(max_size=300), max_size=20))
+def test_arbitrary_bytes_never_raise(chunks: list[bytes]) -> None:
+    lines = list(logical_lines("f", chunks))
+    assert all(ln.line >= 1 and "\x00" not in ln.text for ln in lines)
+
+
+def test_binary_garbage_and_non_utf8(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    log.write_bytes(
+        b"\x00\xff\xfe\x89PNG\r\n\x1a\n\xde\xad\xbe\xef\n"
+        b"[2026-03-25 09:32:19] KV Cache is allocated. #tokens: 9000, K size: 0.6 GB, "
+        b"V size: 0.6 GB \xe9\xff\n"
+        b"\xc3\x28 garbage \x00\x00\n"
+        b"[2026-03-25 09:32:19] max_total_num_tokens=9000, chunked_prefill_size=4096, "
+        b"max_prefill_tokens=16384, "
+        b"max_running_requests=64, context_len=8192, available_gpu_mem=1.00 GB\n"
+    )
+    audit = audit_paths([log])[0]
+    assert (audit.engine, audit.pool_tokens, audit.context_len, audit.verdict) == ("sglang", 9000, 8192, OK)
+    # physical lines: 1 "..PNG\r", 2 "\x1a", 3 "\xde..", 4 the pool, 5 garbage, 6 the scheduler line
+    assert [e.line for e in audit.evidence] == [6]
+    assert [p["line"] for p in audit.ranks[0]["pools"]] == [4, 6]
+
+
+# --- SGLang --------------------------------------------------------------------------------------
+
+
+def test_sglang_21395_block_fits() -> None:
+    audit = one("sglang_21395.log")
+    assert (audit.engine, audit.role, audit.pool_tokens, audit.context_len) == (
+        "sglang",
+        "unified",
+        105600,
+        40960,
+    )
+    assert audit.max_req_input_len == 40954
+    assert audit.verdict == OK and audit.context_source == "log"
+
+
+def test_sglang_30233_pd_pair_leak_window() -> None:
+    audits = {a.node: a for a in audit_paths([DATA / "pd_30233"])}
+    pre, dec = audits["prefill-0"], audits["decode-0"]
+    assert (pre.role, pre.pool_tokens, pre.context_len, pre.page_size) == ("prefill", 284928, 1048576, 64)
+    assert pre.verdict == TOO_SMALL and pre.max_req_input_len == 284922
+    assert "284922 + 6 < context 1048576" in pre.reason
+    assert any("Input length (284937 tokens)" in e.text and e.line == 10 for e in pre.evidence)
+    assert (dec.role, dec.verdict, dec.max_req_input_len) == ("decode", OK, 1048570)
+    assert pre.leak_windows == dec.leak_windows
+    window = pre.leak_windows[0]
+    assert (window["start"], window["end"], window["empty"]) == (284922, 1048570, False)
+    assert 284937 in range(window["start"], window["end"])
+
+
+def test_spec_bundle_leak_window() -> None:
+    audits = {a.node: a for a in audit_engine_dirs(SPEC_ENGINE)}
+    assert set(audits) == {"prefill-0", "decode-0"}
+    pre, dec = audits["prefill-0"], audits["decode-0"]
+    assert (pre.pool_tokens, pre.max_req_input_len, pre.verdict) == (4096, 4090, TOO_SMALL)
+    assert (dec.pool_tokens, dec.context_len, dec.max_req_input_len, dec.verdict) == (8192, 8192, 8186, OK)
+    assert pre.leak_windows == [
+        {
+            "prefill": str(SPEC_ENGINE / "prefill-0"),
+            "decode": str(SPEC_ENGINE / "decode-0"),
+            "context_len": 8192,
+            "start": 4090,
+            "end": 8186,
+            "empty": False,
+        }
+    ]
+    assert sglang_max_input(8192, 4096) == 4090 and sglang_max_input(8192, 8192) == 8186
+
+
+def test_no_leak_window_when_prefill_pool_is_larger(tmp_path: Path) -> None:
+    for node, mode, pool in (("p", "prefill", 9000), ("d", "decode", 8192)):
+        (tmp_path / node).mkdir()
+        (tmp_path / node / "server.log").write_text(
+            "[2026-01-01 00:00:00] server_args=ServerArgs(context_length=8192, "
+            f"disaggregation_mode='{mode}')\n"
+            f"[2026-01-01 00:00:01] max_total_num_tokens={pool}, chunked_prefill_size=1, "
+            "max_prefill_tokens=1, "
+            "max_running_requests=1, context_len=8192, available_gpu_mem=1.00 GB\n"
+        )
+    audits = audit_engine_dirs(tmp_path)
+    assert [a.verdict for a in audits] == [OK, OK]
+    assert audits[0].leak_windows[0]["empty"] is True
+    assert audits[0].leak_windows[0]["start"] == audits[0].leak_windows[0]["end"] == 8186
+
+
+def test_sglang_ranks_disagree_smallest_decides() -> None:
+    audit = one("sglang_ranks_disagree.log")
+    pools = {r["rank"]: r["pool_tokens"] for r in audit.ranks}
+    assert pools == {"DP0 TP0": 150000, "DP0 TP1": 150000, "DP1 TP2": 150000, "DP1 TP3": 120000}
+    assert (audit.pool_tokens, audit.verdict) == (120000, TOO_SMALL)
+    assert "DP1 TP3" in audit.reason and audit.max_req_input_len == 119994
+    assert any(e.line == 5 for e in audit.evidence)
+
+
+def test_sglang_swa_full_pool_binds() -> None:
+    audit = one("sglang_swa.log")
+    # the SWA pool (400000) would hold the context; the full-attention pool (100000) does not
+    assert (audit.pool_tokens, audit.context_len, audit.verdict) == (100000, 131072, TOO_SMALL)
+    tp0 = next(r for r in audit.ranks if r["rank"] == "TP0")
+    assert tp0["binding"] == "full_layer_tokens" and len(tp0["pools"]) == 4
+
+
+def test_sglang_second_unlabeled_pool_does_not_bind() -> None:
+    audit = one("sglang_draft.log")  # target 70000 then a draft worker's 30000 on the same rank
+    assert (audit.pool_tokens, audit.verdict) == (70000, OK)
+    kinds = [p["kind"] for p in audit.ranks[0]["pools"]]
+    assert "kv (second pool on this rank)" in kinds
+
+
+def test_sglang_labeled_draft_pool_does_not_rescue() -> None:
+    audit = one("sglang_labeled_draft.log")  # 0.5.23 format, target 50000 < 65536, draft 300000
+    assert (audit.pool_tokens, audit.verdict, audit.page_size) == (50000, TOO_SMALL, 16)
+
+
+def test_sglang_cut_log_is_unknown_never_guessed() -> None:
+    audit = one("sglang_cut.log")
+    assert (audit.verdict, audit.pool_tokens, audit.context_len) == (UNKNOWN, None, 32768)
+    assert "no KV pool line" in audit.reason
+    assert one("sglang_cut.log", context_length=1000).verdict == UNKNOWN
+
+
+def test_sglang_unprefixed_custom_format_and_pool_warning() -> None:
+    audit = one("sglang_custom_format.log")  # the incident: 681,280-token pool, context 1,048,576
+    assert (audit.role, audit.pool_tokens, audit.context_len, audit.verdict) == (
+        "prefill",
+        681280,
+        1048576,
+        TOO_SMALL,
+    )
+    assert "KV pool holds 681280" in audit.reason and audit.max_req_input_len == 681274
+
+
+def test_sglang_overlength_line_needs_a_context() -> None:
+    bare = one("sglang_overlength_only.log")
+    assert bare.verdict == UNKNOWN and bare.max_req_input_len == 284922
+    with_ctx = one("sglang_overlength_only.log", context_length=1048576)
+    assert (with_ctx.verdict, with_ctx.pool_tokens, with_ctx.context_source) == (
+        TOO_SMALL,
+        284928,
+        "--context-length",
+    )
+    # M + 6 == context: the context, not the pool, was the limit; nothing is proven
+    assert one("sglang_overlength_only.log", context_length=284928).verdict == UNKNOWN
+
+
+def test_sglang_restart_audits_last_start_only() -> None:
+    audit = one("sglang_restarted.log")
+    assert (audit.pool_tokens, audit.verdict) == (90000, OK)
+    assert any("2 server starts" in n for n in audit.notes)
+
+
+def test_context_length_option_does_not_override_log() -> None:
+    audit = one("sglang_21395.log", context_length=999999)
+    assert (audit.context_len, audit.context_source, audit.verdict) == (40960, "log", OK)
+    assert any("ignored" in n for n in audit.notes)
+
+
+# --- vLLM ----------------------------------------------------------------------------------------
+
+
+def test_vllm_v1_ok_with_separators_and_docker_prefix() -> None:
+    audit = one("vllm_v1_ok.log")
+    assert (audit.engine, audit.pool_tokens, audit.context_len) == ("vllm", 1234567, 32768)
+    assert (audit.max_concurrency, audit.verdict) == (37.68, OK)
+    assert audit.model == "Qwen/Qwen3-8B"
+
+
+def test_vllm_concurrency_beats_token_count() -> None:
+    low = one("vllm_v1_hybrid_low.log")  # 300,000 tokens > 262,144 but 0.85x
+    assert (low.verdict, low.max_concurrency) == (TOO_SMALL, 0.85)
+    high = one("vllm_v1_hybrid_ok.log")  # 200,000 tokens < 262,144 but 2.41x (hybrid model)
+    assert (high.verdict, high.pool_tokens, high.context_len) == (OK, 200000, 262144)
+
+
+def test_vllm_dp_ranks_disagree() -> None:
+    audit = one("vllm_dp_disagree.log")
+    assert {r["rank"]: r["concurrency"] for r in audit.ranks} == {"DP0": 1.2, "DP1": 0.95}
+    assert (audit.pool_tokens, audit.verdict) == (124518, TOO_SMALL)
+
+
+def test_vllm_v1_needed_memory_error() -> None:
+    audit = one("vllm_v1_needed_error.log")
+    assert (audit.verdict, audit.context_len, audit.pool_tokens) == (TOO_SMALL, 262144, None)
+    assert "87840" in audit.reason
+
+
+def test_vllm_v0_max_seq_len_error_and_default_block_size() -> None:
+    audit = one("vllm_v0_error.log")
+    assert (audit.verdict, audit.pool_tokens, audit.context_len, audit.page_size) == (
+        TOO_SMALL,
+        32768,
+        131072,
+        16,
+    )
+    assert any(e.line == 9 and "max seq len (131072)" in e.text for e in audit.evidence)
+    assert any("assumed" in n for n in audit.notes)
+
+
+def test_vllm_v0_block_size_from_log() -> None:
+    audit = one("vllm_v0_blocksize_ok.log")  # '# cuda blocks: 4096' with block_size=32
+    assert (audit.pool_tokens, audit.page_size, audit.verdict) == (131072, 32, OK)
+    audit = one("vllm_v0_default_block.log")  # 1000 blocks x 16 >= max_seq_len 8192, no concurrency line
+    assert (audit.pool_tokens, audit.context_len, audit.verdict) == (16000, 8192, OK)
+
+
+def test_vllm_rounded_concurrency_falls_back_to_tokens(tmp_path: Path) -> None:
+    log = tmp_path / "v.log"
+    log.write_text(
+        "(EngineCore_DP0 pid=1) INFO 01-01 00:00:00 [kv_cache_utils.py:1] GPU KV cache size: 8,190 tokens\n"
+        "(EngineCore_DP0 pid=1) INFO 01-01 00:00:00 [kv_cache_utils.py:2] "
+        "Maximum concurrency for 8,192 tokens per request: 1.00x\n"
+    )
+    assert audit_paths([log])[0].verdict == TOO_SMALL
+
+
+# --- TensorRT-LLM and LMDeploy -------------------------------------------------------------------
+
+
+def test_trtllm_ok() -> None:
+    audit = one("trtllm_ok.log")
+    assert (audit.engine, audit.pool_tokens, audit.context_len, audit.page_size, audit.verdict) == (
+        "trtllm",
+        220480,
+        131072,
+        64,
+        OK,
+    )
+
+
+def test_trtllm_adjusted_max_seq_len_is_a_proof() -> None:
+    audit = one("trtllm_adjusted.log")
+    assert (audit.pool_tokens, audit.context_len, audit.verdict) == (8224, 131072, TOO_SMALL)
+    assert "cut max_seq_len to 8224" in audit.reason
+
+
+def test_trtllm_context_from_option() -> None:
+    assert one("trtllm_no_context.log").verdict == UNKNOWN
+    small = one("trtllm_no_context.log", context_length=32768)
+    assert (small.verdict, small.pool_tokens, small.context_source) == (TOO_SMALL, 16384, "--context-length")
+    assert one("trtllm_no_context.log", context_length=8192).verdict == OK
+
+
+def test_lmdeploy_truncated_session_len() -> None:
+    audit = one("lmdeploy_truncated.log")
+    assert (audit.engine, audit.pool_tokens, audit.context_len, audit.verdict) == (
+        "lmdeploy",
+        42880,
+        196608,
+        TOO_SMALL,
+    )
+
+
+def test_lmdeploy_block_manager() -> None:
+    audit = one("lmdeploy_blocks_ok.log")  # 159 blocks x cache_block_seq_len 128; block_size=64 MB is bytes
+    assert (audit.pool_tokens, audit.context_len, audit.page_size, audit.verdict) == (20352, 2056, 128, OK)
+
+
+def test_lmdeploy_blocks_without_block_length_is_unknown(tmp_path: Path) -> None:
+    log = tmp_path / "tm.log"
+    log.write_text("[TM][INFO] [BlockManager] block_size = 64 MB\n[TM][INFO] [BlockManager] max_block_count = 159\n")
+    audit = audit_paths([log], context_length=2048)[0]
+    assert (audit.engine, audit.pool_tokens, audit.verdict) == ("lmdeploy", None, UNKNOWN)
+
+
+def test_unknown_engine() -> None:
+    audit = one("unknown_engine.log")
+    assert (audit.engine, audit.verdict) == ("unknown", UNKNOWN)
+    assert "not recognised" in audit.reason
+
+
+# --- inputs and errors ---------------------------------------------------------------------------
+
+
+def test_folder_of_files_is_one_server_and_empty_folder_unknown(tmp_path: Path) -> None:
+    node = tmp_path / "node"
+    node.mkdir()
+    shutil.copy(DATA / "pd_30233" / "prefill-0" / "server.log", node / "a.log")
+    (node / "b.log").write_text("[2026-02-11 14:04:41 DP7 TP7] KV Cache is allocated. #tokens: 1000, KV size: 1 GB\n")
+    audits = audit_paths([node])
+    assert len(audits) == 1 and audits[0].pool_tokens == 1000 and audits[0].node == "node"
+    assert any(e.file.endswith("b.log") for e in audits[0].evidence)
+    (tmp_path / "empty").mkdir()
+    empty = audit_paths([tmp_path / "empty"])[0]
+    assert empty.verdict == UNKNOWN and "no log files" in empty.reason
+
+
+def test_missing_path_is_input_error() -> None:
+    with pytest.raises(InputError, match="nope.log"):
+        audit_paths([DATA / "nope.log"])
+
+
+def test_unreadable_file_is_input_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    log = tmp_path / "locked.log"
+    log.write_text("x\n")
+
+    def denied(self: Path, *args: object, **kwargs: object) -> None:
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setattr(Path, "open", denied)
+    with pytest.raises(InputError, match="locked.log"):
+        audit_paths([log])
+
+
+# --- the command ---------------------------------------------------------------------------------
+
+
+def test_cli_exit_0_table() -> None:
+    proc = run_cli(DATA / "sglang_21395.log", DATA / "trtllm_ok.log")
+    assert proc.returncode == 0, proc.stderr
+    header = proc.stdout.splitlines()[0].split()
+    assert header[:3] == ["PATH", "ENGINE", "ROLE"] and header[-1] == "VERDICT"
+    assert "105600" in proc.stdout and "Traceback" not in proc.stderr
+
+
+def test_cli_exit_1_and_leak_window_in_table() -> None:
+    proc = run_cli(SPEC_ENGINE)
+    assert proc.returncode == 1
+    assert "[4090, 8186)" in proc.stdout
+    assert "pool_smaller_than_context" in proc.stdout
+
+
+def test_cli_exit_2_missing_path() -> None:
+    proc = run_cli(DATA / "sglang_21395.log", "/no/such/dir/server.log")
+    assert proc.returncode == 2
+    assert "/no/such/dir/server.log" in proc.stderr and "Traceback" not in proc.stderr
+    assert proc.stderr.startswith("Error: ")
+
+
+def test_cli_exit_2_not_a_regular_file(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe.log"
+    os.mkfifo(fifo)
+    proc = run_cli(fifo)
+    assert proc.returncode == 2 and "pipe.log" in proc.stderr
+
+
+def test_cli_strict_fails_on_unknown() -> None:
+    assert run_cli(DATA / "sglang_cut.log").returncode == 0
+    assert run_cli("--strict", DATA / "sglang_cut.log").returncode == 1
+    assert run_cli("--strict", DATA / "sglang_21395.log").returncode == 0
+    proc = run_cli(DATA / "unknown_engine.log")
+    assert proc.returncode == 0 and "not recognised" in proc.stdout
+
+
+def test_cli_context_length_option() -> None:
+    assert run_cli(DATA / "trtllm_no_context.log").returncode == 0
+    proc = run_cli("--context-length", "32768", DATA / "trtllm_no_context.log")
+    assert proc.returncode == 1 and "32768*" in proc.stdout
+
+
+def test_cli_json_shape() -> None:
+    proc = run_cli("--json", DATA / "pd_30233", DATA / "vllm_v1_ok.log")
+    assert proc.returncode == 1
+    data = json.loads(proc.stdout)
+    assert isinstance(data, list) and len(data) == 3
+    keys = {
+        "path",
+        "engine",
+        "role",
+        "pool_tokens",
+        "context_len",
+        "page_size",
+        "max_req_input_len",
+        "verdict",
+        "ranks",
+        "evidence",
+        "leak_windows",
+    }
+    assert all(keys <= set(obj) for obj in data)
+    by_engine = {(o["engine"], o["role"]): o for o in data}
+    pre = by_engine[("sglang", "prefill")]
+    assert pre["verdict"] == TOO_SMALL and pre["leak_windows"][0]["start"] == 284922
+    assert all(set(e) == {"file", "line", "text"} and e["line"] >= 1 for e in pre["evidence"])
+    assert {r["rank"] for r in pre["ranks"]} == {"DP0 TP0", "DP1 TP1"}
+    assert by_engine[("vllm", None)]["max_concurrency"] == 37.68
+
+
+def test_pool_without_context_is_unknown_for_sglang_and_vllm(tmp_path: Path) -> None:
+    sg = tmp_path / "sg.log"
+    sg.write_text("[2026-01-01 00:00:00 TP0] KV Cache is allocated. #tokens: 5000, KV size: 0.1 GB\n")
+    vl = tmp_path / "vl.log"
+    vl.write_text("(EngineCore_DP0 pid=1) INFO 01-01 00:00:00 [kv_cache_utils.py:1] GPU KV cache size: 5,000 tokens\n")
+    audits = audit_paths([sg, vl])
+    assert [(a.engine, a.pool_tokens, a.verdict) for a in audits] == [
+        ("sglang", 5000, UNKNOWN),
+        ("vllm", 5000, UNKNOWN),
+    ]
+    assert all("--context-length" in a.reason for a in audits)
+    assert [a.verdict for a in audit_paths([sg, vl], context_length=4096)] == [OK, OK]
+
+
+def test_lines_after_the_head_of_a_long_log_still_count(tmp_path: Path) -> None:
+    filler = (
+        "[2026-04-13 16:12:40 DP4 TP4] Decode batch, #running-req: 3, #token: 2624, token usage: 0.02, "
+        "cuda graph: True, gen throughput (token/s): 36.75, #queue-req: 0\n"
+    )
+    log = tmp_path / "long.log"
+    log.write_text(
+        "[2026-01-01 00:00:00] KV cache is forced as chunk cache for decode server\n"
+        + filler * 6000
+        + "[2026-01-01 01:00:00 TP0] KV Cache is allocated. #tokens: 7000, KV size: 1 GB\n"
+        + filler * 10
+        + "[2026-01-01 01:00:00 TP0] max_total_num_tokens=7000, chunked_prefill_size=1, "
+        "max_prefill_tokens=1, max_running_requests=1, context_len=8192, available_gpu_mem=1.00 GB\n"
+    )
+    audit = audit_paths([log])[0]
+    assert (audit.role, audit.pool_tokens, audit.context_len, audit.verdict) == (
+        "decode",
+        7000,
+        8192,
+        TOO_SMALL,
+    )
+    # 1 the role warning, 2-6001 filler, 6002 the pool, 6003-6012 filler, 6013 the scheduler line
+    assert [e.line for e in audit.evidence] == [1, 6013]

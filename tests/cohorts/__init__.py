@@ -1,0 +1,1 @@
+"""Tests of the cohorts stage (forensics.cohorts)."""

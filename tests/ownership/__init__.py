@@ -1,0 +1,1 @@
+"""Tests of the ownership stage (forensics.ownership)."""

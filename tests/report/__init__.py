@@ -1,0 +1,1 @@
+"""Tests of the report stage (forensics.report)."""

@@ -1,0 +1,1 @@
+"""Tests of the simulate stage (forensics.simulate)."""

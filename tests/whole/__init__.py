@@ -1,0 +1,1 @@
+"""Tests of the whole tool: determinism, bad input end to end, the wheel, import and query contracts."""

@@ -1,0 +1,81 @@
+"""Meta-tests: every SQL file is used by the code, every command has help, every query has a header."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+
+from forensics.cli import app
+from forensics.paths import PACKAGE, query_dir, query_files, step_files
+
+
+def _stage_sources(stage: str) -> str:
+    """The Python of one stage package: where its query files must be named."""
+    return "\n".join(p.read_text() for p in sorted((PACKAGE / stage).rglob("*.py")))
+
+
+def test_every_sql_file_is_used_by_its_own_stage() -> None:
+    unused = []
+    for sql in query_files():
+        # a step of several statements is a folder (queries/<step>/NN_<table>.sql): the step is named
+        stage, step = sql.relative_to(PACKAGE).parts[0], sql.relative_to(PACKAGE).parts[2].removesuffix(".sql")
+        if not re.search(rf"['\"]{re.escape(step)}['\"]", _stage_sources(stage)):
+            unused.append(str(sql.relative_to(PACKAGE)))
+    assert unused == [], f"query files their stage never runs: {unused}"
+
+
+def test_every_sql_file_has_a_header() -> None:
+    for sql in query_files():
+        head = sql.read_text().splitlines()[:12]
+        assert head and head[0].startswith("-- "), f"{sql.name}: first line should say what it builds"
+        assert any(line.startswith("-- grain:") for line in head), f"{sql.name}: header lacks '-- grain:'"
+
+
+def test_every_sql_file_holds_one_statement() -> None:
+    for sql in query_files():
+        assert len(duckdb.extract_statements(sql.read_text())) == 1, (
+            f"{sql.relative_to(PACKAGE)}: one statement per file"
+        )
+
+
+def test_a_step_folder_runs_its_files_in_order() -> None:
+    files = step_files("findings", "conflict_reads")
+    assert len(files) > 1 and files == sorted(files)
+    assert [f.name for f in step_files("findings", "exposures")] == ["exposures.sql"]
+
+
+def _declared(sql: Path) -> set[str] | None:
+    lines = [line for line in sql.read_text().splitlines() if line.startswith("--") and "params:" in line]
+    if not lines:
+        return None
+    m = re.search(r"params:\s*([^;]*)", lines[0])
+    assert m is not None
+    text = re.sub(r"\([^)]*\)", "", m.group(1))  # "(hour | day)": what a value may be, not a name
+    return set(re.findall(r"\$?([a-z_]+)", text)) - {"none"}
+
+
+def test_every_sql_file_declares_exactly_the_parameters_it_reads() -> None:
+    for sql in query_files():
+        body = "\n".join(line.split("--")[0] for line in sql.read_text().splitlines())
+        read = set(re.findall(r"getvariable\('([a-z_]+)'\)", body)) | set(re.findall(r"\$([a-z_]+)\b", body))
+        declared = _declared(sql)
+        assert declared is not None, f"{sql.name}: header lacks 'params:'"
+        assert declared == read, f"{sql.name}: declares {sorted(declared)}, reads {sorted(read)}"
+
+
+def test_the_parameter_check_reads_a_header() -> None:
+    assert _declared(query_dir("report") / "blast_hours.sql") == {"bucket"}
+
+
+def test_every_command_has_help() -> None:
+    names = [c.name or c.callback.__name__ for c in app.registered_commands]
+    assert {"ingest", "investigate", "simulate", "audit-config", "cohorts"} <= set(names)
+    for c in app.registered_commands:
+        assert (c.callback.__doc__ or "").strip(), f"{c.name}: no help text"
+    for name in names:
+        out = subprocess.run([sys.executable, "-m", "forensics", name, "--help"], capture_output=True, text=True)
+        assert out.returncode == 0 and "Usage" in out.stdout, name
