@@ -15,8 +15,9 @@ import duckdb
 import forensics
 from forensics.cohorts import assign_cohorts, exclusions_file, load_exclusions
 from forensics.cohorts.preview import preview
-from forensics.db import connect, one, timed
+from forensics.db import connect, timed
 from forensics.findings import compute_findings, write_findings
+from forensics.findings import headline as findings_headline
 from forensics.ingest import copy_in_place, in_place_note, ingest_gateway, ingest_into, node_summary
 from forensics.intake import BundleConfig, InputFile, Window, sha256_file
 from forensics.outputs import make_private, private_files, write_json
@@ -74,17 +75,6 @@ class InvestigationResult:
             lines.append(f"Per-node tasks: {self.tasks['tasks_run']} run, {self.tasks['reused']} reused from the cache")
         lines += [f"Findings written to {self.out}/", f"Report: {self.out / 'report.html'}"]
         return "\n".join([*lines, in_place_note(self.self_contained)])
-
-
-def _headline(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
-    row = one(
-        con,
-        """SELECT count(DISTINCT request_id), count(DISTINCT request_id) FILTER (WHERE status = 'confirmed'),
-        count(DISTINCT request_id) FILTER (WHERE status = 'indeterminate'),
-        count(DISTINCT request_id) FILTER (WHERE cohort = 'customer'),
-        (SELECT count(*) FROM exposures) FROM affected_responses""",  # a request id in two records: once
-    )
-    return dict(zip(("affected", "confirmed", "indeterminate", "customer", "pairs"), row, strict=True))
 
 
 def analyze(
@@ -155,7 +145,7 @@ def _investigate(
             shutil.rmtree(work, ignore_errors=True)
         with timed("write_findings"):
             counts = write_findings(con, out)
-        headline = _headline(con)
+        headline = findings_headline(con)
         from forensics.report import render_report
 
         with timed("report"):

@@ -15,7 +15,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from forensics.db import arrow_view, run_query, run_steps, telemetry_node_names
+from forensics.db import arrow_view, query_rows, run_query, run_steps, telemetry_node_names
 from forensics.outputs import write_csv
 from forensics.ownership.kernels.envelope import envelope
 from forensics.paths import load_query
@@ -133,23 +133,14 @@ STEPS = (
     "accounts",
 )
 
+# the findings CSVs and the query each is written from (findings/queries/)
 OUTPUTS = {
-    "affected_responses.csv": """SELECT request_id, account_id, cohort, status, evidence, kinds, first_exposed_at,
-        exposed_slots, source_requests, http_status, completion_tokens, decode_node, prefill_node, room, reason
-        FROM affected_responses ORDER BY ALL""",  # by request_id (a repeated one: by every column)
-    "exposures.csv": """SELECT recipient_request_id, source_request_id, recipient_account_id, source_account_id,
-        node, kind, slots, status, first_exposed_at, recipient_cohort, source_cohort, recipient_room, source_room,
-        slots_confirmed
-        FROM exposures ORDER BY recipient_request_id, source_request_id, node, kind, recipient_room, source_room,
-        recipient_account_id, source_account_id, recipient_cohort, source_cohort, slots, status, first_exposed_at,
-        slots_confirmed""",
-    "accounts.csv": """SELECT account_id, cohort, responses_affected, requests_exposed, responses_confirmed,
-        responses_indeterminate, requests_exposed_confirmed FROM accounts ORDER BY account_id""",
-    "hazards.csv": "SELECT node, room, kind, slots, detail FROM hazards ORDER BY node, room, kind",
-    "coverage.csv": """SELECT node, role, page_telemetry, seq_gaps, responses_served, responses_verified,
-        events_lost, page_events FROM coverage ORDER BY node""",
-    "rejected.csv": """SELECT f.path AS file, r.row, r.reason FROM rejected r JOIN files f USING (file_id)
-        ORDER BY f.path, r.row NULLS FIRST, r.reason""",
+    "affected_responses.csv": "affected_responses_csv",
+    "exposures.csv": "exposures_csv",
+    "accounts.csv": "accounts_csv",
+    "hazards.csv": "hazards_csv",
+    "coverage.csv": "coverage_csv",
+    "rejected.csv": "rejected_csv",
 }
 
 
@@ -158,4 +149,9 @@ def compute_findings(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def write_findings(con: duckdb.DuckDBPyConnection, out: Path) -> dict[str, int]:
-    return {name: write_csv(con, query, out / name) for name, query in OUTPUTS.items()}
+    return {name: write_csv(con, load_query("findings", query), out / name) for name, query in OUTPUTS.items()}
+
+
+def headline(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
+    """affected, confirmed, indeterminate, customer (responses) and pairs (exposure rows)."""
+    return query_rows(con, "findings", "headline")[0]

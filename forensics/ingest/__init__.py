@@ -10,7 +10,7 @@ from pathlib import Path
 
 import duckdb
 
-from forensics.db import run_query, timed
+from forensics.db import query_rows, run_query, timed
 from forensics.errors import InputError
 from forensics.ingest.engine import EngineRows, parse_log, parse_requests_jsonl, store
 from forensics.ingest.gateway import define_gateway, load_gateway_file, reject_repeated_records
@@ -170,11 +170,8 @@ def in_place_note(self_contained: bool) -> str:
 
 
 def node_summary(con: duckdb.DuckDBPyConnection) -> list[tuple]:
-    return con.execute("""
-        WITH n AS (SELECT node FROM node_config UNION SELECT DISTINCT node FROM page_events)
-        SELECT n.node, c.role, coalesce(c.pool_tokens, c.max_total_num_tokens), c.page_size, c.context_len,
-               (SELECT count(*) FROM page_events p WHERE p.node = n.node)
-        FROM n LEFT JOIN node_config c USING (node) ORDER BY n.node""").fetchall()
+    """(node, role, pool tokens, page size, context length, page events) per node."""
+    return [tuple(r.values()) for r in query_rows(con, "ingest", "node_summary")]
 
 
 def ingest_gateway(con: duckdb.DuckDBPyConnection, bundle: Path) -> list[InputFile]:

@@ -22,7 +22,7 @@ BLAST_FILES = {
     "blast_matrix.csv": "exposure_matrix",
     "blast_nodes.csv": "blast_nodes",
     "blast_hours.csv": "blast_hours",
-    "blast_sources.csv": None,  # the table report_sources, made by blast_sources.sql
+    "blast_sources.csv": "blast_sources_csv",  # the table report_sources, made by blast_sources.sql
     "shared_prefix.csv": "shared_prefix",
 }
 
@@ -32,11 +32,4 @@ def write_blast_files(con: duckdb.DuckDBPyConnection, out: Path) -> dict[str, in
     run_query(con, "report", "report_affected")
     run_query(con, "report", "blast_sources")
     con.execute("SET VARIABLE bucket = 'hour'")
-    return {
-        name: write_csv(
-            con,
-            load_query("report", query) if query else "SELECT * FROM report_sources ORDER BY source_request_id",
-            out / name,
-        )
-        for name, query in BLAST_FILES.items()
-    }
+    return {name: write_csv(con, load_query("report", query), out / name) for name, query in BLAST_FILES.items()}

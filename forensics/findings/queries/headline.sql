@@ -1,0 +1,9 @@
+-- The run's headline: affected responses (a request id in two gateway records counts once), by status
+-- and for the customer cohort, and the exposure pairs.
+-- grain: one row; reads: affected_responses, exposures; params: none
+SELECT count(DISTINCT request_id) AS affected,
+       count(DISTINCT request_id) FILTER (WHERE status = 'confirmed') AS confirmed,
+       count(DISTINCT request_id) FILTER (WHERE status = 'indeterminate') AS indeterminate,
+       count(DISTINCT request_id) FILTER (WHERE cohort = 'customer') AS customer,
+       (SELECT count(*) FROM exposures) AS pairs
+FROM affected_responses
