@@ -30,6 +30,11 @@ TIME_STATS = re.compile(
     r"Req Time Stats\(rid=(?P<rid>[^,]+?)(?:, bootstrap_room=(?P<room>-?\d+|None))?, input len=(?P<inp>\d+), "
     r"output len=(?P<out>\d+), type=(?P<type>\w+)\)"
 )
+# in the durations after a Req Time Stats line: how long the request ran forward (decode: its decode steps)
+FORWARD_DURATION = re.compile(r"(?<![\w.])forward_duration=(?P<s>\d+(?:\.\d+)?)")
+# ... and when it entered the scheduler (Unix seconds, the node's clock): nothing of it is in the
+# node's KV pool before then
+START_TIME = re.compile(r"(?<![\w.])start_time=(?P<s>\d+(?:\.\d+)?)")
 XFER_FAILED = re.compile(
     r"(?P<side>Decode|Prefill) (?P<stage>transfer|bootstrap|handshake) failed for request rank=\d+ "
     r"\S*rid=(?:'(?P<rid>[^']*)'|\"(?P<rid2>[^\"]*)\") \S*bootstrap_room=(?P<room>\d+)"

@@ -128,6 +128,7 @@ STEPS = (
     "exposures",
     recipient_slots,
     "affected_responses",
+    "possible_sources",  # every request whose KV a response without page evidence could have attended
     "hazards",
     "coverage",
     "accounts",
@@ -137,6 +138,7 @@ STEPS = (
 OUTPUTS = {
     "affected_responses.csv": "affected_responses_csv",
     "exposures.csv": "exposures_csv",
+    "possible_sources.csv": "possible_sources_csv",
     "accounts.csv": "accounts_csv",
     "hazards.csv": "hazards_csv",
     "coverage.csv": "coverage_csv",

@@ -17,12 +17,14 @@ import pyarrow as pa
 
 from forensics.engines.sglang import (
     CONTEXT_LEN,
+    FORWARD_DURATION,
     MAX_TOTAL,
     OVERLENGTH,
     POOL,
     PREFIX,
     SERVER_ARG,
     SERVER_ARGS,
+    START_TIME,
     TIME_STATS,
     XFER_FAILED,
     pool_kind,
@@ -51,6 +53,14 @@ class EngineRows:
 def _local_to_utc(ts: str, ms: str | None, tz: ZoneInfo) -> datetime:
     naive = datetime.strptime(ts + (ms or ".0"), "%Y-%m-%d %H:%M:%S.%f")
     return naive.replace(tzinfo=tz).astimezone(UTC)
+
+
+def _unix(text: str) -> datetime | None:
+    """A Unix time in seconds as a UTC time; None when it is out of range (no log line may end the run)."""
+    try:
+        return datetime.fromtimestamp(float(text), tz=UTC)
+    except (OverflowError, OSError, ValueError):
+        return None
 
 
 def _server_args(body: str) -> dict[str, Any]:
@@ -114,6 +124,8 @@ def _parse_message(msg: str, base: dict[str, Any], rows: EngineRows) -> str | No
                 "output_len": _num(m.group("out")),
                 "max_input_len": None,
                 "detail": m.group("type"),
+                "forward_s": float(f["s"]) if (f := FORWARD_DURATION.search(msg, m.end())) else None,
+                "start_time": _unix(st["s"]) if (st := START_TIME.search(msg, m.end())) else None,
             }
         )
         return "time_stats"
@@ -315,6 +327,8 @@ REQ_SCHEMA = pa.schema(
         ("ts", pa.timestamp("us", tz="UTC")),
         ("file_id", pa.int32()),
         ("line", pa.int64()),
+        ("forward_s", pa.float64()),
+        ("start_time", pa.timestamp("us", tz="UTC")),
     ]
 )
 CFG_SCHEMA = pa.schema(
@@ -342,7 +356,7 @@ def store(con: duckdb.DuckDBPyConnection, rows: EngineRows) -> None:
     )
     con.execute(
         "INSERT INTO engine_requests SELECT node, rid, room, kind, input_len, output_len, max_input_len, "
-        "detail, ts, file_id, line FROM reqs"
+        "detail, ts, file_id, line, forward_s, start_time FROM reqs"
     )
     # one row per node: the first value each startup line gave (a restart with other values is flagged later)
     con.execute("""INSERT INTO node_config

@@ -41,3 +41,5 @@ def test_findings_match_ground_truth(tmp_path: Path, case: dict) -> None:
     assert c.bad_indeterminate == [], "indeterminate where the evidence decides"
     assert c.pair_recall >= 0.99 and c.pair_precision >= 0.99
     assert c.slot_mismatches == []
+    assert c.signature_not_confirmed == [], "complete placeholder signatures not confirmed"
+    assert c.possible_pair_recall == 1.0 and c.possible_account_recall == 1.0

@@ -76,7 +76,7 @@ def _report_counts(f: Findings) -> dict[str, list[dict]]:
 def test_a_request_in_two_records_naming_two_accounts_counts_once(tmp_path: Path, clean: Findings) -> None:
     """Two records of one request id that name different accounts: both accounts are shown (either may
     be the request's), but every count of requests and of affected responses takes the request once."""
-    from forensics.pipeline import _headline
+    from forensics.findings import headline
 
     rid = clean.rows("SELECT recipient_request_id FROM exposures GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT 1")[0][0]
     account = clean.con.execute("SELECT account_id FROM gateway WHERE request_id = ?", [rid]).fetchall()[0][0]
@@ -89,7 +89,7 @@ def test_a_request_in_two_records_naming_two_accounts_counts_once(tmp_path: Path
     assert clean.rows("SELECT count(*) FROM gateway_repeats") == [(0,)]
     assert _count(f, "SELECT count(*) FROM affected_responses WHERE request_id = ?", rid) == 2  # both accounts
 
-    head, clean_head = _headline(f.con), _headline(clean.con)
+    head, clean_head = headline(f.con), headline(clean.con)
     pairs = _count(clean, "SELECT count(*) FROM exposures WHERE recipient_request_id = ?", rid)
     assert head == {**clean_head, "pairs": clean_head["pairs"] + pairs}  # exposures.csv: a row per account named
     want, got = _report_counts(clean), _report_counts(f)

@@ -19,6 +19,12 @@ class Comparison:
     slot_mismatches: list[tuple] = field(default_factory=list)
     truth_pairs: int = 0
     found_pairs: int = 0
+    # responses without page evidence (a decode node without telemetry)
+    signature_not_confirmed: list[str] = field(default_factory=list)  # complete signature, not confirmed
+    possible_pair_recall: float = 1.0  # true (recipient, source) pairs among the possible sources
+    possible_account_recall: float = 1.0  # true source accounts among the possible sources' accounts
+    possible_pairs: int = 0
+    dark_truth_pairs: int = 0
 
 
 def _read(path: Path) -> list[dict[str, str]]:
@@ -34,6 +40,7 @@ def compare(sim_out: Path) -> Comparison:
     }
     f = Findings(sim_out / "bundle")
     affected = {r[0]: r[1] for r in f.rows("SELECT request_id, status FROM affected_responses")}
+    evidence = {r[0]: r[1] for r in f.rows("SELECT request_id, evidence FROM affected_responses")}
     found = {
         (r[0], r[1], r[2], r[3]): (r[4], r[5], r[6])
         for r in f.rows(
@@ -45,8 +52,13 @@ def compare(sim_out: Path) -> Comparison:
         status = affected.get(rid)
         if t["exposed"] == "1" and status is None:
             c.missed.append(rid)
-        if status == "confirmed" and t["exposed"] != "1":
+        # a complete signature is confirmed by the spec's rule (decoded over KV its own request never
+        # wrote), even where the truth finds the slots never written by anyone
+        signature = t["evidence"] == "signature" and t["placeholder"] == "1"
+        if status == "confirmed" and t["exposed"] != "1" and not (signature and evidence.get(rid) == "signature"):
             c.false_confirmed.append(rid)
+        if signature and t["status"].startswith("2") and status != "confirmed":
+            c.signature_not_confirmed.append(rid)
         if status == "indeterminate" and t["exposed"] != "1" and t["allowed_indeterminate"] != "1":
             c.bad_indeterminate.append(rid)
     # pairs on telemetry evidence: truth pairs of signature responses cannot be seen in pages
@@ -71,4 +83,14 @@ def compare(sim_out: Path) -> Comparison:
         return tp[k] != slots
 
     c.slot_mismatches = [(k, tp[k], found[k][0], found[k][2]) for k in sorted(hit) if off(k)]
+
+    # possible sources: every true pair of a response without page evidence, and every true source account
+    possible = set(f.rows("SELECT recipient_request_id, source_request_id FROM possible_sources"))
+    dark = {(k[0], k[1]) for k in tpairs if k[0] in sig}
+    c.possible_pairs, c.dark_truth_pairs = len(possible), len(dark)
+    c.possible_pair_recall = len(dark & possible) / len(dark) if dark else 1.0
+    account = {rid: t["account_id"] for rid, t in truth.items()}
+    true_accounts = {account.get(src) for _, src in dark}
+    found_accounts = {account.get(src) for _, src in possible}
+    c.possible_account_recall = len(true_accounts & found_accounts) / len(true_accounts) if true_accounts else 1.0
     return c

@@ -30,7 +30,8 @@ def test_every_sql_file_is_used_by_its_own_stage() -> None:
 
 def test_every_sql_file_has_a_header() -> None:
     for sql in query_files():
-        head = sql.read_text().splitlines()[:12]
+        lines = sql.read_text().splitlines()
+        head = lines[: next((i for i, line in enumerate(lines) if not line.startswith("--")), len(lines))]
         assert head and head[0].startswith("-- "), f"{sql.name}: first line should say what it builds"
         assert any(line.startswith("-- grain:") for line in head), f"{sql.name}: header lacks '-- grain:'"
 

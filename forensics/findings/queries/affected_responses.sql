@@ -1,6 +1,7 @@
 -- One row per client request that attended another request's data, or whose answer is indeterminate:
 -- the contract's affected_responses.csv. Evidence `pages` comes from page events, `signature` from
--- engine logs alone (sources unknown).
+-- engine logs alone (sources not in the evidence; possible_sources bounds them). exposed_slots of a
+-- signature response is empty: how many of its slots held others' data the logs cannot say.
 -- grain: request_id; reads: exposures, recipient_slots, room_requests, room_flags, missing_rooms,
 --        signature_responses; params: none
 CREATE OR REPLACE TABLE affected_responses AS
@@ -46,9 +47,9 @@ FROM page_based p JOIN named g USING (request_id)
 LEFT JOIN request_cohort c ON c.file_id = g.file_id AND c.row = g.row
 WHERE p.status = 'confirmed' OR p.request_id NOT IN (SELECT request_id FROM signature_responses)
 UNION ALL
-SELECT s.request_id, s.account_id, s.cohort, 'indeterminate', 'signature', 'stale', NULL, NULL, '',
-       s.http_status, s.completion_tokens, s.node, NULL, s.room,
-       concat_ws('; ', s.why, 'decode node ' || s.node || ' has no page telemetry: whose data it attended is unknown',
-                 p.reason)
+SELECT s.request_id, s.account_id, s.cohort, s.status, 'signature', 'stale', s.first_exposed_at, NULL, '',
+       s.http_status, s.completion_tokens, s.node, s.prefill_node, s.room,
+       concat_ws('; ', s.why, 'decode node ' || s.node || ' has no page telemetry: whose data it attended is not in '
+                 || 'the evidence (possible_sources.csv lists every request whose KV it could have been)', p.reason)
 FROM signature_responses s LEFT JOIN page_based p USING (request_id)
 WHERE p.status IS DISTINCT FROM 'confirmed';

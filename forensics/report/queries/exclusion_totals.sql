@@ -1,7 +1,10 @@
 -- Totals before and after exclusion: all requests and affected responses vs the customer cohort only.
 -- Sources are never excluded: their count is whatever cohort received the data. A request id in two
 -- gateway records that differ (gateway_repeats; exact repeats were rejected at ingest) counts once.
--- grain: one row; reads: request_cohort, gateway_repeats, report_affected, exposures; params: none
+-- Where responses have no page evidence (evidence signature), the confirmed sources are a lower bound:
+-- unknown_source_responses counts those responses, and possible_* the customer requests and accounts
+-- that the confirmed and the possible sources (possible_sources) reach together: the upper bound.
+-- grain: one row; reads: request_cohort, gateway_repeats, report_affected, exposures, possible_sources; params: none
 WITH rep AS (SELECT request_id, cohort FROM request_cohort SEMI JOIN gateway_repeats USING (request_id))
 SELECT (SELECT count(*) FROM request_cohort) - (SELECT count(*) - count(DISTINCT request_id) FROM rep) AS requests_before,
        (SELECT count(*) FROM request_cohort WHERE cohort = 'customer')
@@ -17,4 +20,13 @@ SELECT (SELECT count(*) FROM request_cohort) - (SELECT count(*) - count(DISTINCT
        (SELECT count(DISTINCT source_request_id) FROM exposures
          WHERE source_request_id <> '' AND coalesce(source_cohort, 'customer') = 'customer') AS customer_sources,
        (SELECT count(DISTINCT source_account_id) FROM exposures
-         WHERE source_request_id <> '' AND coalesce(source_cohort, 'customer') = 'customer') AS customer_source_accounts;
+         WHERE source_request_id <> '' AND coalesce(source_cohort, 'customer') = 'customer') AS customer_source_accounts,
+       (SELECT count(DISTINCT request_id) FROM report_affected WHERE evidence = 'signature') AS unknown_source_responses,
+       (SELECT count(DISTINCT source_request_id) FROM (
+           SELECT source_request_id, source_cohort FROM exposures
+           UNION ALL SELECT source_request_id, source_cohort FROM possible_sources)
+         WHERE source_request_id <> '' AND coalesce(source_cohort, 'customer') = 'customer') AS possible_customer_sources,
+       (SELECT count(DISTINCT source_account_id) FROM (
+           SELECT source_request_id, source_account_id, source_cohort FROM exposures
+           UNION ALL SELECT source_request_id, source_account_id, source_cohort FROM possible_sources)
+         WHERE source_request_id <> '' AND coalesce(source_cohort, 'customer') = 'customer') AS possible_customer_source_accounts;

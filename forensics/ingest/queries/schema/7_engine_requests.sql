@@ -2,4 +2,7 @@
 -- grain: engine_requests; reads: nothing; params: none
 CREATE TABLE IF NOT EXISTS engine_requests (
     node VARCHAR, rid VARCHAR, room BIGINT, kind VARCHAR, input_len BIGINT, output_len BIGINT,
-    max_input_len BIGINT, detail VARCHAR, ts TIMESTAMPTZ, file_id INTEGER, line BIGINT);
+    max_input_len BIGINT, detail VARCHAR, ts TIMESTAMPTZ, file_id INTEGER, line BIGINT,
+    forward_s DOUBLE, start_time TIMESTAMPTZ);
+-- forward_s, start_time: a Req Time Stats line's forward_duration (decode: its decode steps) and
+-- start_time (when the request entered the node's scheduler, on the node's clock)

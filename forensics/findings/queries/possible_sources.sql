@@ -1,0 +1,60 @@
+-- Possible sources (spec section 7) of every response without page evidence (signature_responses):
+-- every request whose KV could have been in the slots it attended. That is KV written on its decode
+-- node (a request decoded there, sent there by the gateway, or aborted there with a transfer that may
+-- land late) and not provably gone before the response allocated. A superset by construction: a pair
+-- is left out only when the node's own clock proves it impossible:
+--   - the source entered the node's scheduler (its Req Time Stats start_time) after the response's
+--     decode finished (its Req Time Stats line), so nothing of it was in the pool while the response
+--     attended it;
+--   - a server start-up on the node (a server_args line) lies after the source's last line there and
+--     no later than the response's start_time: a start empties the pool. Never for an aborted source,
+--     whose late transfer may land after its last line.
+-- The pool's capacity proves nothing gone (a freed page can stay unreused for days), so it is not used.
+-- likelihood: empty until an allocator model gives one (unknown, never 0).
+-- grain: recipient request, source request (or engine rid without a gateway record), node;
+-- reads: signature_responses, gateway, engine_requests, engine_lines, files, request_cohort; params: none
+CREATE OR REPLACE TABLE possible_sources AS
+WITH dark AS (SELECT DISTINCT node FROM signature_responses),
+on_node AS (  -- what each dark node logged per room, on its own clock
+    SELECT e.node, e.room,
+           min(e.start_time) FILTER (WHERE e.kind = 'time_stats') AS started,
+           max(e.ts) AS last_seen,
+           max(e.ts) FILTER (WHERE e.kind IN ('time_stats', 'finished')) AS finished,
+           bool_or(e.kind LIKE 'decode_%_failed') AS aborted,
+           any_value(e.rid ORDER BY e.file_id, e.line) AS rid,
+           min(f.path || ' line ' || e.line) AS place
+    FROM engine_requests e JOIN files f USING (file_id)
+    WHERE e.node IN (SELECT node FROM dark) AND e.room IS NOT NULL GROUP BY ALL
+), starts AS (  -- server start-ups on the dark nodes
+    SELECT node, ts FROM engine_lines WHERE kind = 'server_args' AND node IN (SELECT node FROM dark)
+), sent AS (  -- the requests the gateway sent to a dark node
+    SELECT DISTINCT g.request_id, g.account_id, coalesce(c.cohort, 'customer') AS cohort, g.decode_node AS node,
+           g.bootstrap_room AS room
+    FROM gateway g LEFT JOIN request_cohort c ON c.file_id = g.file_id AND c.row = g.row
+    WHERE g.decode_node IN (SELECT node FROM dark)
+), sources AS (  -- every request with KV on a dark node: those the gateway sent, and rooms only its log names
+    SELECT coalesce(s.node, o.node) AS node, coalesce(s.room, o.room) AS room, s.request_id, s.account_id,
+           s.cohort, o.started, o.last_seen, coalesce(o.aborted, false) AS aborted, o.rid, o.place
+    FROM sent s FULL JOIN on_node o ON o.node = s.node AND o.room = s.room
+), recipients AS (
+    SELECT r.request_id, r.account_id, r.cohort, r.node, r.room, o.started, o.finished
+    FROM signature_responses r LEFT JOIN on_node o ON o.node = r.node AND o.room = r.room
+)
+SELECT r.request_id AS recipient_request_id, coalesce(s.request_id, '') AS source_request_id,
+       r.account_id AS recipient_account_id, s.account_id AS source_account_id, r.node,
+       CASE WHEN s.aborted THEN 'aborted on ' || r.node || ' (' || s.place || '): its transfer may have landed late'
+            WHEN s.started IS NOT NULL THEN 'decoded on ' || r.node || ' (' || s.place || '), entered its scheduler at '
+                 || strftime(s.started, '%Y-%m-%dT%H:%M:%S.%gZ') || ' on the node''s clock, '
+                 || CASE WHEN r.finished IS NULL THEN 'the response''s decode end is not logged'
+                         ELSE 'before the response''s decode ended (' || strftime(r.finished, '%Y-%m-%dT%H:%M:%S.%gZ') || ')' END
+            WHEN s.place IS NOT NULL THEN 'logged on ' || r.node || ' (' || s.place || ') without a start time'
+            ELSE 'sent to ' || r.node || ' by the gateway; no line of its log names the room: its KV may have been written at any time'
+       END || CASE WHEN s.request_id IS NULL THEN '; no gateway record (engine rid ' || coalesce(s.rid, '?') || ')' ELSE '' END
+           || '; no start-up of ' || r.node || ' in between' AS basis,
+       NULL::DOUBLE AS likelihood,
+       r.cohort AS recipient_cohort, s.cohort AS source_cohort, r.room AS recipient_room, s.room AS source_room
+FROM recipients r JOIN sources s ON s.node = r.node AND s.room IS DISTINCT FROM r.room
+WHERE s.request_id IS DISTINCT FROM r.request_id
+  AND NOT coalesce(s.started > r.finished, false)
+  AND NOT (NOT s.aborted AND EXISTS (SELECT 1 FROM starts t WHERE t.node = r.node AND t.ts > s.last_seen
+                                                              AND t.ts <= r.started));

@@ -1,0 +1,53 @@
+"""possible_sources.sql on hand-made tables: a source is left out only when the node's own clock proves
+it impossible (it entered after the response's decode ended, or a start-up of the node lies between
+them, unless it was aborted and its transfer may land late); everything else on the node stays in."""
+
+from __future__ import annotations
+
+import duckdb
+
+from forensics.db import connect, run_query
+
+T = "2026-09-01 {}:00+00"
+
+
+def _tables(con: duckdb.DuckDBPyConnection) -> None:
+    run_query(con, "ingest", "schema")
+    con.execute("INSERT INTO files (file_id, source, path) VALUES (1, 'engine_log', 'engine/d0/server.log')")
+    con.execute("CREATE TABLE request_cohort (file_id INTEGER, row BIGINT, cohort VARCHAR)")
+    con.execute("""CREATE TABLE gateway AS SELECT * FROM (VALUES
+        ('R', 'acct-r', 1::BIGINT, 'd0', 1, 1::BIGINT), ('A', 'acct-a', 2, 'd0', 1, 2), ('B', 'acct-b', 3, 'd0', 1, 3),
+        ('C', 'acct-c', 4, 'd0', 1, 4), ('D', 'acct-d', 5, 'd0', 1, 5), ('E', 'acct-e', 6, 'd0', 1, 6),
+        ('X', 'acct-x', 8, 'd1', 1, 8))
+        t(request_id, account_id, bootstrap_room, decode_node, file_id, row)""")
+    rows = [  # room, kind, finished at, started at, line
+        (1, "time_stats", "10:05", "10:00", 10),
+        (2, "time_stats", "09:00", "08:55", 11),  # gone: the start-up at 09:30 lies between
+        (3, "time_stats", "09:45", "09:40", 12),
+        (4, "time_stats", "10:20", "10:10", 13),  # entered after the response's decode ended
+        (5, "decode_transfer_failed", "09:00", None, 14),  # aborted before the start-up: may land late
+        (7, "time_stats", "09:50", "09:48", 15),  # only the engine log names it
+    ]
+    for room, kind, ts, started, line in rows:
+        con.execute(
+            "INSERT INTO engine_requests (node, rid, room, kind, ts, start_time, file_id, line) "
+            "VALUES ('d0', ?, ?, ?, ?::TIMESTAMPTZ, ?::TIMESTAMPTZ, 1, ?)",
+            [f"rid-{room}", room, kind, T.format(ts), T.format(started) if started else None, line],
+        )
+    con.execute(
+        "INSERT INTO engine_lines (node, file_id, line, ts, kind) VALUES ('d0', 1, 1, ?::TIMESTAMPTZ, 'server_args')",
+        [T.format("09:30")],
+    )
+    con.execute("""CREATE TABLE signature_responses AS
+        SELECT 'R' AS request_id, 'acct-r' AS account_id, 'customer' AS cohort, 'd0' AS node, 1::BIGINT AS room""")
+
+
+def test_a_source_is_left_out_only_when_the_nodes_clock_proves_it_impossible() -> None:
+    con = connect(":memory:")
+    _tables(con)
+    run_query(con, "findings", "possible_sources")
+    got = dict(con.execute("SELECT coalesce(source_room, -1), basis FROM possible_sources").fetchall())
+    assert sorted(got) == [3, 5, 6, 7]  # not 2 (start-up between), 4 (after), 8 (other node), 1 (itself)
+    assert "aborted" in got[5] and "no line of its log names the room" in got[6]
+    assert "no gateway record (engine rid rid-7)" in got[7]
+    assert con.execute("SELECT likelihood FROM possible_sources WHERE likelihood IS NOT NULL").fetchall() == []
