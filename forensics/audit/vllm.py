@@ -21,7 +21,7 @@ MARKERS = (
     "KV cache size:",
     " blocks: ",
     "Maximum concurrency for",
-    "max seq len (",
+    "max seq len",
     "vLLM API server version",
     "LLM engine (v",
     "Using max model len",
@@ -49,14 +49,22 @@ _MAXLEN = re.compile(
     r"Using max model len (\d+)|(?<![\w.])['\"]?max_model_len['\"]?\s*[=:]\s*(\d+)"
     r"|(?<![\w.])max_seq_len=(\d+)"
 )
-_TOO_BIG = re.compile(
+
+
+def _loose(pattern: str) -> re.Pattern[str]:
+    """A message pattern whose spaces match any whitespace or none: a message pasted wrapped over
+    several lines loses the spaces at its breaks when the pieces are joined (forensics.audit.lines)."""
+    return re.compile(pattern.replace(" ", r"\s*"))
+
+
+_TOO_BIG = _loose(
     r"max seq len \((\d+)\) is larger than the maximum number of tokens that can be stored in KV cache "
     r"\((\d+)\)"
 )
-_NEEDED = re.compile(
+_NEEDED = _loose(
     r"max seq len \((\d+)\),? \(?([\d.]+) GiB KV cache is needed, which is larger than the available "
     r"KV cache memory \(([\d.]+) GiB\)"
-    r"(?:\.\s*Based on the available memory, the estimated maximum model length is (\d+))?"
+    r"(?:\. Based on the available memory, the estimated maximum model length is (\d+))?"
 )
 _MODEL = re.compile(r"(?:with config: model=|'model': )'([^']*)'")
 _ROLE = re.compile(r"kv_role['\"]?\s*[=:]\s*['\"]kv_(producer|consumer|both)")
@@ -80,7 +88,7 @@ def parse(lines: list[LogLine]) -> Facts:
             old = facts.concurrency.get(ln.rank)
             if old is None or value < old[0]:
                 facts.concurrency[ln.rank] = (value, ev)
-        if "max seq len (" in t:
+        if "max seq len" in t:
             _errors(facts, ln)
         if "block_size" in t and (m := _BLOCK_SIZE.search(t)):
             block_size = int(m[1])

@@ -265,6 +265,14 @@ def test_vllm_v1_needed_memory_error() -> None:
     assert "87840" in audit.reason
 
 
+def test_vllm_needed_error_pasted_over_three_lines_gives_the_same_verdict() -> None:
+    # the message of vllm/v1/core/kv_cache_utils.py as a user pastes it: wrapped at word breaks, the
+    # spaces at the breaks lost, the continuation lines without a record prefix
+    audit = one("vllm_v1_needed_error_wrapped.log")
+    assert (audit.verdict, audit.context_len, audit.pool_tokens) == (TOO_SMALL, 262144, None)
+    assert "87840" in audit.reason
+
+
 def test_vllm_v0_max_seq_len_error_and_default_block_size() -> None:
     audit = one("vllm_v0_error.log")
     assert (audit.verdict, audit.pool_tokens, audit.context_len, audit.page_size) == (
