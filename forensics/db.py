@@ -121,9 +121,9 @@ def query_rows(con: duckdb.DuckDBPyConnection, stage: str, name: str, **params: 
         return rows_of(con, load_query(stage, name))
 
 
-def rows_of(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None) -> list[dict[str, Any]]:
+def rows_of(con: duckdb.DuckDBPyConnection, sql: str) -> list[dict[str, Any]]:
     """Rows of one SELECT as dicts."""
-    cur = con.execute(sql, params or [])
+    cur = con.execute(sql)
     cols = [d[0] for d in cur.description]
     return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
 

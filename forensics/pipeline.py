@@ -13,7 +13,7 @@ from typing import Any
 import duckdb
 
 import forensics
-from forensics.cohorts import assign_cohorts, exclusions_file, load_exclusions
+from forensics.cohorts import assign_cohorts, exclusion_rules
 from forensics.cohorts.preview import preview
 from forensics.db import connect, timed
 from forensics.findings import compute_findings, write_findings
@@ -87,8 +87,7 @@ def analyze(
     """Ingest, label cohorts, rebuild ownership and compute findings into `con` (no files written)."""
     with timed("ingest"):
         files, config = ingest_into(con, bundle, window)
-    excl = exclusions_file(bundle, exclusions)
-    rules = load_exclusions(excl) if excl else []
+    excl, rules = exclusion_rules(bundle, exclusions)
     with timed("cohorts"):
         assign_cohorts(con, rules)
     with timed("ownership"):
@@ -198,9 +197,9 @@ def _ingest_bundle(bundle: Path, db: Path, exclusions: Path | None, self_contain
     try:
         files, config = ingest_into(con, bundle)
         result = IngestResult(db, files, config, nodes=node_summary(con))
-        excl = exclusions_file(bundle, exclusions)
+        excl, rules = exclusion_rules(bundle, exclusions)
         if excl:
-            assign_cohorts(con, load_exclusions(excl))
+            assign_cohorts(con, rules)
         if self_contained:
             copy_in_place(con)
         result.self_contained = self_contained
@@ -214,8 +213,7 @@ def _ingest_bundle(bundle: Path, db: Path, exclusions: Path | None, self_contain
 def preview_cohorts(bundle: Path, exclusions: Path | None = None) -> dict[str, Any]:
     """The gateway log and the exclusion rules only: counts per cohort and per rule, before and after
     exclusion (forensics.cohorts.preview); plain data."""
-    excl = exclusions_file(bundle, exclusions)
-    rules = load_exclusions(excl) if excl else []
+    excl, rules = exclusion_rules(bundle, exclusions)
     con = connect(":memory:")
     try:
         gateway = ingest_gateway(con, bundle)

@@ -93,6 +93,12 @@ def exclusions_file(bundle: Path, override: Path | None = None) -> Path | None:
     return own if own.is_file() else None
 
 
+def exclusion_rules(bundle: Path, override: Path | None = None) -> tuple[Path | None, list[Rule]]:
+    """The exclusions file a run uses (exclusions_file) and its rules; none: every request is customer."""
+    path = exclusions_file(bundle, override)
+    return path, load_exclusions(path) if path else []
+
+
 def load_exclusions(path: Path) -> list[Rule]:
     data = read_toml(path)
     for key in data:

@@ -65,6 +65,9 @@ DECODE_ROLE = re.compile(r"for decode server")
 PREFILL_ROLE = re.compile(r"for prefill server|prefill disaggregation mode warmup")
 
 
+BINDING_PRIORITY = 2  # a pool that holds requests' KV (pool_kind): the one whose size binds
+
+
 def pool_kind(name: str) -> tuple[str, int]:
     """What a pool line's name says it holds, and its priority as the binding pool (lower binds first):
     sliding-window and state pools never bind (9), a draft model's binds only alone (6), else 2."""
@@ -75,4 +78,4 @@ def pool_kind(name: str) -> tuple[str, int]:
         return "state", 9
     if any(k in low for k in ("draft", "eagle", "mtp", "nextn", "spec")):
         return "draft", 6
-    return ("full" if "full" in low else "kv"), 2
+    return ("full" if "full" in low else "kv"), BINDING_PRIORITY

@@ -123,6 +123,7 @@ STEPS = (
     "room_flags",
     node_missing,
     "room_requests",  # drops node_own_rooms, which node_missing reads too
+    "dark_rooms",  # what the engine logs say per room on nodes without page telemetry
     "signature_responses",
     "missing_rooms",
     "exposures",

@@ -16,6 +16,7 @@ import duckdb
 import pyarrow as pa
 
 from forensics.engines.sglang import (
+    BINDING_PRIORITY,
     CONTEXT_LEN,
     FORWARD_DURATION,
     MAX_TOTAL,
@@ -84,8 +85,9 @@ def _int(v: Any) -> int | None:
 
 
 def _num(v: Any) -> int:
-    """An int64 from a field the regex matched as digits; ValueError when it does not fit."""
-    n = _int(v)
+    """An int64 from a field the regex matched as digits (SGLang prints some token counts with thousands
+    separators); ValueError when it does not fit."""
+    n = _int(v.replace(",", "") if isinstance(v, str) else v)
     if n is None:
         raise ValueError(f"number out of range: {str(v)[:40]}")
     return n
@@ -162,7 +164,7 @@ def _parse_message(msg: str, base: dict[str, Any], rows: EngineRows) -> str | No
     # the pool a request's KV lives in: the first exact pool line of a kind that binds (the audit's
     # rule: a sliding-window, state or draft pool, or a virtual pool's upper bound, is not it)
     if m := POOL.search(msg):
-        if m.group("what") != "is allocated" or pool_kind(m.group("name"))[1] != 2:
+        if m.group("what") != "is allocated" or pool_kind(m.group("name"))[1] != BINDING_PRIORITY:
             return "kv_pool_not_binding"  # read, and known not to be the pool (forensics.audit weighs it)
         rows.config.append(
             cfg
@@ -170,7 +172,7 @@ def _parse_message(msg: str, base: dict[str, Any], rows: EngineRows) -> str | No
                 "role": None,
                 "page_size": None,
                 "context_len": None,
-                "pool_tokens": _num(m.group("n").replace(",", "")),
+                "pool_tokens": _num(m.group("n")),
                 "max_total_num_tokens": None,
                 "tp_size": None,
                 "model_path": None,
@@ -184,9 +186,9 @@ def _parse_message(msg: str, base: dict[str, Any], rows: EngineRows) -> str | No
             | {
                 "role": None,
                 "page_size": None,
-                "context_len": _num(ctx[1].replace(",", "")) if ctx else None,
+                "context_len": _num(ctx[1]) if ctx else None,
                 "pool_tokens": None,
-                "max_total_num_tokens": _num(m[1].replace(",", "")),
+                "max_total_num_tokens": _num(m[1]),
                 "tp_size": None,
                 "model_path": None,
             }

@@ -38,6 +38,7 @@ def _tables(con: duckdb.DuckDBPyConnection) -> None:
         "INSERT INTO engine_lines (node, file_id, line, ts, kind) VALUES ('d0', 1, 1, ?::TIMESTAMPTZ, 'server_args')",
         [T.format("09:30")],
     )
+    con.execute("CREATE TABLE telemetry_nodes (node VARCHAR)")  # d0 and d1 have no page telemetry
     con.execute("""CREATE TABLE signature_responses AS
         SELECT 'R' AS request_id, 'acct-r' AS account_id, 'customer' AS cohort, 'd0' AS node, 1::BIGINT AS room""")
 
@@ -45,6 +46,7 @@ def _tables(con: duckdb.DuckDBPyConnection) -> None:
 def test_a_source_is_left_out_only_when_the_nodes_clock_proves_it_impossible() -> None:
     con = connect(":memory:")
     _tables(con)
+    run_query(con, "findings", "dark_rooms")
     run_query(con, "findings", "possible_sources")
     got = dict(con.execute("SELECT coalesce(source_room, -1), basis FROM possible_sources").fetchall())
     assert sorted(got) == [3, 5, 6, 7]  # not 2 (start-up between), 4 (after), 8 (other node), 1 (itself)

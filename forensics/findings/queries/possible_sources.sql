@@ -12,19 +12,11 @@
 -- The pool's capacity proves nothing gone (a freed page can stay unreused for days), so it is not used.
 -- likelihood: empty until an allocator model gives one (unknown, never 0).
 -- grain: recipient request, source request (or engine rid without a gateway record), node;
--- reads: signature_responses, gateway, engine_requests, engine_lines, files, request_cohort; params: none
+-- reads: signature_responses, dark_rooms, gateway, engine_lines, request_cohort; params: none
 CREATE OR REPLACE TABLE possible_sources AS
 WITH dark AS (SELECT DISTINCT node FROM signature_responses),
-on_node AS (  -- what each dark node logged per room, on its own clock
-    SELECT e.node, e.room,
-           min(e.start_time) FILTER (WHERE e.kind = 'time_stats') AS started,
-           max(e.ts) AS last_seen,
-           max(e.ts) FILTER (WHERE e.kind IN ('time_stats', 'finished')) AS finished,
-           bool_or(e.kind LIKE 'decode_%_failed') AS aborted,
-           any_value(e.rid ORDER BY e.file_id, e.line) AS rid,
-           min(f.path || ' line ' || e.line) AS place
-    FROM engine_requests e JOIN files f USING (file_id)
-    WHERE e.node IN (SELECT node FROM dark) AND e.room IS NOT NULL GROUP BY ALL
+on_node AS (  -- per room, the node's own clock
+    SELECT * FROM dark_rooms WHERE node IN (SELECT node FROM dark)
 ), starts AS (  -- server start-ups on the dark nodes
     SELECT node, ts FROM engine_lines WHERE kind = 'server_args' AND node IN (SELECT node FROM dark)
 ), sent AS (  -- the requests the gateway sent to a dark node

@@ -8,35 +8,28 @@
 -- first_exposed_at: the start of decode's forward pass on the decode node's clock (its Req Time Stats
 -- line's time minus forward_duration); without one, the gateway's receive time (earlier than any
 -- exposure, so never late).
--- grain: request_id; reads: gateway, engine_requests, files, telemetry_nodes, request_cohort,
+-- grain: request_id; reads: gateway, engine_requests, files, dark_rooms, telemetry_nodes, request_cohort,
 --        replay_window; params: none
 CREATE OR REPLACE TABLE signature_responses AS
-WITH ref AS (  -- "engine/prefill-0/server.log line 6"
-    SELECT e.*, f.path || ' line ' || e.line AS place FROM engine_requests e JOIN files f USING (file_id)
-), prefill_rooms AS (  -- rid -> room on the prefill node, then the over-length rid to its room
+WITH prefill_rooms AS (  -- rid -> room on the prefill node, then the over-length rid to its room
     SELECT node, rid, any_value(room) AS room FROM engine_requests
     WHERE room IS NOT NULL AND kind IN ('time_stats', 'finished') GROUP BY node, rid
-), placeholder AS (
+), placeholder AS (  -- "engine/prefill-0/server.log line 6" names each line
     SELECT e.node, coalesce(e.room, pr.room) AS room,
-           CASE WHEN e.kind = 'overlength' THEN 'prefill logged "Input length (' || e.input_len || ' tokens) exceeds the maximum allowed length (' || e.max_input_len || ' tokens)" (' || e.place || ')'
-                ELSE 'prefill ran the request with input length 1 (' || e.place || ')' END AS why
-    FROM ref e LEFT JOIN prefill_rooms pr ON pr.node = e.node AND pr.rid = e.rid
+           CASE WHEN e.kind = 'overlength' THEN 'prefill logged "Input length (' || e.input_len || ' tokens) exceeds the maximum allowed length (' || e.max_input_len || ' tokens)" (' || f.path || ' line ' || e.line || ')'
+                ELSE 'prefill ran the request with input length 1 (' || f.path || ' line ' || e.line || ')' END AS why
+    FROM engine_requests e JOIN files f USING (file_id)
+    LEFT JOIN prefill_rooms pr ON pr.node = e.node AND pr.rid = e.rid
     WHERE e.kind = 'overlength' OR (e.kind IN ('time_stats', 'finished') AND e.input_len = 1
                                     AND coalesce(e.detail, 'prefill') NOT LIKE '%decode%')
-), decode_side AS (  -- what the decode node logged for the room
-    SELECT node, room, max(input_len) AS decode_input,
-           min(ts - to_microseconds((forward_s * 1e6)::BIGINT)) FILTER (WHERE forward_s IS NOT NULL) AS started,
-           string_agg(DISTINCT 'decode ran the room with input length ' || input_len || ' (' || place || ')', '; '
-                      ORDER BY 'decode ran the room with input length ' || input_len || ' (' || place || ')') AS why
-    FROM ref WHERE kind IN ('time_stats', 'finished') AND room IS NOT NULL GROUP BY node, room
 ), matched AS (
     SELECT g.request_id, g.account_id, coalesce(c.cohort, 'customer') AS cohort, g.decode_node AS node,
            g.prefill_node AS logged_prefill, min(p.node) AS placeholder_node, g.bootstrap_room AS room,
-           g.status AS http_status, g.completion_tokens, g.ts, d.decode_input, d.started, d.why AS decode_why,
+           g.status AS http_status, g.completion_tokens, g.ts, d.decode_input, d.forward_start, d.decode_why,
            g.prompt_tokens, string_agg(DISTINCT p.why, '; ' ORDER BY p.why) AS prefill_why
     FROM gateway g
     JOIN placeholder p ON p.room = g.bootstrap_room AND (g.prefill_node IS NULL OR p.node = g.prefill_node)
-    LEFT JOIN decode_side d ON d.node = g.decode_node AND d.room = g.bootstrap_room
+    LEFT JOIN dark_rooms d ON d.node = g.decode_node AND d.room = g.bootstrap_room
     LEFT JOIN request_cohort c ON c.file_id = g.file_id AND c.row = g.row
     WHERE g.decode_node IS NOT NULL AND g.decode_node NOT IN (SELECT node FROM telemetry_nodes)
       AND (g.status BETWEEN 200 AND 299 OR coalesce(g.completion_tokens, 0) > 0)
@@ -50,7 +43,7 @@ SELECT request_id, account_id, cohort, node, coalesce(logged_prefill, placeholde
        http_status, completion_tokens, ts, decode_input,
        CASE WHEN decode_input > 1 AND http_status BETWEEN 200 AND 299 AND completion_tokens > 0
             THEN 'confirmed' ELSE 'indeterminate' END AS status,
-       coalesce(started, ts) AS first_exposed_at,
+       coalesce(forward_start, ts) AS first_exposed_at,
        concat_ws('; ', prefill_why, decode_why,
                  CASE WHEN decode_input IS NULL THEN 'missing: no Req Time Stats or request.finished line of decode node '
                       || node || ' names room ' || room || ' (its log may be lost or cut)' END,

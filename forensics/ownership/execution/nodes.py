@@ -142,7 +142,7 @@ def _code_digest() -> str:
     h = hashlib.sha256(forensics.__version__.encode())
     pkg = Path(forensics.__file__).parent
     for path in sorted([*query_files(), *pkg.rglob("*.py")]):
-        h.update(str(path.relative_to(path.parents[1])).encode())
+        h.update(str(path.relative_to(pkg)).encode())
         h.update(path.read_bytes())
     return h.hexdigest()
 
