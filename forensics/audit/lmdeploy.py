@@ -1,11 +1,16 @@
 """LMDeploy (TurboMind and PyTorch engines) startup lines.
 
-Pool: TurboMind `max cached tokens: N` (= max_block_count x cache_block_seq_len); else
-`[BlockManager] max_block_count = N` or a `num_gpu_blocks=N` cache config, times the block length
-(`cache_block_seq_len=` / `block_size=` in the engine config dump; never assumed). Note that
-`[BlockManager] block_size = 64 MB` is bytes, not tokens. Context: `session_len=N` in the engine
-config. `session_len truncated to N due to limited KV cache memory` proves the pool (N tokens) is
-smaller than the configured session length.
+Pool: TurboMind `max cached tokens: N` (= max_block_count x cache_block_seq_len); else a derived
+pool, a block count times the block length (never assumed). The count is TurboMind's
+`[BlockManager] max_block_count = N` (src/turbomind/models/llama/BlockManager.cc) or the PyTorch
+engine's `Building CacheEngine with config: CacheConfig(.., block_size=B, .., num_gpu_blocks=N,
+..)` (lmdeploy/pytorch/engine/executor/base.py); `num_gpu_blocks=0` in the `backend_config=
+PytorchEngineConfig(..)` dump (lmdeploy/serve/async_engine.py) means "size it from free memory",
+not a count. The length is `cache_block_seq_len=` (TurbomindEngineConfig) or `block_size=` (the
+PyTorch configs, and the executor's "Update `block_size=32`" warning), the last one logged. Note
+that `[BlockManager] block_size = 64 MB` is bytes, not tokens. Context: `session_len=N` in the
+engine config. `session_len truncated to N due to limited KV cache memory` proves the pool (N
+tokens) is smaller than the configured session length.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from __future__ import annotations
 import re
 
 from forensics.audit.lines import LogLine
-from forensics.audit.model import Evidence, Facts, Pool, to_int
+from forensics.audit.model import Derivation, Evidence, Facts, Pool, to_int
 
 ENGINE = "lmdeploy"
 STARTUP = re.compile(r"(?!x)x")
@@ -38,17 +43,17 @@ _MODEL = re.compile(r"model_path='([^']*)'|model_name='([^']*)'")
 
 def parse(lines: list[LogLine]) -> Facts:
     facts = Facts(ENGINE)
-    block_len: int | None = None
+    block_len: tuple[int, Evidence] | None = None
     blocks: list[tuple[str, int, Evidence]] = []
     for ln in lines:
         t = ln.text
         if m := _CACHED.search(t):
             facts.add_pool(ln.rank, Pool("max cached tokens", to_int(m[1]), Evidence.of(ln), 1))
-        if m := _BLOCKS.search(t):
-            blocks.append((ln.rank, int(m[1] or m[2]), Evidence.of(ln)))
+        if (m := _BLOCKS.search(t)) and (n := int(m[1] or m[2])) > 0:
+            blocks.append((ln.rank, n, Evidence.of(ln)))
         if m := _SEQ_LEN.search(t):
-            block_len = int(m[1])
-            facts.page_size, facts.page_evidence = block_len, Evidence.of(ln)
+            block_len = (int(m[1]), Evidence.of(ln))
+            facts.page_size, facts.page_evidence = block_len
         if m := _TRUNC.search(t):
             n = int(m[1])
             reason = f"LMDeploy truncated session_len to {n}: the KV cache holds {n} tokens"
@@ -62,8 +67,9 @@ def parse(lines: list[LogLine]) -> Facts:
         if facts.model is None and (m := _MODEL.search(t)):
             facts.model = m[1] or m[2]
     if block_len is not None:
+        size, size_ev = block_len
         for rank, n, ev in blocks:
-            facts.add_pool(rank, Pool(f"blocks x {block_len}", n * block_len, ev, 3))
+            facts.add_pool(rank, Pool.derived(f"blocks x {size}", Derivation(n, size, ev, size_ev), 3))
     elif blocks:
         facts.notes.append("block count found but no block length (cache_block_seq_len) in the log")
     return facts

@@ -29,11 +29,51 @@ class Evidence:
 
 
 @dataclass(frozen=True)
+class Derivation:
+    """A pool the log gives as two factors, a block count and a block size (tokens per block).
+    `size_evidence` is None when the log has no block size and `default_of`'s default is assumed."""
+
+    blocks: int
+    block_size: int
+    blocks_evidence: Evidence
+    size_evidence: Evidence | None
+    default_of: str = "the engine"
+
+    @property
+    def tokens(self) -> int:
+        return self.blocks * self.block_size
+
+    @property
+    def assumed(self) -> bool:
+        return self.size_evidence is None
+
+    def describe(self) -> str:
+        product = f"{self.blocks} blocks x {self.block_size} tokens per block = {self.tokens} tokens"
+        blocks_at = f"{self.blocks_evidence.file}:{self.blocks_evidence.line}"
+        if self.size_evidence is None:
+            return f"assumed: {product} (blocks: {blocks_at}; block size not in the log: {self.default_of}'s default)"
+        size_at = f"{self.size_evidence.file}:{self.size_evidence.line}"
+        return f"derived: {product} (blocks: {blocks_at}; block size: {size_at})"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "blocks": self.blocks,
+            "block_size": self.block_size,
+            "tokens": self.tokens,
+            "block_size_assumed": self.assumed,
+            "text": self.describe(),
+            "blocks_evidence": self.blocks_evidence.to_json(),
+            "block_size_evidence": self.size_evidence.to_json() if self.size_evidence else None,
+        }
+
+
+@dataclass(frozen=True)
 class Pool:
     """One KV pool size a log states for one rank.
 
     `priority`: lower binds first (0 = the full-attention / main pool as the scheduler uses it).
     `exact`: False for an upper bound (can prove "too small", never "fits").
+    `derivation`: set when the size is blocks x block size rather than a token count the log prints.
     """
 
     kind: str
@@ -41,6 +81,16 @@ class Pool:
     evidence: Evidence
     priority: int = 2
     exact: bool = True
+    derivation: Derivation | None = None
+
+    @classmethod
+    def derived(cls, kind: str, d: Derivation, priority: int) -> Pool:
+        return cls(kind, d.tokens, d.blocks_evidence, priority, derivation=d)
+
+    @property
+    def assumed(self) -> bool:
+        """The size rests on a block size the log does not state: it proves neither fit nor shortfall."""
+        return self.derivation is not None and self.derivation.assumed
 
 
 @dataclass
@@ -92,6 +142,7 @@ class ServerAudit:
     page_size: int | None = None
     max_req_input_len: int | None = None
     max_concurrency: float | None = None
+    derivation: Derivation | None = None  # of the smallest binding pool, when it is blocks x block size
     verdict: str = UNKNOWN
     reason: str = ""
     ranks: list[dict[str, Any]] = field(default_factory=list)
@@ -112,6 +163,7 @@ class ServerAudit:
             "page_size": self.page_size,
             "max_req_input_len": self.max_req_input_len,
             "max_concurrency": self.max_concurrency,
+            "derivation": self.derivation.to_json() if self.derivation else None,
             "verdict": self.verdict,
             "reason": self.reason,
             "ranks": self.ranks,

@@ -44,7 +44,8 @@ def table(audits: list[ServerAudit]) -> str:
             span = "empty" if w["empty"] else f"[{w['start']}, {w['end']}) = {w['end'] - w['start']} lengths"
             out.append(f"  {w['prefill']} -> {w['decode']}: {span} (context {w['context_len']})")
 
-    explained = [a for a in audits if a.verdict != OK]
+    # an `ok` from a derived pool is explained too: the reason names the two lines it multiplies
+    explained = [a for a in audits if a.verdict != OK or a.derivation is not None]
     if explained:
         out += ["", "Reasons:"]
         for a in explained:

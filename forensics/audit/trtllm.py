@@ -1,11 +1,14 @@
 """TensorRT-LLM (C++ runtime and PyTorch backend) startup lines.
 
 Pool: `[MemUsageChange] Allocated X GiB for max tokens in paged KV cache (N)` or the older
-`Using N tokens in paged KV cache`; else primary-pool blocks times `Number of tokens per block`.
-With variable sliding windows, `Max KV cache blocks per sequence: .. [window size=W] .. primary
-blocks=B` per window: the largest window (full attention) binds. Context: `max_seq_len=N` /
-`Max sequence length`. `Adjusted max_seq_len to N` (or the older `maxSequenceLen ... reduced to N`)
-means the engine cut the configured length because the pool could not hold it: a proof.
+`Using N tokens in paged KV cache`; else a derived pool, blocks times tokens per block, from the
+C++ runtime's cpp/tensorrt_llm/batch_manager/kvCacheManager.cpp (the PyTorch backend logs through
+the same KVCacheManager): `Max KV cache blocks per sequence: M [window size=W], tokens per
+block=T, primary blocks=B, ..` per window, both factors on one line (the largest window, full
+attention, binds); or `Number of blocks in KV cache primary pool: B` times `Number of tokens per
+block: T.`, two lines. Context: `max_seq_len=N` / `Max sequence length` / `max sequence length=N`.
+`Adjusted max_seq_len to N` (or the older `maxSequenceLen ... reduced to N`) means the engine cut
+the configured length because the pool could not hold it: a proof.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from __future__ import annotations
 import re
 
 from forensics.audit.lines import LogLine
-from forensics.audit.model import Evidence, Facts, Pool, to_int
+from forensics.audit.model import Derivation, Evidence, Facts, Pool, to_int
 
 ENGINE = "trtllm"
 STARTUP = re.compile(r"(?!x)x")  # no single once-per-start line: a file is one start
@@ -45,9 +48,9 @@ _ADJ_WINDOW = re.compile(r"Adjusted window size (\d+) to (\d+)")
 
 def parse(lines: list[LogLine]) -> Facts:
     facts = Facts(ENGINE)
-    tpb: int | None = None
+    tpb: tuple[int, Evidence] | None = None
     primary: list[tuple[str, int, Evidence]] = []
-    windows: dict[str, list[tuple[int, int, Evidence]]] = {}
+    windows: dict[str, list[tuple[int, Derivation]]] = {}
     adjusted_from: tuple[int, Evidence] | None = None
     for ln in lines:
         t = ln.text
@@ -56,10 +59,11 @@ def parse(lines: list[LogLine]) -> Facts:
         elif m := _USING.search(t):
             facts.add_pool(ln.rank, Pool("tokens in paged KV cache", to_int(m[1]), Evidence.of(ln), 2))
         if "window size=" in t and (m := _WINDOW.search(t)):
-            windows.setdefault(ln.rank, []).append((int(m[1]), int(m[3]) * int(m[2]), Evidence.of(ln)))
+            ev = Evidence.of(ln)
+            windows.setdefault(ln.rank, []).append((int(m[1]), Derivation(int(m[3]), int(m[2]), ev, ev)))
         if "tokens per block" in t and (m := _TPB.search(t)):
-            tpb = int(m[1] or m[2])
-            facts.page_size, facts.page_evidence = tpb, Evidence.of(ln)
+            tpb = (int(m[1] or m[2]), Evidence.of(ln))
+            facts.page_size, facts.page_evidence = tpb
         if m := _PRIMARY.search(t):
             primary.append((ln.rank, to_int(m[1]), Evidence.of(ln)))
         if (m := _ADJ_WINDOW.search(t)) and adjusted_from is None:
@@ -76,10 +80,11 @@ def parse(lines: list[LogLine]) -> Facts:
             if not facts.proofs:  # after a cut, later max_seq_len lines print the reduced value
                 facts.set_context(int(m[1] or m[2] or m[3] or m[4]), Evidence.of(ln), override=False)
     for rank, wins in windows.items():
-        largest = max(w for w, _, _ in wins)
-        for w, tokens, ev in wins:
-            facts.add_pool(rank, Pool(f"window {w}", tokens, ev, 1 if w == largest else 9))
+        largest = max(w for w, _ in wins)
+        for w, d in wins:
+            facts.add_pool(rank, Pool.derived(f"window {w}", d, 1 if w == largest else 9))
     if tpb is not None:
+        size, size_ev = tpb
         for rank, n, ev in primary:
-            facts.add_pool(rank, Pool(f"primary blocks x {tpb}", n * tpb, ev, 3))
+            facts.add_pool(rank, Pool.derived(f"primary blocks x {size}", Derivation(n, size, ev, size_ev), 3))
     return facts

@@ -7,6 +7,9 @@
   or a vLLM concurrency of at least 1.01x on every rank reporting one (1.00x is rounded: then the
   token count decides).
 - otherwise `unknown`, with the missing number named.
+A pool the log gives as blocks x block size is derived, and the reason says so, citing the line of
+each factor; one whose block size is the engine's default (not in the log) is assumed, proves
+neither a fit nor a shortfall, and is not reported as the server's pool size.
 The context length comes from the log; `--context-length` only fills in when the log has none.
 """
 
@@ -55,6 +58,7 @@ def decide(facts: Facts, path: str, node: str | None, context_length: int | None
             "pool_tokens": binding.tokens if binding else None,
             "binding": binding.kind if binding else None,
             "exact": binding.exact if binding else None,
+            "derivation": binding.derivation.describe() if binding and binding.derivation else None,
             "pools": [{"kind": p.kind, "tokens": p.tokens, "line": p.evidence.line} for p in pools],
         }
         if rank in facts.concurrency:
@@ -70,7 +74,7 @@ def decide(facts: Facts, path: str, node: str | None, context_length: int | None
         audit.max_concurrency = min(v for v, _ in facts.concurrency.values())
 
     small: list[str] = []
-    stated: list[int] = [p.tokens for p in bindings.values()]
+    stated: list[int] = [p.tokens for p in bindings.values() if not p.assumed]
     for reason, pool, ev in facts.proofs:
         small.append(reason)
         evidence.append(ev)
@@ -86,9 +90,14 @@ def decide(facts: Facts, path: str, node: str | None, context_length: int | None
     audit.pool_tokens = min(stated) if stated else None
 
     verdict, reason = _verdict(facts, bindings, ctx, small)
+    ordered = sorted(bindings.items(), key=lambda kv: kv[1].tokens)
     if verdict != UNKNOWN or facts.concurrency:
-        ordered = sorted(bindings.items(), key=lambda kv: kv[1].tokens)
         evidence.extend(p.evidence for _, p in ordered[:MAX_RANK_EVIDENCE])
+    if ordered and (d := ordered[0][1].derivation) is not None:
+        # the smallest binding pool is the one the verdict and the pool size rest on
+        audit.derivation = d
+        reason = f"{reason}; {d.describe()}"
+        evidence.extend(e for e in (d.blocks_evidence, d.size_evidence) if e is not None)
     audit.verdict, audit.reason = verdict, reason
 
     if facts.engine == "sglang":
@@ -106,7 +115,7 @@ def _verdict(facts: Facts, bindings: dict[str, Pool], ctx: int | None, small: li
     low = sorted(f"{r or '-'}: {v:.2f}x" for r, (v, _) in conc.items() if v < 1.0)
     if low:
         small.append(f"maximum concurrency below 1.00x ({', '.join(low)}): one full-length request cannot fit")
-    below = {r: p for r, p in bindings.items() if ctx is not None and p.tokens < ctx}
+    below = {r: p for r, p in bindings.items() if ctx is not None and p.tokens < ctx and not p.assumed}
     if below and not (conc and not low):  # with a concurrency >= 1.00x the token count does not decide
         r, p = min(below.items(), key=lambda kv: kv[1].tokens)
         small.insert(0, f"KV pool {p.tokens} < context {ctx} on rank {r or '-'} ({p.kind})")
@@ -125,6 +134,8 @@ def _verdict(facts: Facts, bindings: dict[str, Pool], ctx: int | None, small: li
             TOO_SMALL,
             f"KV pool {p.tokens} < context {ctx} on rank {r or '-'} ({p.kind}); concurrency 1.00x",
         )
+    if any(p.assumed for p in bindings.values()):
+        return UNKNOWN, "the KV pool rests on a block size the log does not state: it proves neither fit nor shortfall"
     if not all(p.exact for p in bindings.values()):
         return UNKNOWN, "only an upper bound of the KV pool is logged; it does not prove a fit"
     n = min(p.tokens for p in bindings.values())

@@ -1,11 +1,17 @@
 """vLLM (V0 and V1) startup lines: KV cache capacity, max model length, and the two start-up errors
 that say one max-length request cannot fit.
 
-Pool: V1 `GPU KV cache size: N tokens`; V0 `# GPU blocks: N` (also `# CUDA blocks`) times the block
-size (`block_size` from the config dump or `--block-size`; 16, vLLM's default, when the log does not
-say, noted). `Maximum concurrency for C tokens per request: X.XXx` carries the context length C, and
-below 1.00x proves one full-length request cannot fit (more reliable than the token count for
-hybrid and sliding-window models, so the verdict prefers it).
+Pool: V1 `GPU KV cache size: N tokens`; else a block count times the block size, a derived pool.
+The block count is `# GPU blocks: N, # CPU blocks: M` (V0 vllm/executor/gpu_executor.py), `# cuda
+blocks: N` / `# CUDA blocks: N` (V0 vllm/executor/executor_base.py, the platform's device name or
+dispatch key) or a bare `# GPU blocks: N` (early V1, vllm/v1/core/kv_cache_utils.py and
+vllm/v1/executor/). vLLM prints no block size next to it: it comes from `block_size=B` in the
+`args: Namespace(..)` dump or `'block_size': B` in `non-default args: {..}`; when neither is there
+the pool is assumed with vLLM's default 16, which the platform may have changed, so it proves
+nothing (forensics.audit.verdict). `Maximum concurrency for C tokens per request: X.XXx` carries
+the context length C, and below 1.00x proves one full-length request cannot fit (vLLM computes it
+with the real block size, and it is more reliable than the token count for hybrid and
+sliding-window models, so the verdict prefers it).
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ from __future__ import annotations
 import re
 
 from forensics.audit.lines import LogLine
-from forensics.audit.model import Evidence, Facts, Pool, to_int
+from forensics.audit.model import Derivation, Evidence, Facts, Pool, to_int
 
 ENGINE = "vllm"
 STARTUP = re.compile(r"vLLM API server version")
@@ -74,6 +80,7 @@ _ROLES = {"producer": "prefill", "consumer": "decode", "both": "unified"}
 def parse(lines: list[LogLine]) -> Facts:
     facts = Facts(ENGINE)
     block_size: int | None = None
+    size_ev: Evidence | None = None
     blocks: list[tuple[str, int, Evidence]] = []
     for ln in lines:
         t = ln.text
@@ -91,21 +98,17 @@ def parse(lines: list[LogLine]) -> Facts:
         if "max seq len" in t:
             _errors(facts, ln)
         if "block_size" in t and (m := _BLOCK_SIZE.search(t)):
-            block_size = int(m[1])
-            facts.page_size, facts.page_evidence = block_size, Evidence.of(ln)
+            block_size, size_ev = int(m[1]), Evidence.of(ln)
+            facts.page_size, facts.page_evidence = block_size, size_ev
         if "max" in t and (m := _MAXLEN.search(t)) and "Maximum concurrency" not in t:
             facts.set_context(int(m[1] or m[2] or m[3]), Evidence.of(ln), override=False)
         if facts.model is None and (m := _MODEL.search(t)):
             facts.model = m[1]
         if facts.role is None and "kv_role" in t and (m := _ROLE.search(t)):
             facts.role, facts.role_evidence = _ROLES[m[1]], Evidence.of(ln)
-    if blocks:
-        size = block_size or DEFAULT_BLOCK_SIZE
-        if block_size is None:
-            facts.notes.append(f"block size not in the log: assumed vLLM's default {DEFAULT_BLOCK_SIZE} tokens")
-            facts.page_size = DEFAULT_BLOCK_SIZE
-        for rank, n, ev in blocks:
-            facts.add_pool(rank, Pool(f"GPU blocks x {size}", n * size, ev, 3))
+    size = block_size or DEFAULT_BLOCK_SIZE
+    for rank, n, ev in blocks:
+        facts.add_pool(rank, Pool.derived(f"GPU blocks x {size}", Derivation(n, size, ev, size_ev, "vLLM"), 3))
     return facts
 
 

@@ -275,21 +275,32 @@ def test_vllm_needed_error_pasted_over_three_lines_gives_the_same_verdict() -> N
 
 def test_vllm_v0_max_seq_len_error_and_default_block_size() -> None:
     audit = one("vllm_v0_error.log")
+    # the proof is vLLM's own error (32768 tokens) and its 0.25x, not the assumed 2048 x 16
     assert (audit.verdict, audit.pool_tokens, audit.context_len, audit.page_size) == (
         TOO_SMALL,
         32768,
         131072,
-        16,
+        None,
     )
     assert any(e.line == 9 and "max seq len (131072)" in e.text for e in audit.evidence)
-    assert any("assumed" in n for n in audit.notes)
+    assert audit.derivation is not None and audit.derivation.assumed
+    assert "assumed: 2048 blocks x 16 tokens per block = 32768 tokens" in audit.reason
 
 
 def test_vllm_v0_block_size_from_log() -> None:
     audit = one("vllm_v0_blocksize_ok.log")  # '# cuda blocks: 4096' with block_size=32
     assert (audit.pool_tokens, audit.page_size, audit.verdict) == (131072, 32, OK)
-    audit = one("vllm_v0_default_block.log")  # 1000 blocks x 16 >= max_seq_len 8192, no concurrency line
-    assert (audit.pool_tokens, audit.context_len, audit.verdict) == (16000, 8192, OK)
+    assert "derived: 4096 blocks x 32 tokens per block = 131072 tokens" in audit.reason
+
+
+def test_vllm_assumed_block_size_proves_nothing() -> None:
+    # 1000 blocks x 16 (vLLM's default; the log has no block_size) >= max_seq_len 8192, and no
+    # concurrency line: with a real block size of 8 the pool would be 8000 < 8192, so no fit is proven
+    audit = one("vllm_v0_default_block.log")
+    assert (audit.pool_tokens, audit.context_len, audit.page_size, audit.verdict) == (None, 8192, None, UNKNOWN)
+    assert "assumed: 1000 blocks x 16 tokens per block = 16000 tokens" in audit.reason
+    assert "vLLM's default" in audit.reason and "derived:" not in audit.reason
+    assert audit.ranks[0]["pool_tokens"] == 16000 and audit.ranks[0]["derivation"].startswith("assumed: ")
 
 
 def test_vllm_rounded_concurrency_falls_back_to_tokens(tmp_path: Path) -> None:
@@ -355,6 +366,203 @@ def test_unknown_engine() -> None:
     audit = one("unknown_engine.log")
     assert (audit.engine, audit.verdict) == ("unknown", UNKNOWN)
     assert "not recognised" in audit.reason
+
+
+# --- pools derived from blocks x block size ---------------------------------------------------
+
+
+def write_log(tmp_path: Path, lines: list[str]) -> Path:
+    log = tmp_path / "server.log"
+    log.write_text("".join(f"{ln}\n" for ln in lines))
+    return log
+
+
+def derived_audit(log: Path, context_length: int | None = None) -> ServerAudit:
+    """The audit of `log`, checked to rest on a pool derived from two logged factors."""
+    audit = audit_paths([log], context_length=context_length)[0]
+    d = audit.derivation
+    assert d is not None and not d.assumed
+    assert audit.pool_tokens == d.blocks * d.block_size
+    assert d.describe() in audit.reason and audit.reason.count("derived: ") == 1
+    cited = {(e.file, e.line) for e in audit.evidence}
+    assert d.size_evidence is not None
+    assert {(d.blocks_evidence.file, d.blocks_evidence.line), (d.size_evidence.file, d.size_evidence.line)} <= cited
+    return audit
+
+
+# vLLM 0.4.x: `args: Namespace(..)` from vllm/entrypoints/openai/api_server.py, `# GPU blocks: %d,
+# # CPU blocks: %d` from vllm/executor/gpu_executor.py (no concurrency line in that version)
+def vllm_v0(gpu_blocks: int) -> list[str]:
+    return [
+        "INFO 03-01 08:00:01 api_server.py:219] vLLM API server version 0.4.2",
+        "INFO 03-01 08:00:01 api_server.py:220] args: Namespace(host=None, port=8000, model='m', "
+        "max_model_len=32768, block_size=32, gpu_memory_utilization=0.9)",
+        f"INFO 03-01 08:00:40 gpu_executor.py:45] # GPU blocks: {gpu_blocks}, # CPU blocks: 2048",
+    ]
+
+
+def test_vllm_derived_pool_fits_and_falls_short(tmp_path: Path) -> None:
+    log = write_log(tmp_path, vllm_v0(2048))  # 2048 x 32 = 65536 >= 32768
+    audit = derived_audit(log)
+    assert (audit.pool_tokens, audit.context_len, audit.verdict) == (65536, 32768, OK)
+    assert f"derived: 2048 blocks x 32 tokens per block = 65536 tokens (blocks: {log}:3; block size: {log}:2)" in (
+        audit.reason
+    )
+    audit = derived_audit(write_log(tmp_path, vllm_v0(512)))  # 512 x 32 = 16384 < 32768
+    assert (audit.pool_tokens, audit.verdict) == (16384, TOO_SMALL)
+    assert "KV pool 16384 < context 32768" in audit.reason
+
+
+def test_vllm_early_v1_bare_gpu_blocks_and_non_default_args(tmp_path: Path) -> None:
+    # `non-default args: %s` (vllm/entrypoints/utils.py) and the bare `# GPU blocks: %d` of early V1
+    # (vllm/v1/core/kv_cache_utils.py), whose concurrency line is missing when the log is cut
+    log = write_log(
+        tmp_path,
+        [
+            "INFO 05-01 10:00:00 [utils.py:326] non-default args: {'model': 'Qwen/Qwen3-8B', "
+            "'max_model_len': 40960, 'block_size': 32}",
+            "(EngineCore_0 pid=7) INFO 05-01 10:01:00 [kv_cache_utils.py:634] # GPU blocks: 1000",
+        ],
+    )
+    audit = derived_audit(log)
+    assert (audit.pool_tokens, audit.context_len, audit.verdict) == (32000, 40960, TOO_SMALL)
+    assert f"(blocks: {log}:2; block size: {log}:1)" in audit.reason
+
+
+def test_vllm_assumed_pool_below_context_is_no_proof(tmp_path: Path) -> None:
+    lines = vllm_v0(400)  # 400 x 16 = 6400 < 32768, but 16 is only vLLM's default
+    lines[1] = lines[1].replace(", block_size=32", "")
+    audit = audit_paths([write_log(tmp_path, lines)])[0]
+    assert (audit.pool_tokens, audit.verdict) == (None, UNKNOWN)
+    assert "assumed: 400 blocks x 16 tokens per block = 6400 tokens" in audit.reason
+    assert audit.derivation is not None and audit.derivation.size_evidence is None
+
+
+# TensorRT-LLM C++ runtime, cpp/tensorrt_llm/batch_manager/kvCacheManager.cpp: the primary-pool
+# count and the tokens per block on two lines (as in a real log whose allocation line then reads
+# `Allocated 62.99 GiB for max tokens in paged KV cache (294848)` = 4607 x 64); cut before that line
+def trtllm_two_lines(primary_blocks: int) -> list[str]:
+    return [
+        "[TensorRT-LLM][INFO] Number of blocks in KV cache primary pool: " + str(primary_blocks),
+        "[TensorRT-LLM][INFO] Number of blocks in KV cache secondary pool: 0, onboard blocks to primary "
+        "memory before reuse: true",
+        "[TensorRT-LLM][INFO] Max KV cache pages per sequence: 65",
+        "[TensorRT-LLM][INFO] Number of tokens per block: 64.",
+    ]
+
+
+def test_trtllm_derived_from_primary_pool_and_tokens_per_block(tmp_path: Path) -> None:
+    log = write_log(tmp_path, trtllm_two_lines(4607))
+    audit = derived_audit(log, context_length=131072)
+    assert (audit.pool_tokens, audit.page_size, audit.verdict) == (294848, 64, OK)
+    assert f"derived: 4607 blocks x 64 tokens per block = 294848 tokens (blocks: {log}:1; block size: {log}:4)" in (
+        audit.reason
+    )
+    small = derived_audit(log, context_length=524288)
+    assert (small.pool_tokens, small.verdict) == (294848, TOO_SMALL)
+    assert "KV pool 294848 < context 524288" in small.reason
+
+
+def test_trtllm_stated_allocation_binds_before_the_derived_pool(tmp_path: Path) -> None:
+    lines = [*trtllm_two_lines(4607), "[TensorRT-LLM][INFO] [MemUsageChange] Allocated 62.99 GiB for max tokens "
+             "in paged KV cache (294848)."]  # fmt: skip
+    audit = audit_paths([write_log(tmp_path, lines)], context_length=131072)[0]
+    assert (audit.pool_tokens, audit.verdict, audit.derivation) == (294848, OK, None)
+    assert "derived" not in audit.reason
+
+
+# TensorRT-LLM 1.2.0rc5 (PyTorch / AutoDeploy backend, trtllm-serve): the per-window line of
+# kvCacheManager.cpp carries both factors; the allocation line agrees (61848 x 64 = 3958272)
+def trtllm_window(primary_blocks: int) -> list[str]:
+    return [
+        "[TensorRT-LLM][INFO] Max KV cache blocks per sequence: 256 [window size=16384], tokens per block=64, "
+        f"primary blocks={primary_blocks}, secondary blocks=0, max sequence length=16384",
+        "[TensorRT-LLM][INFO] Number of tokens per block: 64.",
+        f"[TensorRT-LLM][INFO] [MemUsageChange] Allocated 0.00 GiB for max tokens in paged KV cache "
+        f"({primary_blocks * 64}).",
+    ]
+
+
+def test_trtllm_window_line_gives_both_factors(tmp_path: Path) -> None:
+    log = write_log(tmp_path, trtllm_window(61848))
+    audit = derived_audit(log)
+    assert (audit.pool_tokens, audit.context_len, audit.verdict) == (3958272, 16384, OK)
+    assert f"derived: 61848 blocks x 64 tokens per block = 3958272 tokens (blocks: {log}:1; block size: {log}:1)" in (
+        audit.reason
+    )
+    small = derived_audit(write_log(tmp_path, trtllm_window(200)))  # 200 x 64 = 12800 < 16384
+    assert (small.pool_tokens, small.verdict) == (12800, TOO_SMALL)
+
+
+# LMDeploy TurboMind: `input backend=.., backend_config=TurbomindEngineConfig(..)` from
+# lmdeploy/serve/async_engine.py, `[BlockManager] max_block_count = %d` from
+# src/turbomind/models/llama/BlockManager.cc
+def lmdeploy_turbomind(max_block_count: int) -> list[str]:
+    return [
+        "2024-06-01 10:00:01,120 - lmdeploy - INFO - async_engine.py:261 - input backend=turbomind, "
+        "backend_config=TurbomindEngineConfig(dtype='auto', model_format=None, tp=1, session_len=32768, "
+        "max_batch_size=8, cache_max_entry_count=0.8, cache_chunk_size=-1, cache_block_seq_len=64, "
+        "enable_prefix_caching=False, quant_policy=0)",
+        "[TM][INFO] [BlockManager] block_size = 64 MB",
+        f"[TM][INFO] [BlockManager] max_block_count = {max_block_count}",
+        "[TM][INFO] [BlockManager] chunk_size = 1",
+    ]
+
+
+def test_lmdeploy_turbomind_derived_pool(tmp_path: Path) -> None:
+    log = write_log(tmp_path, lmdeploy_turbomind(600))  # 600 x 64 = 38400 >= 32768
+    audit = derived_audit(log)
+    assert (audit.pool_tokens, audit.context_len, audit.verdict) == (38400, 32768, OK)
+    assert f"derived: 600 blocks x 64 tokens per block = 38400 tokens (blocks: {log}:3; block size: {log}:1)" in (
+        audit.reason
+    )
+    small = derived_audit(write_log(tmp_path, lmdeploy_turbomind(159)))  # 159 x 64 = 10176 < 32768
+    assert (small.pool_tokens, small.verdict) == (10176, TOO_SMALL)
+
+
+# LMDeploy PyTorch engine: the `backend_config=PytorchEngineConfig(..)` dump (num_gpu_blocks=0: size
+# from free memory), then `Building CacheEngine with config: \n{cache_config}.` from
+# lmdeploy/pytorch/engine/executor/base.py, the CacheConfig dataclass of lmdeploy/pytorch/config.py
+def lmdeploy_pytorch(num_gpu_blocks: int) -> list[str]:
+    return [
+        "2025-06-01 10:00:01,120 - lmdeploy - INFO - async_engine.py:261 - input backend=pytorch, "
+        "backend_config=PytorchEngineConfig(dtype='auto', tp=1, dp=1, dp_rank=0, ep=1, session_len=32768, "
+        "max_batch_size=128, cache_max_entry_count=0.8, prefill_interval=16, block_size=64, num_cpu_blocks=0, "
+        "num_gpu_blocks=0, adapters=None, max_prefill_token_num=4096, thread_safe=False)",
+        "2025-06-01 10:00:40,500 - lmdeploy - INFO - base.py:180 - Building CacheEngine with config: ",
+        f"CacheConfig(max_batches=128, block_size=64, num_cpu_blocks=0, num_gpu_blocks={num_gpu_blocks}, "
+        "window_size=-1, cache_max_entry_count=0.8, max_prefill_token_num=4096, enable_prefix_caching=False, "
+        "quant_policy=0, device_type='cuda', num_state_caches=None, states_shapes=[], num_reserved_gpu_blocks=0).",
+    ]
+
+
+def test_lmdeploy_pytorch_derived_pool_and_auto_block_count(tmp_path: Path) -> None:
+    log = write_log(tmp_path, lmdeploy_pytorch(1000))  # 1000 x 64 = 64000 >= 32768
+    audit = derived_audit(log)
+    # num_gpu_blocks=0 in the engine config is "auto", not a 0-token pool
+    assert (audit.pool_tokens, audit.context_len, audit.verdict) == (64000, 32768, OK)
+    assert [p["tokens"] for p in audit.ranks[0]["pools"]] == [64000]
+    assert audit.derivation is not None and audit.derivation.blocks_evidence.line in (2, 3)
+    small = derived_audit(write_log(tmp_path, lmdeploy_pytorch(300)))  # 300 x 64 = 19200 < 32768
+    assert (small.pool_tokens, small.verdict) == (19200, TOO_SMALL)
+
+
+def test_cli_says_derived_with_both_lines(tmp_path: Path) -> None:
+    log = write_log(tmp_path, trtllm_two_lines(4607))
+    proc = run_cli("--context-length", "131072", log)
+    assert proc.returncode == 0, proc.stderr
+    # an `ok` is explained too when its pool is derived
+    assert f"derived: 4607 blocks x 64 tokens per block = 294848 tokens (blocks: {log}:1; block size: {log}:4)" in (
+        proc.stdout
+    )
+    data = json.loads(run_cli("--json", "--context-length", "131072", log).stdout)[0]
+    d = data["derivation"]
+    assert (d["blocks"], d["block_size"], d["tokens"], d["block_size_assumed"]) == (4607, 64, 294848, False)
+    assert (d["blocks_evidence"]["line"], d["block_size_evidence"]["line"]) == (1, 4)
+    assert "derived: 4607 blocks" in data["reason"] and data["pool_tokens"] == 294848
+    assumed = json.loads(run_cli("--json", DATA / "vllm_v0_default_block.log").stdout)[0]
+    assert assumed["derivation"]["block_size_assumed"] is True and assumed["derivation"]["block_size_evidence"] is None
+    assert (assumed["verdict"], assumed["pool_tokens"]) == (UNKNOWN, None)
 
 
 # --- inputs and errors ---------------------------------------------------------------------------
