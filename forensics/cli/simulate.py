@@ -34,6 +34,9 @@ def simulate(
     read_delay: float | None = typer.Option(
         None, "--read-delay", help="Decode reads a landed transfer N to 2N ms later (default 0.2 to 2 ms)."
     ),
+    decode_reuse: str | None = typer.Option(
+        None, "--decode-reuse", help="How decode nodes reuse freed pages: coalesce (default), lifo, deferred."
+    ),
     prefill_nodes: int | None = typer.Option(None, "--prefill-nodes", help="Prefill nodes (default 2)."),
     decode_nodes: int | None = typer.Option(None, "--decode-nodes", help="Decode nodes (default 3)."),
 ) -> None:
@@ -60,6 +63,7 @@ def simulate(
             clock_skew_ms=clock_skew,
             late_clear_ms=late_clear,
             read_delay_ms=read_delay,
+            decode_reuse=decode_reuse,
             prefill_count=prefill_nodes,
             decode_count=decode_nodes,
         )

@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from forensics.db import arrow_view, query_rows, run_query, run_steps, telemetry_node_names
+from forensics.findings.likelihood import source_likelihood
 from forensics.outputs import write_csv
 from forensics.ownership.kernels.envelope import envelope
 from forensics.paths import load_query
@@ -129,6 +130,7 @@ STEPS = (
     "exposures",
     recipient_slots,
     "affected_responses",
+    source_likelihood,  # an allocator model replayed over the logs of the nodes without page telemetry
     "possible_sources",  # every request whose KV a response without page evidence could have attended
     "hazards",
     "coverage",

@@ -46,34 +46,46 @@ def page_ranges(pages: np.ndarray, ps: int) -> list[tuple[int, int]]:
 
 
 class PagePool:
-    """Whole-page allocator; page 0 is reserved. LIFO (decode): the most recently freed pages go out first;
-    a freed batch is sorted together with the top of the free stack (lowest page on top), so a request
-    that frees [16,64) hands out 16, 32, 48 next and neighbouring free pages coalesce into runs.
-    Sorted (prefill): lowest free page first."""
+    """Whole-page allocator; page 0 is reserved. A request's pages come out in ascending order.
+    - coalesce (decode): LIFO, the most recently freed pages go out first; a freed batch is sorted together
+      with the top of the free stack (lowest page on top), so a request that frees [16,64) hands out 16,
+      32, 48 next and neighbouring free pages coalesce into runs.
+    - lifo: SGLang 0.4.9: the freed pages, sorted, are prepended to the free list and go out first.
+    - deferred: SGLang 0.5.4+ in PD mode: freed pages wait in release_pages and join the free list, sorted,
+      only when an allocation finds it too short.
+    - sorted (prefill): lowest free page first (SGLang's merge-and-sort of the free list)."""
 
-    def __init__(self, n_pages: int, lifo: bool = True) -> None:
+    def __init__(self, n_pages: int, reuse: str = "coalesce") -> None:
         self.stack = list(range(n_pages, 0, -1))
-        self.lifo = lifo
+        self.reuse = reuse
+        self.released: list[int] = []
 
     def __len__(self) -> int:
-        return len(self.stack)
+        return len(self.stack) + len(self.released)
 
     def alloc(self, n: int) -> np.ndarray | None:
-        if n > len(self.stack):
+        if n > len(self):
             return None
         if n == 0:
             return np.zeros(0, dtype=np.int64)
+        if len(self.stack) < n:  # deferred: the released pages join, sorted
+            self.stack = sorted(self.stack + self.released, reverse=True)
+            self.released = []
         take = self.stack[-n:]
         del self.stack[-n:]
         return np.sort(np.array(take, dtype=np.int64))  # a request's pages in ascending order
 
     def free(self, pages: np.ndarray) -> None:
-        if self.lifo:  # merged with the top of the stack so neighbouring free pages coalesce into runs
+        if self.reuse == "coalesce":  # merged with the top of the stack so neighbouring free pages coalesce
             k = min(len(self.stack), max(64, 2 * len(pages)))
             top = self.stack[len(self.stack) - k :]
             del self.stack[len(self.stack) - k :]
             self.stack.extend(np.sort(np.concatenate((pages, np.array(top, np.int64))))[::-1].tolist())
-        else:  # lowest page first (SGLang's merge-and-sort of the free list): less fragmentation
+        elif self.reuse == "lifo":
+            self.stack.extend(np.sort(pages)[::-1].tolist())
+        elif self.reuse == "deferred":
+            self.released.extend(pages.tolist())
+        else:  # lowest page first: less fragmentation
             self.stack = np.sort(np.concatenate((np.array(self.stack, np.int64), pages)))[::-1].tolist()
 
 
@@ -196,10 +208,10 @@ class PrefixCache:
 class Node:
     """One engine: pool, slot truth, cache (prefill), page-event rows and log lines on its own clock."""
 
-    def __init__(self, spec: NodeSpec, page_size: int, seq_base: int, exp: Exposures) -> None:
+    def __init__(self, spec: NodeSpec, page_size: int, seq_base: int, exp: Exposures, reuse: str = "coalesce") -> None:
         self.spec, self.name, self.ps = spec, spec.name, page_size
         n_pages = spec.pool_tokens // page_size
-        self.pool = PagePool(n_pages, lifo=spec.role == "decode")
+        self.pool = PagePool(n_pages, reuse=reuse if spec.role == "decode" else "sorted")
         self.slots = SlotState(spec.name, (n_pages + 1) * page_size, exp)
         self.cache = PrefixCache() if spec.role == "prefill" else None
         self.seq = seq_base

@@ -61,6 +61,9 @@ class SimConfig:
     clock_skew_ms: int | None = None  # each node's clock offset drawn from [-skew, +skew] ms (None: fixed offsets)
     # a late landing is moved (up to 6 times) until it is this far from known events on its slots; 0: never
     late_clear_ms: int = 50
+    # how decode nodes reuse freed pages (forensics.simulate.cluster.PagePool): coalesce (LIFO, freed pages
+    # merged with the top of the free stack), lifo (SGLang 0.4.9), deferred (SGLang 0.5.4+ in PD mode)
+    decode_reuse: str = "coalesce"
     read_delay_ms: float = 0.0  # decode reads a landed transfer after this to twice this (0: 0.2 to 2 ms)
     prefill_count: int = 2  # prefill nodes (prefill-0 ..)
     decode_count: int = 3  # decode nodes (decode-0 ..)
@@ -133,6 +136,9 @@ def default_nodes(
     return [dataclasses.replace(n, telemetry=(n.name != no_telemetry)) for n in nodes]
 
 
+REUSE = ("coalesce", "lifo", "deferred")
+
+
 def build_config(preset: str = "default", **overrides: object) -> SimConfig:
     """A preset with explicit overrides applied (None means: keep the preset's value)."""
     ov = {k: v for k, v in overrides.items() if v is not None}
@@ -178,6 +184,8 @@ def build_config(preset: str = "default", **overrides: object) -> SimConfig:
     if not cfg.discovered_at:
         end = datetime.fromtimestamp((cfg.start_us + cfg.duration_us) / S + 300, UTC)
         cfg.discovered_at = end.strftime("%Y-%m-%dT%H:%M:%SZ")
+    if cfg.decode_reuse not in REUSE:
+        raise ValueError(f"unknown decode page reuse {cfg.decode_reuse!r} (expected one of {', '.join(REUSE)})")
     if cfg.prefill_count < 1 or cfg.decode_count < 1:
         raise ValueError("the simulated cluster needs at least one prefill and one decode node")
     if no_tel_default is not None and no_tel_default not in {f"decode-{i}" for i in range(cfg.decode_count)}:

@@ -26,7 +26,9 @@ class Engine(DecodeSide):
     def __init__(self, cfg: SimConfig, reqs: list[Request], rng: random.Random) -> None:
         self.cfg, self.reqs, self.rng, self.ps = cfg, reqs, rng, cfg.page_size
         self.exp = Exposures()
-        self.nodes = {s.name: Node(s, cfg.page_size, rng.randrange(1, 90) * 1000, self.exp) for s in cfg.nodes}
+        self.nodes = {
+            s.name: Node(s, cfg.page_size, rng.randrange(1, 90) * 1000, self.exp, cfg.decode_reuse) for s in cfg.nodes
+        }
         self.st = [St() for _ in reqs]
         self.heap: list[tuple[int, int, int, int]] = []
         self.n = 0

@@ -25,6 +25,12 @@ class Comparison:
     possible_account_recall: float = 1.0  # true source accounts among the possible sources' accounts
     possible_pairs: int = 0
     dark_truth_pairs: int = 0
+    # the likely subset (likelihood >= 0.5) against the true pairs, and the sum of the likelihoods
+    likely_pairs: int = 0
+    likely_precision: float = 1.0
+    likely_recall: float = 1.0
+    likelihood_sum: float = 0.0
+    likelihood_missing: int = 0  # possible pairs without a likelihood (the model replayed not both rooms)
 
 
 def _read(path: Path) -> list[dict[str, str]]:
@@ -85,7 +91,8 @@ def compare(sim_out: Path) -> Comparison:
     c.slot_mismatches = [(k, tp[k], found[k][0], found[k][2]) for k in sorted(hit) if off(k)]
 
     # possible sources: every true pair of a response without page evidence, and every true source account
-    possible = set(f.rows("SELECT recipient_request_id, source_request_id FROM possible_sources"))
+    rows = f.rows("SELECT recipient_request_id, source_request_id, likelihood FROM possible_sources")
+    possible = {(r, s) for r, s, _ in rows}
     dark = {(k[0], k[1]) for k in tpairs if k[0] in sig}
     c.possible_pairs, c.dark_truth_pairs = len(possible), len(dark)
     c.possible_pair_recall = len(dark & possible) / len(dark) if dark else 1.0
@@ -93,4 +100,10 @@ def compare(sim_out: Path) -> Comparison:
     true_accounts = {account.get(src) for _, src in dark}
     found_accounts = {account.get(src) for _, src in possible}
     c.possible_account_recall = len(true_accounts & found_accounts) / len(true_accounts) if true_accounts else 1.0
+    likely = {(r, s) for r, s, lik in rows if lik is not None and lik >= 0.5}
+    c.likely_pairs = len(likely)
+    c.likely_precision = len(likely & dark) / len(likely) if likely else 1.0
+    c.likely_recall = len(likely & dark) / len(dark) if dark else 1.0
+    c.likelihood_sum = sum(lik for _, _, lik in rows if lik is not None)
+    c.likelihood_missing = sum(lik is None for _, _, lik in rows)
     return c

@@ -10,9 +10,12 @@
 --     no later than the response's start_time: a start empties the pool. Never for an aborted source,
 --     whose late transfer may land after its last line.
 -- The pool's capacity proves nothing gone (a freed page can stay unreused for days), so it is not used.
--- likelihood: empty until an allocator model gives one (unknown, never 0).
+-- likelihood: the allocator model's (forensics.findings.likelihood) for the share of its replays that
+-- found the pair, where the model replayed both rooms, at least 0.001 (a possible pair is never ruled
+-- out by a model); else empty (unknown, never 0).
 -- grain: recipient request, source request (or engine rid without a gateway record), node;
--- reads: signature_responses, dark_rooms, gateway, engine_lines, request_cohort; params: none
+-- reads: signature_responses, dark_rooms, gateway, engine_lines, request_cohort, source_likelihood,
+--        likelihood_map, model_rooms; params: none
 CREATE OR REPLACE TABLE possible_sources AS
 WITH dark AS (SELECT DISTINCT node FROM signature_responses),
 on_node AS (  -- per room, the node's own clock
@@ -43,9 +46,13 @@ SELECT r.request_id AS recipient_request_id, coalesce(s.request_id, '') AS sourc
             ELSE 'sent to ' || r.node || ' by the gateway; no line of its log names the room: its KV may have been written at any time'
        END || CASE WHEN s.request_id IS NULL THEN '; no gateway record (engine rid ' || coalesce(s.rid, '?') || ')' ELSE '' END
            || '; no start-up of ' || r.node || ' in between' AS basis,
-       NULL::DOUBLE AS likelihood,
+       CASE WHEN mr.room IS NOT NULL AND ms.room IS NOT NULL THEN round(greatest(m.likelihood, 0.001), 3) END AS likelihood,
        r.cohort AS recipient_cohort, s.cohort AS source_cohort, r.room AS recipient_room, s.room AS source_room
 FROM recipients r JOIN sources s ON s.node = r.node AND s.room IS DISTINCT FROM r.room
+LEFT JOIN source_likelihood l ON l.node = r.node AND l.recipient_room = r.room AND l.source_room = s.room
+LEFT JOIN likelihood_map m ON m.node = r.node AND m.hits = coalesce(l.hits, 0)
+LEFT JOIN model_rooms mr ON mr.node = r.node AND mr.room = r.room
+LEFT JOIN model_rooms ms ON ms.node = r.node AND ms.room = s.room
 WHERE s.request_id IS DISTINCT FROM r.request_id
   AND NOT coalesce(s.started > r.finished, false)
   AND NOT (NOT s.aborted AND EXISTS (SELECT 1 FROM starts t WHERE t.node = r.node AND t.ts > s.last_seen

@@ -1,0 +1,375 @@
+"""Findings stage, the likelihood of each possible source (spec section 7): a model of the decode node's
+page allocator, replayed over the request lifecycle its logs give (forensics.ownership.kernels.allocator).
+
+1. The policy. Each candidate of POLICIES replays the allocations and frees that the bundle's
+   instrumented decode nodes logged (same engine build); the one that names the most allocated pages
+   right is the policy. Without an instrumented decode node every candidate takes part, the ensemble's
+   members drawing them in turn.
+2. The walk. Per decode node of a response without page evidence: its rooms' lifecycles
+   (node_lifecycle.sql) as events in time order. Where the prefill nodes have page telemetry, their
+   transfer events name the slots of the decode node each transfer wrote: they fix the pages of every
+   pre-allocation they cover (the recipient's own one-page transfer included). MEMBERS replays: the
+   first with the logged times, each other with every time drawn within what the log allows (its
+   resolution, the spread of the clock fits), so that orders the log cannot settle vary.
+3. The likelihood. A pair found by h of the members gets a rate for h learned where the truth is in the
+   bundle: the same walk on the instrumented decode nodes (their lifecycles from their logs only),
+   scored against the pairs their page evidence proves, for their placeholder responses. Without an
+   instrumented decode node it is (h + 1/2) / (MEMBERS + 1), said to be uncalibrated.
+
+Writes: node_lifecycle (temp), source_likelihood (node, recipient_room, source_room, hits),
+likelihood_map (node, hits, likelihood), model_rooms (node, room), allocator_model (one row per node).
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+
+from forensics.db import arrow_view, run_query
+from forensics.ownership.kernels import allocator as alloc
+from forensics.paths import load_query
+
+MEMBERS = 16
+# candidate policies: name -> (policy, coalescing window in pages); see forensics.ownership.kernels.allocator
+POLICIES = {
+    "lifo": (alloc.LIFO, 0),  # SGLang 0.4.9: freed pages prepended to the free list, taken first
+    "lifo-coalesce-16": (alloc.LIFO, 16),
+    "lifo-coalesce-64": (alloc.LIFO, 64),
+    "lifo-coalesce-256": (alloc.LIFO, 256),
+    "lowest-first": (alloc.SORTED, 0),
+    "sorted-deferred": (alloc.DEFERRED, 0),  # SGLang 0.5.4+ in PD mode: release_pages, merge_and_sort_free
+}
+# allocation batches per instrumented node the policy is scored on (the choice settles long before)
+SCORE_BATCHES = 50_000
+# a duration printed with 4 decimals is known to half its last digit
+DURATION_ROUNDING = 5e-5
+
+
+@dataclass
+class Lifecycle:
+    """One decode node's rooms (node_lifecycle.sql), as arrays in room order."""
+
+    room: np.ndarray
+    n_read: np.ndarray
+    n_xfer: np.ndarray
+    n_out: np.ndarray
+    aborted: np.ndarray
+    times: dict[str, np.ndarray]  # t_alloc, t_land, t_read, t_end, t_free (NaN: unknown)
+    unc_alloc: np.ndarray
+    unc_land: np.ndarray
+    res: np.ndarray
+
+    @property
+    def placeholder(self) -> np.ndarray:
+        """Rooms decoded over more tokens than their transfer wrote (the prompt replaced by a placeholder):
+        the recipients whose attention the walk follows."""
+        return ~self.aborted & (self.n_xfer < self.n_read)
+
+
+def _lifecycle(con: duckdb.DuckDBPyConnection, node: str) -> Lifecycle:
+    t = con.execute("SELECT * FROM node_lifecycle WHERE node = ? ORDER BY room", [node]).fetchnumpy()
+
+    def col(name: str, dtype: type) -> np.ndarray:
+        v = t[name]
+        if np.ma.isMaskedArray(v):
+            v = v.filled(np.nan if dtype is float else 0)
+        return np.asarray(v, dtype=dtype)
+
+    return Lifecycle(
+        room=col("room", np.int64),
+        n_read=col("n_read", np.int64),
+        n_xfer=col("n_xfer", np.int64),
+        n_out=col("n_out", np.int64),
+        aborted=col("aborted", bool),
+        times={k: col(k, float) for k in ("t_alloc", "t_land", "t_read", "t_end", "t_free")},
+        unc_alloc=col("unc_alloc", float),
+        unc_land=col("unc_land", float),
+        res=col("res", float),
+    )
+
+
+def _anchors(con: duckdb.DuckDBPyConnection, node: str, lc: Lifecycle, ps: int, n_pages: int) -> tuple[np.ndarray, ...]:
+    """Per room (CSR over lc's order): the pages of its pre-allocation the prefill's transfer events name,
+    and the exact slot ranges its transfer wrote."""
+    t = con.execute(load_query("findings", "transfer_anchors"), {"node": node}).fetchnumpy()
+    room = np.asarray(t["room"], dtype=np.int64)
+    start, end = np.asarray(t["start"], dtype=np.int64), np.asarray(t["end"], dtype=np.int64)
+    idx = np.searchsorted(lc.room, room)
+    ok = (idx < len(lc.room)) & (start >= 0) & (end > start) & (end <= (n_pages + 1) * ps)
+    ok[ok] &= lc.room[idx[ok]] == room[ok]
+    idx, start, end = idx[ok], start[ok], end[ok]
+    order = np.lexsort((start, idx))
+    idx, start, end = idx[order], start[order], end[order]
+    x_ptr = np.zeros(len(lc.room) + 1, dtype=np.int64)
+    np.add.at(x_ptr, idx + 1, 1)
+    x_ptr = np.cumsum(x_ptr)
+    # the pages those ranges touch, per room (ascending), at most its pre-allocation's page count
+    first, last = start // ps, (end - 1) // ps
+    counts = last - first + 1
+    step = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+    page = np.repeat(first, counts) + step
+    key = np.unique(np.repeat(idx, counts) * (n_pages + 2) + page)
+    owner, page = key // (n_pages + 2), key % (n_pages + 2)
+    heads = np.searchsorted(owner, owner)  # the first of each room's pages
+    rank = np.arange(len(owner)) - heads
+    keep = (page >= 1) & (page <= n_pages) & (rank < (-(-lc.n_read // ps))[owner])
+    owner, page = owner[keep], page[keep]
+    a_ptr = np.zeros(len(lc.room) + 1, dtype=np.int64)
+    np.add.at(a_ptr, owner + 1, 1)
+    return np.cumsum(a_ptr), page.astype(np.int32), x_ptr, start, end
+
+
+def _events(lc: Lifecycle, rng: np.random.Generator | None) -> tuple[np.ndarray, np.ndarray]:
+    """The walk's events in time order: the logged times (rng None), or each drawn within what the log
+    allows. A finished room's times all come from one line (its time) and its durations, so they move
+    together by the line's resolution, and each by its duration's rounding; an aborted room's
+    pre-allocation and landing are estimates of their own spread."""
+    n = len(lc.room)
+    t = {k: v.copy() for k, v in lc.times.items()}
+    if rng is not None:
+        shift = rng.uniform(-0.5, 0.5, n) * lc.res
+        for k in ("t_alloc", "t_land", "t_read", "t_end", "t_free"):
+            t[k] += shift + rng.uniform(-DURATION_ROUNDING, DURATION_ROUNDING, n) * (k != "t_free")
+        ab = lc.aborted
+        t["t_alloc"][ab] += rng.uniform(-1, 1, int(ab.sum())) * lc.unc_alloc[ab]
+        t["t_land"][ab] += rng.uniform(-1, 1, int(ab.sum())) * lc.unc_land[ab]
+    # a room's own events keep their order: pre-allocation first, then landing before decode starts
+    later = np.fmin(np.fmin(t["t_land"], t["t_read"]), np.fmin(t["t_end"], t["t_free"]))
+    t["t_alloc"] = np.fmin(t["t_alloc"], later - 1e-7)
+    finished = ~lc.aborted
+    t["t_land"][finished] = np.fmin(t["t_land"][finished], t["t_read"][finished] - 1e-8)
+    kinds = [
+        (alloc.ALLOC_IN, t["t_alloc"]),
+        (alloc.LAND, t["t_land"]),
+        (alloc.READ, np.where(finished, t["t_read"], np.nan)),
+        (alloc.END, np.where(finished, t["t_end"], np.nan)),
+        (alloc.FREE, np.where(lc.aborted, t["t_free"], np.nan)),
+    ]
+    time = np.concatenate([v for _, v in kinds])
+    kind = np.concatenate([np.full(n, k, dtype=np.int8) for k, _ in kinds])
+    room = np.tile(np.arange(n, dtype=np.int32), len(kinds))
+    known = ~np.isnan(time)
+    time, kind, room = time[known], kind[known], room[known]
+    order = np.lexsort((room, kind, time))
+    return kind[order], room[order]
+
+
+@dataclass
+class Walks:
+    """The ensemble's result on one node: per (recipient, source) index pair, the members that found it."""
+
+    recipient: np.ndarray
+    source: np.ndarray
+    hits: np.ndarray
+
+
+def _walk_node(
+    con: duckdb.DuckDBPyConnection, node: str, lc: Lifecycle, ps: int, n_pages: int, policies: list[tuple[int, int]]
+) -> Walks:
+    a_ptr, a_pages, x_ptr, x_start, x_end = _anchors(con, node, lc, ps, n_pages)
+    n_in = -(-lc.n_read // ps)
+    watch = lc.placeholder
+    rng = np.random.default_rng(zlib.crc32(node.encode()))  # the same bundle gives the same likelihoods
+    found = []
+    for m in range(MEMBERS):
+        kind, room = _events(lc, None if m == 0 else rng)
+        pol, window = policies[m % len(policies)]
+        pairs = alloc.walk(
+            n_pages, ps, pol, window, kind, room, n_in, lc.n_read, lc.n_xfer, lc.n_out, watch,
+            a_ptr, a_pages, x_ptr, x_start, x_end,
+        )  # fmt: skip
+        found.append(np.unique(pairs[:, 0].astype(np.int64) * len(lc.room) + pairs[:, 1]))
+    keys, hits = np.unique(np.concatenate(found), return_counts=True)
+    return Walks(keys // len(lc.room), keys % len(lc.room), hits)
+
+
+def _batches(con: duckdb.DuckDBPyConnection, node: str, ps: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """An instrumented node's allocations and frees as batches (op, CSR of pages), for policy_accuracy."""
+    t = con.execute(load_query("findings", "alloc_batches"), {"node": node}).fetchnumpy()
+    op, room = np.asarray(t["op"], dtype=np.int8), np.asarray(t["room"], dtype=np.int64)
+    start, end = np.asarray(t["start"], dtype=np.int64), np.asarray(t["end"], dtype=np.int64)
+    new = np.ones(len(op), dtype=bool)
+    new[1:] = (op[1:] != op[:-1]) | (room[1:] != room[:-1])
+    batch = np.cumsum(new) - 1
+    first, last = start // ps, (end - 1) // ps
+    counts = np.maximum(last - first + 1, 0)
+    step = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+    pages = (np.repeat(first, counts) + step).astype(np.int32)
+    b_ptr = np.zeros(int(new.sum()) + 1, dtype=np.int64)
+    np.add.at(b_ptr, batch + 1, counts)
+    b_ptr = np.cumsum(b_ptr)
+    b_op = op[new]
+    if len(b_op) > SCORE_BATCHES:
+        b_op, b_ptr = b_op[:SCORE_BATCHES], b_ptr[: SCORE_BATCHES + 1]
+        pages = pages[: b_ptr[-1]]
+    return b_op, b_ptr, pages
+
+
+def _choose_policy(con: duckdb.DuckDBPyConnection, nodes: list[tuple[str, int, int]]) -> tuple[str | None, str]:
+    """The candidate that names the most allocated pages right on the instrumented decode nodes, and
+    what it was chosen on; None when there is no such node."""
+    score = dict.fromkeys(POLICIES, 0)
+    total = 0
+    for node, ps, n_pages in nodes:
+        b_op, b_ptr, pages = _batches(con, node, ps)
+        ok = (pages >= 1) & (pages <= n_pages)
+        if not len(b_op) or not ok.all():
+            continue
+        for name, (pol, window) in POLICIES.items():
+            hit, n = alloc.policy_accuracy(n_pages, pol, window, b_op, b_ptr, pages, *alloc.new_state(n_pages))
+            score[name] += hit
+        total += n
+    if not total:
+        return None, "no decode node with page telemetry to learn the policy from: every candidate policy in turn"
+    best = max(POLICIES, key=lambda k: score[k])  # the first of equals, in POLICIES order
+    ranked = ", ".join(f"{k} {score[k] / total:.3f}" for k in sorted(POLICIES, key=lambda k: -score[k]))
+    return best, (
+        f"policy {best}, learned from {', '.join(n for n, _, _ in nodes)}: share of {total:,} allocated pages "
+        f"each candidate names right when replayed over their page events: {ranked}"
+    )
+
+
+def _isotonic(rate: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    """The non-decreasing sequence nearest to `rate` (pool adjacent violators): a pair more members
+    found is never less likely."""
+    vals, wts, sizes = [], [], []
+    for r, w in zip(rate.tolist(), weight.tolist(), strict=True):
+        vals.append(r)
+        wts.append(w)
+        sizes.append(1)
+        while len(vals) > 1 and vals[-2] > vals[-1]:
+            w2 = wts[-2] + wts[-1]
+            v = (vals[-2] * wts[-2] + vals[-1] * wts[-1]) / w2
+            s = sizes[-2] + sizes[-1]
+            del vals[-1], wts[-1], sizes[-1]
+            vals[-1], wts[-1], sizes[-1] = v, w2, s
+    return np.repeat(vals, sizes)
+
+
+@dataclass
+class Calibration:
+    true: np.ndarray  # per hit count 0..MEMBERS: true pairs
+    total: np.ndarray  # ... and candidate pairs
+    nodes: list[str]
+
+    def rates(self) -> np.ndarray:
+        prior = (np.arange(MEMBERS + 1) + 0.5) / (MEMBERS + 1)
+        if not self.total.sum():
+            return prior
+        return _isotonic((self.true + 2 * prior) / (self.total + 2), self.total + 2)
+
+
+def _calibrate(
+    con: duckdb.DuckDBPyConnection, nodes: list[tuple[str, int, int]], policies: list[tuple[int, int]]
+) -> Calibration:
+    """The walk on each instrumented decode node, from its logs and the prefills' transfers alone, against
+    the pairs its page evidence proves for its placeholder responses (exposures), bucket by hit count.
+    A candidate is every room pre-allocated before the recipient's decode ended."""
+    cal = Calibration(np.zeros(MEMBERS + 1, dtype=np.int64), np.zeros(MEMBERS + 1, dtype=np.int64), [])
+    for node, ps, n_pages in nodes:
+        lc = _lifecycle(con, node)
+        placeholder = lc.placeholder
+        if not placeholder.any():
+            continue
+        w = _walk_node(con, node, lc, ps, n_pages, policies)
+        truth = con.execute(
+            "SELECT DISTINCT recipient_room, source_room FROM exposures WHERE node = ? AND source_room IS NOT NULL",
+            [node],
+        ).fetchnumpy()
+        r_idx = np.searchsorted(lc.room, np.asarray(truth["recipient_room"], dtype=np.int64))
+        s_idx = np.searchsorted(lc.room, np.asarray(truth["source_room"], dtype=np.int64))
+        ok = (r_idx < len(lc.room)) & (s_idx < len(lc.room))
+        ok[ok] &= (lc.room[r_idx[ok]] == truth["recipient_room"][ok]) & (lc.room[s_idx[ok]] == truth["source_room"][ok])
+        ok[ok] &= placeholder[r_idx[ok]]
+        n = len(lc.room)
+        true_keys = np.unique(r_idx[ok] * n + s_idx[ok])
+        mine = placeholder[w.recipient]
+        keys, hits = w.recipient[mine] * n + w.source[mine], w.hits[mine]
+        is_true = np.isin(keys, true_keys)
+        np.add.at(cal.total, hits, 1)
+        np.add.at(cal.true, hits[is_true], 1)
+        cal.true[0] += len(true_keys) - int(is_true.sum())
+        allocs = np.sort(lc.times["t_alloc"])
+        ends = lc.times["t_end"][placeholder]
+        candidates = int(np.searchsorted(allocs, ends, side="right").sum()) - int(placeholder.sum())
+        cal.total[0] += max(candidates - len(keys), 0)
+        cal.nodes.append(node)
+    return cal
+
+
+def source_likelihood(con: duckdb.DuckDBPyConnection) -> None:
+    """source_likelihood, likelihood_map, model_rooms and allocator_model for the decode nodes of the
+    responses without page evidence (signature_responses)."""
+    run_query(con, "findings", "node_lifecycle")
+    cfg = {
+        node: (ps, pool // ps)
+        for node, ps, pool in con.execute("""SELECT node, coalesce(page_size, 1),
+                coalesce(pool_tokens, max_total_num_tokens) FROM node_config
+            WHERE role = 'decode' AND coalesce(pool_tokens, max_total_num_tokens) > 0 ORDER BY node""").fetchall()
+    }
+    dark = [r[0] for r in con.execute("SELECT DISTINCT node FROM signature_responses ORDER BY node").fetchall()]
+    instrumented = [
+        (node, *cfg[node])
+        for (node,) in con.execute("SELECT node FROM telemetry_nodes ORDER BY node").fetchall()
+        if node in cfg
+    ]
+    best, policy_basis = _choose_policy(con, instrumented) if dark else (None, "")
+    policies = [POLICIES[best]] if best else list(POLICIES.values())
+    cal = _calibrate(con, instrumented, policies) if dark else Calibration(np.zeros(0), np.zeros(0), [])
+    rates = cal.rates() if dark else np.zeros(0)
+    pairs: dict[str, list[np.ndarray]] = {k: [] for k in ("node", "recipient_room", "source_room", "hits")}
+    rooms: dict[str, list[np.ndarray]] = {"node": [], "room": []}
+    model: dict[str, list[object]] = {k: [] for k in ("node", "policy", "basis", "members", "calibration")}
+    for node in dark:
+        model["node"].append(node)
+        model["members"].append(MEMBERS)
+        if node not in cfg:
+            model["policy"].append(None)
+            model["basis"].append(f"no pool size or page size of {node} in its log: no allocator model")
+            model["calibration"].append(None)
+            continue
+        ps, n_pages = cfg[node]
+        lc = _lifecycle(con, node)
+        w = _walk_node(con, node, lc, ps, n_pages, policies)
+        pairs["node"].append(np.full(len(w.hits), node, dtype=object))
+        pairs["recipient_room"].append(lc.room[w.recipient])
+        pairs["source_room"].append(lc.room[w.source])
+        pairs["hits"].append(w.hits)
+        rooms["node"].append(np.full(len(lc.room), node, dtype=object))
+        rooms["room"].append(lc.room)
+        model["policy"].append(best or "all candidates")
+        model["basis"].append(policy_basis)
+        model["calibration"].append(
+            f"calibrated on {', '.join(cal.nodes)}: {int(cal.true.sum()):,} true pairs of their placeholder "
+            f"responses among {int(cal.total.sum()):,} candidates"
+            if cal.nodes
+            else "uncalibrated: no decode node with page telemetry and placeholder responses to learn from; "
+            f"(h + 1/2) / ({MEMBERS} + 1)"
+        )
+
+    def table(cols: dict[str, list[np.ndarray]], types: dict[str, pa.DataType]) -> pa.Table:
+        return pa.table(
+            {k: pa.array(np.concatenate(v) if v else np.zeros(0, dtype=object), type=types[k]) for k, v in cols.items()}
+        )
+
+    i64, s = pa.int64(), pa.string()
+    found = table(pairs, {"node": s, "recipient_room": i64, "source_room": i64, "hits": i64})
+    replayed = table(rooms, {"node": s, "room": i64})
+    rate = pa.table({"hits": np.arange(len(rates)), "likelihood": rates})
+    runs = pa.table({k: pa.array(v, type=i64 if k == "members" else s) for k, v in model.items()})
+    with (
+        arrow_view(con, "likelihood_pairs", found),
+        arrow_view(con, "likelihood_rooms", replayed),
+        arrow_view(con, "likelihood_rates", rate),
+        arrow_view(con, "likelihood_model", runs),
+    ):
+        con.execute("CREATE OR REPLACE TABLE source_likelihood AS SELECT * FROM likelihood_pairs")
+        con.execute("CREATE OR REPLACE TABLE model_rooms AS SELECT * FROM likelihood_rooms")
+        con.execute("""CREATE OR REPLACE TABLE likelihood_map AS
+            SELECT m.node, r.hits, r.likelihood FROM likelihood_model m CROSS JOIN likelihood_rates r
+            WHERE m.policy IS NOT NULL""")
+        con.execute("CREATE OR REPLACE TABLE allocator_model AS SELECT * FROM likelihood_model")

@@ -1,0 +1,4 @@
+-- The slots of decode node $node that each transfer into it wrote, as the sending prefill logged them
+-- (the receiver cannot see one-sided writes): they fix where each request's KV is in the allocator model.
+-- grain: transfer event into $node; reads: page_events; params: $node
+SELECT room, start, "end" FROM page_events WHERE op = 'transfer' AND peer = $node ORDER BY room, start, "end"

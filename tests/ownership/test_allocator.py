@@ -1,0 +1,123 @@
+"""The allocator model (forensics.ownership.kernels.allocator): each policy against the simulator's own
+page pool (forensics.simulate.cluster.PagePool, written independently), on random request mixes; the
+policy selection picks the pool's real policy; and the walk finds who held a placeholder's pages."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from forensics.findings.likelihood import POLICIES
+from forensics.ownership.kernels import allocator as alloc
+from forensics.simulate.cluster import PagePool
+
+# the simulator's reuse rule -> the model's candidate that states it
+SAME = {"coalesce": "lifo-coalesce-64", "lifo": "lifo", "deferred": "sorted-deferred", "sorted": "lowest-first"}
+
+
+def _history(reuse: str, seed: int, n_pages: int = 512, steps: int = 600) -> tuple[np.ndarray, ...]:
+    """Allocations and frees of a simulated pool under random load, as policy_accuracy's batches."""
+    rng = random.Random(seed)
+    pool = PagePool(n_pages, reuse=reuse)
+    held: list[np.ndarray] = []
+    ops, pages = [], []
+    for _ in range(steps):
+        if held and (rng.random() < 0.45 or len(pool) < 40):
+            got = held.pop(rng.randrange(len(held)))
+            pool.free(got)
+            ops.append(1)
+            pages.append(got)
+        else:
+            got = pool.alloc(rng.randint(1, 30))
+            if got is None:
+                continue
+            held.append(got)
+            ops.append(0)
+            pages.append(got)
+    ptr = np.zeros(len(pages) + 1, dtype=np.int64)
+    ptr[1:] = np.cumsum([len(p) for p in pages])
+    return np.array(ops, dtype=np.int8), ptr, np.concatenate(pages).astype(np.int32)
+
+
+@pytest.mark.parametrize("reuse", sorted(SAME))
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_the_policy_that_states_the_pool_predicts_every_page(reuse: str, seed: int) -> None:
+    n_pages = 512
+    op, ptr, pages = _history(reuse, seed, n_pages)
+    assert (op == 1).sum() > 50, "the history must reuse pages for the check to mean something"
+    scores = {}
+    for name, (pol, window) in POLICIES.items():
+        hit, total = alloc.policy_accuracy(n_pages, pol, window, op, ptr, pages, *alloc.new_state(n_pages))
+        scores[name] = hit / total
+    assert scores[SAME[reuse]] == 1.0, scores
+    # the selection (forensics.findings.likelihood) takes the best score, and no candidate beats this one
+    assert scores[SAME[reuse]] == max(scores.values())
+    assert min(scores.values()) < 0.9, "the candidates must differ on these histories"
+
+
+def _walk(events: list[tuple[int, int]], rooms: dict[str, list], ps: int, n_pages: int, pol: int) -> set:
+    kind = np.array([k for k, _ in events], dtype=np.int8)
+    room = np.array([r for _, r in events], dtype=np.int32)
+    n = len(rooms["n_read"])
+    a_ptr = np.zeros(n + 1, dtype=np.int64)
+    a_ptr[1:] = np.cumsum([len(a) for a in rooms["anchor"]])
+    a_pages = np.array([p for a in rooms["anchor"] for p in a], dtype=np.int32)
+    none = np.zeros(n + 1, dtype=np.int64)
+    n_read = np.array(rooms["n_read"], dtype=np.int64)
+    pairs = alloc.walk(
+        n_pages, ps, pol, 0, kind, room, -(-n_read // ps), n_read,
+        np.array(rooms["n_xfer"], dtype=np.int64), np.array(rooms["n_out"], dtype=np.int64),
+        np.array(rooms["watch"], dtype=np.bool_), a_ptr, a_pages, none, np.zeros(0, np.int64), np.zeros(0, np.int64),
+    )  # fmt: skip
+    return {tuple(p) for p in pairs.tolist()}
+
+
+@pytest.mark.parametrize("pol", [alloc.LIFO, alloc.SORTED, alloc.DEFERRED])
+def test_a_placeholder_attends_what_the_last_holders_of_its_pages_wrote(pol: int) -> None:
+    """Rooms 0 and 1 fill pages and leave; room 2, a placeholder (its transfer writes one token), takes
+    pages that held both; room 3 arrives after room 2 ended and is not its source."""
+    A, L, R, E, F = alloc.ALLOC_IN, alloc.LAND, alloc.READ, alloc.END, alloc.FREE
+    rooms = {
+        "n_read": [64, 64, 128, 64],
+        "n_xfer": [64, 64, 1, 64],
+        "n_out": [0, 0, 0, 0],
+        "watch": [False, False, True, False],
+        "anchor": [[], [], [], []],
+    }
+    events = [(A, 0), (L, 0), (R, 0), (A, 1), (L, 1), (R, 1), (E, 0), (E, 1), (A, 2), (L, 2), (R, 2), (E, 2)]
+    events += [(A, 3), (L, 3), (R, 3), (E, 3)]
+    # a pool of exactly the pages rooms 0 and 1 used: whatever the reuse order, room 2 gets theirs
+    assert _walk(events, rooms, ps=16, n_pages=8, pol=pol) == {(2, 0), (2, 1)}
+
+
+def test_a_late_transfer_into_pages_a_placeholder_attends_is_found() -> None:
+    """Room 0 aborts (its pages go back before its transfer lands); room 1, a placeholder, takes those
+    pages and reads; room 0's transfer then lands in them."""
+    A, L, R, E, F = alloc.ALLOC_IN, alloc.LAND, alloc.READ, alloc.END, alloc.FREE
+    rooms = {
+        "n_read": [32, 32],
+        "n_xfer": [32, 1],
+        "n_out": [0, 0],
+        "watch": [False, True],
+        "anchor": [[], []],
+    }
+    events = [(A, 0), (F, 0), (A, 1), (L, 1), (R, 1), (L, 0), (E, 1)]
+    assert _walk(events, rooms, ps=16, n_pages=2, pol=alloc.LIFO) == {(1, 0)}
+
+
+def test_anchored_pages_override_the_policy() -> None:
+    """The evidence names room 1's page (the prefill's transfer event): the walk puts it there even where
+    the policy would have handed out another page, so room 1 attends room 0's page 3, not page 1."""
+    A, L, R, E = alloc.ALLOC_IN, alloc.LAND, alloc.READ, alloc.END
+    rooms = {
+        "n_read": [16, 32, 16],
+        "n_xfer": [16, 1, 16],
+        "n_out": [0, 0, 0],
+        "watch": [False, True, False],
+        "anchor": [[3], [2], [1]],
+    }
+    # room 0 wrote page 3 and left; room 2 writes page 1 and stays; room 1 holds pages 2 and (policy) 3
+    events = [(A, 0), (L, 0), (R, 0), (E, 0), (A, 2), (L, 2), (R, 2), (A, 1), (L, 1), (R, 1), (E, 1), (E, 2)]
+    assert _walk(events, rooms, ps=16, n_pages=3, pol=alloc.SORTED) == {(1, 0)}
