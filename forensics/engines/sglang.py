@@ -9,14 +9,42 @@ Sources (sgl-project/sglang, python/sglang/srt/):
 - `full_layer_tokens=F, swa_layer_tokens=S`: model_executor/model_runner (sliding-window models);
 - `Input length (L tokens) exceeds the maximum allowed length (M tokens)`: managers/scheduler, the
   over-length path that replaces the prompt with a placeholder (see ../shared/notes/sglang-facts.md);
-- `Req Time Stats(rid=..., bootstrap_room=..., input len=..., output len=..., type=...)`:
-  managers/scheduler_metrics (per finished request);
-- `Decode transfer failed for request rank=... rid=... bootstrap_room=...`: disaggregation/decode.
+- `Req Time Stats(rid=..., bootstrap_room=..., input len=..., output len=..., type=...): <durations>`:
+  managers/schedule_batch `Req.log_time_stats` (per finished request); the durations are
+  metrics/collector `TimeStats.__str__` (0.4.9, 0.5.4: `name=12.34ms`, `start_time=`) and
+  observability/req_time_stats `convert_to_duration` (0.5.11: `prealloc_queue_duration(12.34ms) =
+  bootstrap(..) + alloc_wait(..); transfer_duration=..`, `start=` on the monotonic clock; 0.5.23:
+  `ReqTimeStats(rid=.., input_len=.., cached_input_len=.., output_len=.., attempts=.., type=..)`,
+  `entry_time=` on the wall clock);
+- `{Prefill bootstrap|Prefill transfer|Decode handshake|Decode transfer} failed for request rank=N
+  req.rid='..' req.bootstrap_room=N[ with exception KVTransferError(bootstrap_room=N): <reason>]`:
+  disaggregation/prefill, disaggregation/decode (`decode_req.req.rid=` on decode), the exception's
+  text from disaggregation/mooncake/conn (0.4.9-0.5.11) or disaggregation/common/conn (0.5.23);
+- `Request {room} timed out after {s:.1f}s in KVPoll.Bootstrapping|WaitingForInput`: the failure
+  reason the Mooncake/NIXL sender and receiver record (mooncake/conn 0.4.9-0.5.11, common/conn
+  0.5.23), printed inside the failed-for-request line above;
+- `Context corruption detected: Request {rid} (bootstrap_room={expected}) received metadata from
+  bootstrap_room={actual}. Metadata buffer index: {idx}. ...`: disaggregation/decode (0.5.11, 0.5.23);
+- `Deferred KV release for room {room} timed out after {timeout}s without a full drain ack ...` and
+  `KV checksum mismatch [on a peer rank ]req={rid} bootstrap_room={room}[ expected=0x.. got=0x..]`:
+  disaggregation/decode (0.5.23);
+- `Losing connection with prefill instance (bootstrap_addr: ..), affected N requests` (0.4.9),
+  `..), N requests affected` (0.5.4, 0.5.11), `Lost connection ..., N requests affected` (0.5.23):
+  mooncake/conn, common/conn;
+- `Init torch distributed begin.` (0.4.9-0.5.11), `Load weight begin. avail mem=..`:
+  model_executor/model_runner; `The server is fired up and ready to roll!`: entrypoints/http_server;
+- `--log-requests` text lines `Receive: obj=GenerateReqInput(..)[, headers={..}]` and `Finish:
+  obj=GenerateReqInput(..)[, headers={..}], out={.., 'meta_info': {'id': .., ..}}`:
+  managers/tokenizer_manager (0.4.9, 0.5.4) and utils/request_logger (0.5.11, 0.5.23), rendered by
+  `dataclass_to_string_truncated` (Python reprs; at level 2 a long string or list is cut to its two
+  ends joined by ` ... `). From 0.5.11 they go through a `%(message)s` formatter: no record prefix.
 """
 
 from __future__ import annotations
 
+import ast
 import re
+from typing import Any
 
 # --- the record prefix and the per-request lines (ingest) ---
 PREFIX = re.compile(
@@ -27,19 +55,51 @@ OVERLENGTH = re.compile(
     r".*?self\.rid=(?:'(?P<rid>[^']*)'|\"(?P<rid2>[^\"]*)\")"
 )
 TIME_STATS = re.compile(
-    r"Req Time Stats\(rid=(?P<rid>[^,]+?)(?:, bootstrap_room=(?P<room>-?\d+|None))?, input len=(?P<inp>\d+), "
-    r"output len=(?P<out>\d+), type=(?P<type>\w+)\)"
+    r"(?:Req Time Stats|ReqTimeStats)\(rid=(?P<rid>[^,]+?)(?:, bootstrap_room=(?P<room>-?\d+|None))?, "
+    r"input[ _]len=(?P<inp>\d+), (?:cached_input_len=\d+, )?output[ _]len=(?P<out>\d+), (?:attempts=\d+, )?"
+    r"type=(?P<type>\w+)\)"
 )
-# in the durations after a Req Time Stats line: how long the request ran forward (decode: its decode steps)
-FORWARD_DURATION = re.compile(r"(?<![\w.])forward_duration=(?P<s>\d+(?:\.\d+)?)")
-# ... and when it entered the scheduler (Unix seconds, the node's clock): nothing of it is in the
-# node's KV pool before then
-START_TIME = re.compile(r"(?<![\w.])start_time=(?P<s>\d+(?:\.\d+)?)")
+# one duration in the durations after a Req Time Stats line: `name=12.34ms` or, for 0.5.11's totals and
+# sub-phases, `name(12.34ms)`; a value without `ms` is in seconds
+DURATION = re.compile(r"(?<![\w.#])(?P<name>[a-z_]+)(?:=|\()(?P<v>-?\d+(?:\.\d+)?)(?P<ms>ms)?(?![\w.])")
+# ... and when the request entered the scheduler (Unix seconds, the node's clock): nothing of it is in
+# the node's KV pool before then. 0.5.23 calls it entry_time; 0.5.11's `start=` is on the monotonic
+# clock and is not read
+START_TIME = re.compile(r"(?<![\w.])(?:start_time|entry_time)=(?P<s>\d+(?:\.\d+)?)")
+# below this a start_time is a monotonic clock reading (0.5.4 prints time.perf_counter()), not a time
+MIN_WALLCLOCK_S = 1e9
 XFER_FAILED = re.compile(
     r"(?P<side>Decode|Prefill) (?P<stage>transfer|bootstrap|handshake) failed for request rank=\d+ "
     r"\S*rid=(?:'(?P<rid>[^']*)'|\"(?P<rid2>[^\"]*)\") \S*bootstrap_room=(?P<room>\d+)"
     r"(?: with exception \w+\(bootstrap_room=\d+\): (?P<reason>.*))?"
 )
+# the sender (Bootstrapping: decode never sent its page indices) or the receiver (WaitingForInput:
+# prefill never signalled the transfer done) gave up on a room
+KVPOLL_TIMEOUT = re.compile(r"Request (?P<room>\d+) timed out after (?P<s>\d+(?:\.\d+)?)s in KVPoll\.(?P<state>\w+)")
+# decode read another room's first token from the metadata buffer: the slot was reused under it
+CONTEXT_CORRUPTION = re.compile(
+    r"Context corruption detected: Request (?P<rid>.+?) \(bootstrap_room=(?P<room>\d+)\) received metadata "
+    r"from bootstrap_room=(?P<actual>\d+)\. Metadata buffer index: (?P<idx>-?\d+)\."
+)
+# decode gave an aborted room's pages back before prefill acknowledged that its writes had drained
+DEFERRED_RELEASE_TIMEOUT = re.compile(
+    r"Deferred KV release for room (?P<room>\d+) timed out after (?P<s>\d+(?:\.\d+)?)s without a full drain ack"
+)
+# the KV that landed in decode's pages is not the KV prefill sent (--disaggregation-enable-kv-checksum)
+KV_CHECKSUM_MISMATCH = re.compile(
+    r"KV checksum mismatch (?P<peer>on a peer rank )?req=(?P<rid>\S+) bootstrap_room=(?P<room>\d+)"
+    r"(?: expected=(?P<expected>0x[0-9a-f]+) got=(?P<got>0x[0-9a-f]+))?"
+)
+# decode's heartbeat to a prefill failed: every room in flight from it is marked Failed
+PREFILL_LOST = re.compile(
+    r"(?:Losing|Lost) connection with prefill instance \(bootstrap_addr: [^)]*\), "
+    r"(?:affected \d+ requests|\d+ requests affected)"
+)
+# a server process (re)starts: its pool is new and empty from here on
+STARTUP = re.compile(r"Init torch distributed begin\.|Load weight begin\.")
+SERVER_READY = re.compile(r"The server is fired up and ready to roll!")
+# --log-requests text lines; what follows `obj=` is read by read_fields
+REQUEST_LOG = re.compile(r"(?P<event>Receive|Finish): obj=(?P<cls>\w+)\(")
 
 # --- startup and scheduler lines: the node's config (ingest) and the pool audit ---
 SERVER_ARGS = re.compile(r"server_args=ServerArgs\((?P<body>.*)\)?\s*$")
@@ -79,3 +139,118 @@ def pool_kind(name: str) -> tuple[str, int]:
     if any(k in low for k in ("draft", "eagle", "mtp", "nextn", "spec")):
         return "draft", 6
     return ("full" if "full" in low else "kv"), BINDING_PRIORITY
+
+
+# --- reading the Python reprs of --log-requests lines ---
+# A prompt's text is a repr: its quotes, brackets, `rid=` or `bootstrap_room=` are inside one string
+# literal, so a field is only what stands at the top level of the dataclass.
+CLOSERS = {"(": ")", "[": "]", "{": "}"}
+_SPECIAL = re.compile(r"['\"()\[\]{},]")
+_STRING = {q: re.compile(rf"{q}(?:[^{q}\\]|\\.)*{q}", re.S) for q in "'\""}
+_FIELD = re.compile(r"\s*(?P<name>\w+)=")
+_INT_LIST = re.compile(r"\[\s*(?:-?\d+\s*(?:,\s*-?\d+\s*)*)?\]")
+TRUNCATION = " ... "
+
+
+def _string_end(s: str, i: int) -> int:
+    """The index after the string literal whose quote is s[i]."""
+    m = _STRING[s[i]].match(s, i)
+    if m is None:
+        raise ValueError("a quoted string is not closed")
+    return m.end()
+
+
+def _value_end(s: str, i: int) -> int:
+    """Where the value starting at s[i] ends: the first comma or closing bracket outside its brackets
+    and string literals (or the end of s)."""
+    pending: list[str] = []
+    while m := _SPECIAL.search(s, i):
+        c, i = m.group(), m.start()
+        if c in "'\"":
+            i = _string_end(s, i)
+            continue
+        if c in CLOSERS:
+            pending.append(CLOSERS[c])
+        elif c != "," or not pending:
+            if not pending:
+                return i
+            if pending.pop() != c:
+                raise ValueError("brackets do not match")
+        i += 1
+    if pending:
+        raise ValueError("a bracket is not closed")
+    return len(s)
+
+
+def read_fields(s: str, i: int, keyed: bool = False) -> tuple[dict[str, str], int]:
+    """The top-level items from s[i] up to the closing bracket (or the end of s): `name=value` fields of
+    a dataclass repr, or `'key': value` items of a dict repr when keyed; each as its value's text (a
+    repeated name keeps its last value). Returns them and the index of the closing bracket."""
+    out: dict[str, str] = {}
+    while i < len(s) and s[i] not in ")]}":
+        if keyed:
+            if s[i] not in "'\"":
+                raise ValueError("a dict key is not a string")
+            start, key_end = i, _string_end(s, i)
+            name = str(py_value(s[start:key_end]))
+            if not s.startswith(": ", key_end):
+                raise ValueError("a dict key is not followed by ': '")
+            v = key_end + 2
+        else:
+            f = _FIELD.match(s, i)
+            if f is None:
+                raise ValueError(f"expected name=value at: {s[i : i + 30]}")
+            name, v = f["name"], f.end()
+        i = _value_end(s, v)
+        out[name] = s[v:i]
+        if s.startswith(", ", i):
+            i += 2
+        elif i < len(s) and s[i] not in ")]}":
+            raise ValueError("fields are not separated by ', '")
+    return out, i
+
+
+def _cut_at(text: str) -> int | None:
+    """Where a top-level ` ... ` joins the two ends of a truncated string or list, if it does."""
+    depth, i = 0, 0
+    while m := _SPECIAL.search(text, i):
+        if depth == 0 and (cut := text.find(TRUNCATION, i, m.start())) >= 0:
+            return cut
+        c, i = m.group(), m.start()
+        if c in "'\"":
+            i = _string_end(text, i)
+            continue
+        depth += 1 if c in CLOSERS else -1 if c in ")]}" else 0
+        i += 1
+    cut = text.find(TRUNCATION, i) if depth == 0 else -1
+    return cut if cut >= 0 else None
+
+
+def py_value(text: str) -> Any:
+    """A value of a repr as Python data. A truncated string or list (`A ... B`) is read the way the JSON
+    request log writes it (`A...B`, `[*A, '...', *B]`), so the text and JSON logs give the same detail."""
+    text = text.strip()
+    if (cut := _cut_at(text)) is not None:
+        a, b = py_value(text[:cut]), py_value(text[cut + len(TRUNCATION) :])
+        if isinstance(a, str) and isinstance(b, str):
+            return a + "..." + b
+        if isinstance(a, list) and isinstance(b, list):
+            return [*a, "...", *b]
+        raise ValueError(f"a truncated value joins unlike ends: {text[:40]}")
+    if text.startswith("{"):
+        items, end = read_fields(text, 1, keyed=True)
+        if text[end:] != "}":
+            raise ValueError(f"a dict does not end where it closes: {text[:40]}")
+        return {k: py_value(v) for k, v in items.items()}
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError) as err:
+        raise ValueError(f"not a Python literal: {text[:40]}") from err
+
+
+def int_list_len(text: str) -> int | None:
+    """How many ints a repr'd flat list of ints holds (input_ids), without building it; None when the
+    text is anything else (skipped, truncated, a batch's list of lists)."""
+    if not _INT_LIST.fullmatch(text.strip()):
+        return None
+    return text.count(",") + 1 if any(c.isdigit() for c in text) else 0

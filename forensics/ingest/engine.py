@@ -1,4 +1,5 @@
-"""Ingest stage, engine logs: SGLang server logs (text) and --log-requests JSONL into typed tables.
+"""Ingest stage, engine logs: SGLang server logs (text, with --log-requests lines) and --log-requests JSONL
+into typed tables.
 
 Text logs carry no zone: their local time is read in the bundle's [engine] log_timezone.
 Reads: engine/<node>/*.log, *.jsonl. Writes: engine_lines, engine_requests, node_config, rejected.
@@ -7,6 +8,7 @@ Reads: engine/<node>/*.log, *.jsonl. Writes: engine_lines, engine_requests, node
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -17,18 +19,30 @@ import pyarrow as pa
 
 from forensics.engines.sglang import (
     BINDING_PRIORITY,
+    CONTEXT_CORRUPTION,
     CONTEXT_LEN,
-    FORWARD_DURATION,
+    DEFERRED_RELEASE_TIMEOUT,
+    DURATION,
+    KV_CHECKSUM_MISMATCH,
+    KVPOLL_TIMEOUT,
     MAX_TOTAL,
+    MIN_WALLCLOCK_S,
     OVERLENGTH,
     POOL,
+    PREFILL_LOST,
     PREFIX,
+    REQUEST_LOG,
     SERVER_ARG,
     SERVER_ARGS,
+    SERVER_READY,
     START_TIME,
+    STARTUP,
     TIME_STATS,
     XFER_FAILED,
+    int_list_len,
     pool_kind,
+    py_value,
+    read_fields,
 )
 from forensics.intake import InputFile
 
@@ -39,7 +53,15 @@ MARKERS = (
     "max_total_num_tokens=",
     "Input length (",
     "Req Time Stats(",
+    "ReqTimeStats(",
     "failed for request rank=",
+    "s in KVPoll.",
+    "Context corruption detected",
+    "Deferred KV release for room",
+    "KV checksum mismatch",
+    "connection with prefill instance",
+    "Receive: obj=",
+    "Finish: obj=",
 )
 
 
@@ -98,53 +120,180 @@ def _json_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool) and _int(v) is not None
 
 
+def _request(base: dict[str, Any], rid: str | None, room: int | None, kind: str, **cols: Any) -> dict[str, Any]:
+    """An engine_requests row; the columns not given are NULL."""
+    empty = {"input_len": None, "output_len": None, "max_input_len": None, "detail": None}
+    return base | {"rid": rid, "room": room, "kind": kind} | empty | cols
+
+
+def _room(v: Any) -> int | None:
+    """A logged bootstrap_room (None: the request had none); ValueError when it is not an int64."""
+    if v is not None and not _json_int(v):
+        raise ValueError(f"bootstrap_room is not an integer: {str(v)[:40]}")
+    return v
+
+
+def _finished(base: dict[str, Any], rid: Any, room: Any, meta: Any) -> dict[str, Any]:
+    """A request's finish: the same row from a JSON request.finished record and a text Finish line."""
+    if not isinstance(meta, dict):
+        raise ValueError("out.meta_info missing or not a dict")
+    prompt, compl = meta.get("prompt_tokens"), meta.get("completion_tokens")
+    if not _json_int(prompt):
+        raise ValueError("out.meta_info.prompt_tokens missing or not an integer")
+    return _request(
+        base,
+        str(rid or meta.get("id") or ""),
+        _room(room),
+        "finished",
+        input_len=prompt,
+        output_len=compl if _json_int(compl) else None,
+        detail=json.dumps(meta.get("finish_reason"), sort_keys=True)[:500],
+    )
+
+
+def _received(base: dict[str, Any], rid: Any, room: Any, input_len: int | None) -> list[dict[str, Any]]:
+    """A request's arrival: one row per rid (a batch request logs lists of rids and rooms)."""
+    if isinstance(rid, list):
+        rooms = room if isinstance(room, list) else [room] * len(rid)
+        if len(rooms) != len(rid):
+            raise ValueError("a batch's rid and bootstrap_room lists differ in length")
+        return [row for r, rm in zip(rid, rooms, strict=True) for row in _received(base, r, rm, None)]
+    if not isinstance(rid, str):
+        raise ValueError(f"rid is not a string: {str(rid)[:40]}")
+    return [_request(base, rid, _room(room), "received", input_len=input_len)]
+
+
+def _dict_fields(text: str) -> dict[str, str]:
+    """The items of a repr'd dict, each as its value's text."""
+    text = text.strip()
+    if not text.startswith("{"):
+        raise ValueError(f"not a dict: {text[:40]}")
+    items, end = read_fields(text, 1, keyed=True)
+    if text[end:] != "}":
+        raise ValueError("a dict does not end where it closes")
+    return items
+
+
+def _request_log(m: re.Match[str], msg: str, base: dict[str, Any], rows: EngineRows) -> str:
+    """A --log-requests text line: Receive gives 'received' rows, Finish a 'finished' row. Only the
+    top-level fields of obj count, so a prompt that quotes `rid=` or `bootstrap_room=` changes nothing."""
+    obj, close = read_fields(msg, m.end())
+    if not msg.startswith(")", close):
+        raise ValueError(f"obj={m['cls']}( is not closed")
+    rest: dict[str, str] = {}
+    tail = close + 1
+    if msg.startswith(", ", tail):
+        rest, tail = read_fields(msg, tail + 2)
+    if tail != len(msg):
+        raise ValueError("text after the logged request")
+    rid = py_value(obj["rid"]) if "rid" in obj else None
+    room = py_value(obj.get("bootstrap_room", "None"))
+    if m["event"] == "Receive":
+        n = int_list_len(obj["input_ids"]) if "input_ids" in obj else None
+        rows.requests.extend(_received(base, rid, room, n))
+        return "received"
+    if "out" not in rest:
+        raise ValueError("a Finish line without out=")
+    meta_text = _dict_fields(rest["out"]).get("meta_info")
+    if meta_text is None:
+        raise ValueError("out has no meta_info")
+    # only the keys read are evaluated: the rest may hold values that are no Python literal (nan)
+    meta = {k: py_value(v) for k, v in _dict_fields(meta_text).items() if k in FINISH_KEYS}
+    rows.requests.append(_finished(base, rid if isinstance(rid, str) else None, room, meta))
+    return "finished"
+
+
+FINISH_KEYS = ("id", "finish_reason", "prompt_tokens", "completion_tokens")
+
+
+def _time_stats(m: re.Match[str], msg: str, base: dict[str, Any]) -> dict[str, Any]:
+    """A Req Time Stats line: the request's lengths and, by its type, how long each stage took."""
+    dur: dict[str, float] = {}
+    for d in DURATION.finditer(msg, m.end()):
+        dur.setdefault(d["name"], float(d["v"]) / (1000 if d["ms"] else 1))
+    kind = m.group("type")
+    prealloc = bootstrap = transfer = None
+    if kind == "decode":
+        prealloc = dur.get("prealloc_duration", dur.get("prealloc_queue_duration"))
+        if prealloc is None and "bootstrap_duration" in dur and "alloc_wait_duration" in dur:
+            # 0.5.23 prints the two sub-phases instead of the whole prealloc wait
+            prealloc = dur["bootstrap_duration"] + dur["alloc_wait_duration"]
+        transfer = dur.get("transfer_duration")
+    elif kind == "prefill":
+        # the whole bootstrap-queue wait (0.4.9-0.5.4 bootstrap_duration, 0.5.11+ bootstrap_queue_duration);
+        # 0.5.23 may print only the handshake part, as bootstrap_duration
+        bootstrap = dur.get("bootstrap_queue_duration", dur.get("bootstrap_duration"))
+    st = START_TIME.search(msg, m.end())
+    room = m.group("room")
+    return _request(
+        base,
+        m.group("rid").strip("'\""),
+        None if room in (None, "None") else _num(room),
+        "time_stats",
+        input_len=_num(m.group("inp")),
+        output_len=_num(m.group("out")),
+        detail=kind,
+        forward_s=dur.get("forward_duration"),
+        start_time=_unix(st["s"]) if st and float(st["s"]) >= MIN_WALLCLOCK_S else None,
+        prealloc_s=prealloc,
+        transfer_s=transfer,
+        queue_s=dur.get("queue_duration"),
+        bootstrap_s=bootstrap,
+    )
+
+
+def _kvpoll_timeout(base: dict[str, Any], rid: str | None, t: re.Match[str]) -> dict[str, Any]:
+    return _request(base, rid, _num(t["room"]), "kvpoll_timeout", detail=t["state"], elapsed_s=float(t["s"]))
+
+
 def _parse_message(msg: str, base: dict[str, Any], rows: EngineRows) -> str | None:
     """Add what `msg` says to rows; return its kind, or None for a line we do not read."""
+    # first, and anchored: a logged request's prompt may quote any other line
+    if m := REQUEST_LOG.match(msg):
+        return _request_log(m, msg, base, rows)
     if m := OVERLENGTH.search(msg):
         rows.requests.append(
-            base
-            | {
-                "rid": m.group("rid") or m.group("rid2"),
-                "room": None,
-                "kind": "overlength",
-                "input_len": _num(m.group("L")),
-                "output_len": None,
-                "max_input_len": _num(m.group("M")),
-                "detail": None,
-            }
+            _request(
+                base,
+                m.group("rid") or m.group("rid2"),
+                None,
+                "overlength",
+                input_len=_num(m.group("L")),
+                max_input_len=_num(m.group("M")),
+            )
         )
         return "overlength"
     if m := TIME_STATS.search(msg):
-        room = m.group("room")
-        rows.requests.append(
-            base
-            | {
-                "rid": m.group("rid").strip("'\""),
-                "room": None if room in (None, "None") else _num(room),
-                "kind": "time_stats",
-                "input_len": _num(m.group("inp")),
-                "output_len": _num(m.group("out")),
-                "max_input_len": None,
-                "detail": m.group("type"),
-                "forward_s": float(f["s"]) if (f := FORWARD_DURATION.search(msg, m.end())) else None,
-                "start_time": _unix(st["s"]) if (st := START_TIME.search(msg, m.end())) else None,
-            }
-        )
+        rows.requests.append(_time_stats(m, msg, base))
         return "time_stats"
     if m := XFER_FAILED.search(msg):
-        rows.requests.append(
-            base
-            | {
-                "rid": m.group("rid") or m.group("rid2"),
-                "room": _num(m.group("room")),
-                "kind": f"{m.group('side').lower()}_{m.group('stage')}_failed",
-                "input_len": None,
-                "output_len": None,
-                "max_input_len": None,
-                "detail": (m.group("reason") or "")[:500],
-            }
-        )
+        rid, reason = m.group("rid") or m.group("rid2"), m.group("reason") or ""
+        kind = f"{m.group('side').lower()}_{m.group('stage')}_failed"
+        rows.requests.append(_request(base, rid, _num(m.group("room")), kind, detail=reason[:500]))
+        # a timeout is the failure's reason: the line says both that it failed and why
+        if t := KVPOLL_TIMEOUT.search(reason):
+            rows.requests.append(_kvpoll_timeout(base, rid, t))
         return "transfer_failed"
+    if m := KVPOLL_TIMEOUT.search(msg):
+        rows.requests.append(_kvpoll_timeout(base, None, m))
+        return "kvpoll_timeout"
+    if m := CONTEXT_CORRUPTION.search(msg):
+        detail = f"received metadata from bootstrap_room={m['actual']}, metadata buffer index {m['idx']}"
+        rows.requests.append(_request(base, m["rid"], _num(m["room"]), "context_corruption", detail=detail))
+        return "context_corruption"
+    if m := DEFERRED_RELEASE_TIMEOUT.search(msg):
+        rows.requests.append(_request(base, None, _num(m["room"]), "deferred_release_timeout", elapsed_s=float(m["s"])))
+        return "deferred_release_timeout"
+    if m := KV_CHECKSUM_MISMATCH.search(msg):
+        detail = f"expected={m['expected']} got={m['got']}" if m["expected"] else "on a peer rank"
+        rows.requests.append(_request(base, m["rid"], _num(m["room"]), "kv_checksum_mismatch", detail=detail))
+        return "kv_checksum_mismatch"
+    if PREFILL_LOST.search(msg):
+        return "prefill_connection_lost"
+    if STARTUP.search(msg):
+        return "startup"
+    if SERVER_READY.search(msg):
+        return "server_ready"
     cfg = {k: base[k] for k in ("node", "file_id", "line")}
     if m := SERVER_ARGS.search(msg):
         a = _server_args(m.group("body"))
@@ -255,12 +404,12 @@ def parse_log(f: InputFile, tz: ZoneInfo, rows: EngineRows) -> None:
 
 
 def parse_requests_jsonl(f: InputFile, tz: ZoneInfo, rows: EngineRows) -> None:
-    """--log-requests-format json: one request.finished record per request (other events are kept as read)."""
+    """--log-requests-format json: a request.received and a request.finished record per request (other
+    events are kept as read)."""
     assert f.node is not None
     with f.path.open("rb") as fh:
         for lineno, raw in enumerate(fh, start=1):
             f.rows_read += 1
-            reason = None
             try:
                 rec = json.loads(raw)
                 if not isinstance(rec, dict):
@@ -268,39 +417,26 @@ def parse_requests_jsonl(f: InputFile, tz: ZoneInfo, rows: EngineRows) -> None:
             except (ValueError, UnicodeDecodeError, RecursionError) as err:
                 rows.rejected.append((f.file_id, lineno, f"not a JSON object: {str(err)[:80]}"))
                 continue
-            if rec.get("event") != "request.finished":
-                f.rows_loaded += 1  # received/other events: read and kept out of the request table
+            event = rec.get("event")
+            if event not in ("request.received", "request.finished"):
+                f.rows_loaded += 1  # other events: read and kept out of the request table
                 continue
             try:
                 ts = datetime.fromisoformat(str(rec["timestamp"]))
                 ts = (ts.replace(tzinfo=tz) if ts.tzinfo is None else ts).astimezone(UTC)
-                meta = rec.get("out", {}).get("meta_info", {})
+                base = {"node": f.node, "ts": ts, "file_id": f.file_id, "line": lineno}
                 obj = rec.get("obj") or {}
-                room = obj.get("bootstrap_room")
-                if room is not None and not _json_int(room):
-                    raise ValueError(f"bootstrap_room is not an integer: {str(room)[:40]}")
-                prompt, compl = meta.get("prompt_tokens"), meta.get("completion_tokens")
-                if not _json_int(prompt):
-                    raise ValueError("out.meta_info.prompt_tokens missing or not an integer")
-                rows.requests.append(
-                    {
-                        "node": f.node,
-                        "rid": str(rec.get("rid") or meta.get("id") or ""),
-                        "room": room,
-                        "kind": "finished",
-                        "input_len": prompt,
-                        "output_len": compl if _json_int(compl) else None,
-                        "max_input_len": None,
-                        "detail": json.dumps(meta.get("finish_reason"), sort_keys=True)[:500],
-                        "ts": ts,
-                        "file_id": f.file_id,
-                        "line": lineno,
-                    }
-                )
+                if event == "request.received":
+                    ids = obj.get("input_ids")
+                    # a truncated list holds the string "..." (utils/request_logger): its length is unknown
+                    n = len(ids) if isinstance(ids, list) and all(_json_int(i) for i in ids) else None
+                    rows.requests.extend(_received(base, rec.get("rid"), obj.get("bootstrap_room"), n))
+                else:
+                    meta = (rec.get("out") or {}).get("meta_info")
+                    rows.requests.append(_finished(base, rec.get("rid"), obj.get("bootstrap_room"), meta))
                 f.rows_loaded += 1
             except (KeyError, ValueError, TypeError, AttributeError, OverflowError) as err:
-                reason = f"request.finished record unusable: {str(err)[:120]}"
-                rows.rejected.append((f.file_id, lineno, reason))
+                rows.rejected.append((f.file_id, lineno, f"{event} record unusable: {str(err)[:120]}"))
     f.rows_rejected = f.rows_read - f.rows_loaded
 
 
@@ -331,6 +467,11 @@ REQ_SCHEMA = pa.schema(
         ("line", pa.int64()),
         ("forward_s", pa.float64()),
         ("start_time", pa.timestamp("us", tz="UTC")),
+        ("prealloc_s", pa.float64()),
+        ("transfer_s", pa.float64()),
+        ("queue_s", pa.float64()),
+        ("bootstrap_s", pa.float64()),
+        ("elapsed_s", pa.float64()),
     ]
 )
 CFG_SCHEMA = pa.schema(
@@ -358,7 +499,8 @@ def store(con: duckdb.DuckDBPyConnection, rows: EngineRows) -> None:
     )
     con.execute(
         "INSERT INTO engine_requests SELECT node, rid, room, kind, input_len, output_len, max_input_len, "
-        "detail, ts, file_id, line, forward_s, start_time FROM reqs"
+        "detail, ts, file_id, line, forward_s, start_time, prealloc_s, transfer_s, queue_s, bootstrap_s, elapsed_s "
+        "FROM reqs"
     )
     # one row per node: the first value each startup line gave (a restart with other values is flagged later)
     con.execute("""INSERT INTO node_config

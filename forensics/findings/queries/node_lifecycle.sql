@@ -10,14 +10,11 @@
 -- (both lines mark the same landing). unc_*: half the spread (10th to 90th percentile) of what a
 -- time is estimated from, at least the line's resolution; NULL times are unknown.
 -- n_xfer: the tokens the transfer writes (the prefill's input length: 1 for a placeholder).
+-- A line without a time (some versions' request log) places nothing.
 -- grain: node, room; reads: engine_requests, engine_lines, node_config; params: none
 CREATE OR REPLACE TEMP TABLE node_lifecycle AS
 WITH lines AS (
-    SELECT e.*, l.ts_resolution_ms / 1000.0 AS res, epoch_us(e.ts) / 1e6 AS t,
-           regexp_extract(l.message, '(?:^|[^\w.])prealloc_duration=([0-9.]+)', 1) AS prealloc_txt,
-           regexp_extract(l.message, '(?:^|[^\w.])transfer_duration=([0-9.]+)', 1) AS transfer_txt,
-           regexp_extract(l.message, '(?:^|[^\w.])queue_duration=([0-9.]+)', 1) AS queue_txt,
-           epoch_us(e.start_time) / 1e6 AS start_t
+    SELECT e.*, l.ts_resolution_ms / 1000.0 AS res, epoch_us(e.ts) / 1e6 AS t, epoch_us(e.start_time) / 1e6 AS start_t
     FROM engine_requests e LEFT JOIN engine_lines l USING (file_id, line)
     WHERE e.room IS NOT NULL
 ), decode AS (
@@ -26,9 +23,9 @@ WITH lines AS (
            max(output_len) FILTER (WHERE kind = 'time_stats') AS n_out,
            max(t) FILTER (WHERE kind = 'time_stats') AS t_end,
            max(forward_s) FILTER (WHERE kind = 'time_stats') AS fwd,
-           max(TRY_CAST(queue_txt AS DOUBLE)) FILTER (WHERE kind = 'time_stats') AS queue_s,
-           max(TRY_CAST(transfer_txt AS DOUBLE)) FILTER (WHERE kind = 'time_stats') AS transfer_s,
-           max(TRY_CAST(prealloc_txt AS DOUBLE)) FILTER (WHERE kind = 'time_stats') AS prealloc_s,
+           max(queue_s) FILTER (WHERE kind = 'time_stats') AS queue_s,
+           max(transfer_s) FILTER (WHERE kind = 'time_stats') AS transfer_s,
+           max(prealloc_s) FILTER (WHERE kind = 'time_stats') AS prealloc_s,
            min(start_t) FILTER (WHERE kind = 'time_stats') AS start_t,
            min(t) FILTER (WHERE kind LIKE 'decode_%_failed') AS t_free,
            max(res) AS res
