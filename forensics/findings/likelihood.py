@@ -17,12 +17,16 @@ page allocator, replayed over the request lifecycle its logs give (forensics.own
    instrumented decode node it is (h + 1/2) / (MEMBERS + 1), said to be uncalibrated.
 
 Writes: node_lifecycle (temp), source_likelihood (node, recipient_room, source_room, hits),
-likelihood_map (node, hits, likelihood), model_rooms (node, room), allocator_model (one row per node).
+likelihood_map (node, hits, likelihood), model_rooms (node, room), allocator_model (one row per node),
+and the macro is_likely(likelihood): the likely subset.
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
 import zlib
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 import duckdb
@@ -33,7 +37,10 @@ from forensics.db import arrow_view, run_query
 from forensics.ownership.kernels import allocator as alloc
 from forensics.paths import load_query
 
-MEMBERS = 16
+MEMBERS = 8
+# a possible pair at least this likely is in the likely subset (the is_likely macro the findings and
+# report queries read)
+LIKELY = 0.5
 # candidate policies: name -> (policy, coalescing window in pages); see forensics.ownership.kernels.allocator
 POLICIES = {
     "lifo": (alloc.LIFO, 0),  # SGLang 0.4.9: freed pages prepended to the free list, taken first
@@ -43,8 +50,11 @@ POLICIES = {
     "lowest-first": (alloc.SORTED, 0),
     "sorted-deferred": (alloc.DEFERRED, 0),  # SGLang 0.5.4+ in PD mode: release_pages, merge_and_sort_free
 }
-# allocation batches per instrumented node the policy is scored on (the choice settles long before)
-SCORE_BATCHES = 50_000
+# allocated pages per instrumented node the policy is scored on (the choice settles long before), and
+# the instrumented decode nodes the policy is learned and the likelihood calibrated on (those with the
+# most placeholder responses first): enough to decide, at a bounded cost
+SCORE_PAGES = 1 << 18
+LEARN_NODES = 2
 # a duration printed with 4 decimals is known to half its last digit
 DURATION_ROUNDING = 5e-5
 
@@ -174,15 +184,28 @@ def _walk_node(
     n_in = -(-lc.n_read // ps)
     watch = lc.placeholder
     rng = np.random.default_rng(zlib.crc32(node.encode()))  # the same bundle gives the same likelihoods
-    found = []
-    for m in range(MEMBERS):
-        kind, room = _events(lc, None if m == 0 else rng)
-        pol, window = policies[m % len(policies)]
+    # the walk is deterministic: a member whose draws leave the events in an order walked already
+    # (events far apart for the log's resolution) shares that walk's result
+    walked: dict[tuple[int, int, bytes], Future[np.ndarray]] = {}
+    members: list[Future[np.ndarray]] = []
+
+    def one(pol: int, window: int, kind: np.ndarray, room: np.ndarray) -> np.ndarray:
         pairs = alloc.walk(
             n_pages, ps, pol, window, kind, room, n_in, lc.n_read, lc.n_xfer, lc.n_out, watch,
             a_ptr, a_pages, x_ptr, x_start, x_end,
         )  # fmt: skip
-        found.append(np.unique(pairs[:, 0].astype(np.int64) * len(lc.room) + pairs[:, 1]))
+        return np.unique(pairs[:, 0].astype(np.int64) * len(lc.room) + pairs[:, 1])
+
+    # the walk releases the GIL: members run on every core
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        for m in range(MEMBERS):
+            kind, room = _events(lc, None if m == 0 else rng)
+            pol, window = policies[m % len(policies)]
+            order = (pol, window, hashlib.sha256(kind.tobytes() + room.tobytes()).digest())
+            if order not in walked:
+                walked[order] = pool.submit(one, pol, window, kind, room)
+            members.append(walked[order])
+        found = [f.result() for f in members]
     keys, hits = np.unique(np.concatenate(found), return_counts=True)
     return Walks(keys // len(lc.room), keys % len(lc.room), hits)
 
@@ -203,8 +226,9 @@ def _batches(con: duckdb.DuckDBPyConnection, node: str, ps: int) -> tuple[np.nda
     np.add.at(b_ptr, batch + 1, counts)
     b_ptr = np.cumsum(b_ptr)
     b_op = op[new]
-    if len(b_op) > SCORE_BATCHES:
-        b_op, b_ptr = b_op[:SCORE_BATCHES], b_ptr[: SCORE_BATCHES + 1]
+    keep = int(np.searchsorted(b_ptr, SCORE_PAGES, side="right")) - 1  # whole batches up to SCORE_PAGES pages
+    if keep < len(b_op):
+        b_op, b_ptr = b_op[:keep], b_ptr[: keep + 1]
         pages = pages[: b_ptr[-1]]
     return b_op, b_ptr, pages
 
@@ -312,11 +336,13 @@ def source_likelihood(con: duckdb.DuckDBPyConnection) -> None:
             WHERE role = 'decode' AND coalesce(pool_tokens, max_total_num_tokens) > 0 ORDER BY node""").fetchall()
     }
     dark = [r[0] for r in con.execute("SELECT DISTINCT node FROM signature_responses ORDER BY node").fetchall()]
-    instrumented = [
+    instrumented = [  # the instrumented decode nodes with the most placeholder responses first
         (node, *cfg[node])
-        for (node,) in con.execute("SELECT node FROM telemetry_nodes ORDER BY node").fetchall()
+        for (node,) in con.execute("""SELECT t.node FROM telemetry_nodes t
+            LEFT JOIN node_lifecycle l ON l.node = t.node AND NOT l.aborted AND l.n_xfer < l.n_read
+            GROUP BY t.node ORDER BY count(l.room) DESC, t.node""").fetchall()
         if node in cfg
-    ]
+    ][:LEARN_NODES]
     best, policy_basis = _choose_policy(con, instrumented) if dark else (None, "")
     policies = [POLICIES[best]] if best else list(POLICIES.values())
     cal = _calibrate(con, instrumented, policies) if dark else Calibration(np.zeros(0), np.zeros(0), [])
@@ -373,3 +399,4 @@ def source_likelihood(con: duckdb.DuckDBPyConnection) -> None:
             SELECT m.node, r.hits, r.likelihood FROM likelihood_model m CROSS JOIN likelihood_rates r
             WHERE m.policy IS NOT NULL""")
         con.execute("CREATE OR REPLACE TABLE allocator_model AS SELECT * FROM likelihood_model")
+    con.execute(f"CREATE OR REPLACE MACRO is_likely(likelihood) AS likelihood >= {LIKELY!r}")

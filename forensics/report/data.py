@@ -154,6 +154,7 @@ def gather(
         "shared_prefix": rows(con, "shared_prefix"),
         "hazards": rows(con, "hazard_counts"),
         "clock_bounds": rows(con, "clock_bounds"),
+        "allocator_model": rows(con, "allocator_model"),
         "seq_gaps": rows(con, "seq_gaps"),
         "provenance": provenance_blocks(
             rows(con, "prov_shown", max_ranges=MAX_RANGES),

@@ -7,6 +7,7 @@ from __future__ import annotations
 import duckdb
 
 from forensics.db import connect, run_query
+from forensics.findings.likelihood import source_likelihood
 
 T = "2026-09-01 {}:00+00"
 
@@ -47,9 +48,14 @@ def test_a_source_is_left_out_only_when_the_nodes_clock_proves_it_impossible() -
     con = connect(":memory:")
     _tables(con)
     run_query(con, "findings", "dark_rooms")
+    source_likelihood(con)
     run_query(con, "findings", "possible_sources")
     got = dict(con.execute("SELECT coalesce(source_room, -1), basis FROM possible_sources").fetchall())
     assert sorted(got) == [3, 5, 6, 7]  # not 2 (start-up between), 4 (after), 8 (other node), 1 (itself)
     assert "aborted" in got[5] and "no line of its log names the room" in got[6]
     assert "no gateway record (engine rid rid-7)" in got[7]
+    # no pool size in d0's log: no allocator model, so no likelihood (unknown, not 0)
     assert con.execute("SELECT likelihood FROM possible_sources WHERE likelihood IS NOT NULL").fetchall() == []
+    assert con.execute("SELECT policy, basis FROM allocator_model").fetchall() == [
+        (None, "no pool size or page size of d0 in its log: no allocator model")
+    ]

@@ -78,7 +78,7 @@ def _walk(events: list[tuple[int, int]], rooms: dict[str, list], ps: int, n_page
 def test_a_placeholder_attends_what_the_last_holders_of_its_pages_wrote(pol: int) -> None:
     """Rooms 0 and 1 fill pages and leave; room 2, a placeholder (its transfer writes one token), takes
     pages that held both; room 3 arrives after room 2 ended and is not its source."""
-    A, L, R, E, F = alloc.ALLOC_IN, alloc.LAND, alloc.READ, alloc.END, alloc.FREE
+    A, L, R, E = alloc.ALLOC_IN, alloc.LAND, alloc.READ, alloc.END
     rooms = {
         "n_read": [64, 64, 128, 64],
         "n_xfer": [64, 64, 1, 64],

@@ -1,7 +1,8 @@
 -- Per account, both directions: responses it received that held others' data, and its requests whose
 -- data others attended (confirmed, or possibly: possible_sources of responses without page evidence).
 -- The contract's accounts.csv. roles: which of these apply (received_confirmed, received_indeterminate,
--- exposed_confirmed, exposed_indeterminate, possibly_exposed), so that no tier is lost in a total.
+-- exposed_confirmed, exposed_indeterminate, possibly_exposed, likely_exposed), so that no tier is lost in
+-- a total. requests_likely_exposed: the possible sources in the allocator model's likely subset.
 -- grain: account_id; reads: affected_responses, exposures, possible_sources, request_cohort; params: none
 CREATE OR REPLACE TABLE accounts AS
 WITH recv AS (
@@ -14,7 +15,8 @@ WITH recv AS (
            count(DISTINCT source_request_id) FILTER (WHERE status = 'confirmed') AS requests_exposed_confirmed
     FROM exposures WHERE source_account_id IS NOT NULL GROUP BY 1
 ), poss AS (
-    SELECT source_account_id AS account_id, count(DISTINCT source_request_id) AS requests_possibly_exposed
+    SELECT source_account_id AS account_id, count(DISTINCT source_request_id) AS requests_possibly_exposed,
+           count(DISTINCT source_request_id) FILTER (WHERE is_likely(likelihood)) AS requests_likely_exposed
     FROM possible_sources WHERE source_account_id IS NOT NULL AND source_request_id <> '' GROUP BY 1
 ), cohort AS (
     -- request_cohort has every gateway record (forensics.cohorts), with its account
@@ -26,9 +28,11 @@ SELECT account_id, cohort.cohort, coalesce(recv.responses_affected, 0) AS respon
        coalesce(recv.responses_indeterminate, 0) AS responses_indeterminate,
        coalesce(src.requests_exposed_confirmed, 0) AS requests_exposed_confirmed,
        coalesce(poss.requests_possibly_exposed, 0) AS requests_possibly_exposed,
+       coalesce(poss.requests_likely_exposed, 0) AS requests_likely_exposed,
        concat_ws(';', CASE WHEN recv.responses_confirmed > 0 THEN 'received_confirmed' END,
                  CASE WHEN recv.responses_indeterminate > 0 THEN 'received_indeterminate' END,
                  CASE WHEN src.requests_exposed_confirmed > 0 THEN 'exposed_confirmed' END,
                  CASE WHEN src.requests_exposed > src.requests_exposed_confirmed THEN 'exposed_indeterminate' END,
-                 CASE WHEN poss.requests_possibly_exposed > 0 THEN 'possibly_exposed' END) AS roles
+                 CASE WHEN poss.requests_possibly_exposed > 0 THEN 'possibly_exposed' END,
+                 CASE WHEN poss.requests_likely_exposed > 0 THEN 'likely_exposed' END) AS roles
 FROM recv FULL JOIN src USING (account_id) FULL JOIN poss USING (account_id) LEFT JOIN cohort USING (account_id);

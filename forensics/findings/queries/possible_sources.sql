@@ -6,7 +6,8 @@
 --   - the source entered the node's scheduler (its Req Time Stats start_time) after the response's
 --     decode finished (its Req Time Stats line), so nothing of it was in the pool while the response
 --     attended it;
---   - a server start-up on the node (a server_args line) lies after the source's last line there and
+--   - a server start-up on the node (a server_args, Init torch distributed or Load weight begin line)
+--     lies after the source's last line there and
 --     no later than the response's start_time: a start empties the pool. Never for an aborted source,
 --     whose late transfer may land after its last line.
 -- The pool's capacity proves nothing gone (a freed page can stay unreused for days), so it is not used.
@@ -21,7 +22,7 @@ WITH dark AS (SELECT DISTINCT node FROM signature_responses),
 on_node AS (  -- per room, the node's own clock
     SELECT * FROM dark_rooms WHERE node IN (SELECT node FROM dark)
 ), starts AS (  -- server start-ups on the dark nodes
-    SELECT node, ts FROM engine_lines WHERE kind = 'server_args' AND node IN (SELECT node FROM dark)
+    SELECT node, ts FROM engine_lines WHERE kind IN ('server_args', 'startup') AND node IN (SELECT node FROM dark)
 ), sent AS (  -- the requests the gateway sent to a dark node
     SELECT DISTINCT g.request_id, g.account_id, coalesce(c.cohort, 'customer') AS cohort, g.decode_node AS node,
            g.bootstrap_room AS room

@@ -3,9 +3,7 @@
 
 SGLang logs no page index, so on a node without page telemetry the pages a request held can only be
 inferred: the allocator is deterministic given the order of allocations and frees, and the logs give
-that order up to their time resolution. The free list is a max-heap of (key, page) with lazy deletion
-(an entry is live while the page is free and its key is the page's current key); a policy is the rule
-that gives freed pages their keys:
+that order up to their time resolution. A policy is the rule of the free list:
 
 - LIFO: freed pages go on top, the lowest page first (SGLang 0.4.9 prepends the freed pages, sorted by
   torch.unique, to free_pages and allocates from the front). With a coalescing window w > 0, the freed
@@ -15,6 +13,8 @@ that gives freed pages their keys:
 - DEFERRED: SGLang 0.5.4+ in PD mode: freed pages wait in release_pages and join free_pages, sorted,
   only when an allocation finds free_pages too short (allocator.merge_and_sort_free).
 
+The LIFO free list is a doubly linked list of pages (index 0 its sentinel), the sorted ones a bitmap
+scanned from the lowest free page: an allocation or a free costs its pages, whatever the pool's size.
 A request's pages hold its tokens in ascending page order (token t in page t // page_size). Pages are
 numbered from 1 (page 0 is SGLang's padding page).
 """
@@ -27,149 +27,130 @@ from numba import njit
 LIFO, SORTED, DEFERRED = 0, 1, 2
 # the walk's event kinds, in the order a request goes through them on the decode node
 ALLOC_IN, LAND, READ, END, FREE = 0, 1, 2, 3, 4
-# st: the allocator's scalar state
-_HEAP_N, _COUNTER, _AVAIL, _RELEASED = 0, 1, 2, 3
-
-
-_VERSION = 0xFFFFF  # low bits of a lowest-first key: a page's entries of different frees differ
-
-
-@njit(cache=True)
-def _lowest_first(key: np.ndarray, p: int) -> int:
-    """A key that puts page p after every lower page and differs from p's previous key, so an entry of
-    an earlier free (left in the heap when the page was taken) is never live again."""
-    return -(p << 20) + ((key[p] + 1) & _VERSION)
-
-
-@njit(cache=True)
-def _push(hk: np.ndarray, hp: np.ndarray, st: np.ndarray, k: int, p: int) -> None:
-    i = st[_HEAP_N]
-    st[_HEAP_N] = i + 1
-    while i > 0:
-        parent = (i - 1) >> 1
-        if hk[parent] >= k:
-            break
-        hk[i], hp[i] = hk[parent], hp[parent]
-        i = parent
-    hk[i], hp[i] = k, p
-
-
-@njit(cache=True)
-def _pop(hk: np.ndarray, hp: np.ndarray, st: np.ndarray) -> int:
-    """The page of the top entry, removed from the heap (live or not)."""
-    top = hp[0]
-    n = st[_HEAP_N] - 1
-    st[_HEAP_N] = n
-    k, p = hk[n], hp[n]
-    i = 0
-    while True:
-        c = 2 * i + 1
-        if c >= n:
-            break
-        if c + 1 < n and hk[c + 1] > hk[c]:
-            c += 1
-        if hk[c] <= k:
-            break
-        hk[i], hp[i] = hk[c], hp[c]
-        i = c
-    if n > 0:
-        hk[i], hp[i] = k, p
-    return top
-
-
-@njit(cache=True)
-def _rebuild(hk: np.ndarray, hp: np.ndarray, st: np.ndarray, key: np.ndarray, tier: np.ndarray) -> None:
-    """Drop the dead entries: the heap anew from the free pages."""
-    st[_HEAP_N] = 0
-    for p in range(1, len(tier)):
-        if tier[p] == 1:
-            _push(hk, hp, st, key[p], p)
-
-
-@njit(cache=True)
-def _add(hk: np.ndarray, hp: np.ndarray, st: np.ndarray, key: np.ndarray, tier: np.ndarray, p: int, k: int) -> None:
-    if st[_HEAP_N] == len(hk):
-        _rebuild(hk, hp, st, key, tier)
-    key[p] = k
-    tier[p] = 1
-    st[_AVAIL] += 1
-    _push(hk, hp, st, k, p)
-
-
-@njit(cache=True)
-def _pop_free(hk: np.ndarray, hp: np.ndarray, st: np.ndarray, key: np.ndarray, tier: np.ndarray) -> int:
-    """The free page with the highest key, taken (tier 0); -1 when none is free."""
-    while st[_HEAP_N] > 0:
-        k = hk[0]
-        p = _pop(hk, hp, st)
-        if tier[p] == 1 and key[p] == k:
-            tier[p] = 0
-            st[_AVAIL] -= 1
-            return p
-    return -1
+# st: the allocator's scalar state: free pages, released pages listed, the lowest page that may be free
+_AVAIL, _RELEASED, _HINT = 0, 1, 2
+_NEXT, _PREV = 0, 1  # rows of link
+_ONE = np.uint64(1)
 
 
 def new_state(n_pages: int) -> tuple[np.ndarray, ...]:
-    """A pool of pages 1..n_pages, all free, the lowest first (SGLang's initial free_pages order)."""
-    key = np.zeros(n_pages + 1, dtype=np.int64)
+    """A pool of pages 1..n_pages, all free, the lowest first (SGLang's initial free_pages order):
+    (link, bits, tier, released, st) for policy_accuracy."""
+    link = np.zeros((2, n_pages + 1), dtype=np.int32)
+    bits = np.zeros(n_pages // 64 + 1, dtype=np.uint64)
     tier = np.zeros(n_pages + 1, dtype=np.int8)  # 0 held, 1 free, 2 released (DEFERRED)
-    cap = 4 * n_pages + 64
-    hk = np.zeros(cap, dtype=np.int64)
-    hp = np.zeros(cap, dtype=np.int32)
     released = np.zeros(n_pages + 1, dtype=np.int32)
-    st = np.zeros(4, dtype=np.int64)
-    _init(hk, hp, st, key, tier)
-    return hk, hp, st, key, tier, released
+    st = np.zeros(3, dtype=np.int64)
+    _init(link, bits, tier, st)
+    return link, bits, tier, released, st
 
 
 @njit(cache=True)
-def _init(hk: np.ndarray, hp: np.ndarray, st: np.ndarray, key: np.ndarray, tier: np.ndarray) -> None:
-    for p in range(1, len(tier)):
-        _add(hk, hp, st, key, tier, p, _lowest_first(key, p))
+def _init(link: np.ndarray, bits: np.ndarray, tier: np.ndarray, st: np.ndarray) -> None:
+    n = len(tier) - 1
+    for p in range(n, 0, -1):
+        _push_head(link, p)
+        bits[p >> 6] |= _ONE << np.uint64(p & 63)
+        tier[p] = 1
+    st[_AVAIL] = n
+    st[_HINT] = 1
+
+
+@njit(cache=True, inline="always")
+def _push_head(link: np.ndarray, p: int) -> None:
+    h = link[_NEXT, 0]
+    link[_NEXT, p] = h
+    link[_PREV, p] = 0
+    link[_PREV, h] = p
+    link[_NEXT, 0] = p
+
+
+@njit(cache=True, inline="always")
+def _unlink(link: np.ndarray, p: int) -> None:
+    n = link[_NEXT, p]
+    q = link[_PREV, p]
+    link[_NEXT, q] = n
+    link[_PREV, n] = q
+
+
+@njit(cache=True, inline="always")
+def _set_free(pol: int, link: np.ndarray, bits: np.ndarray, tier: np.ndarray, st: np.ndarray, p: int) -> None:
+    """Page p joins the free list (LIFO: on top)."""
+    if pol == LIFO:
+        _push_head(link, p)
+    else:
+        bits[p >> 6] |= _ONE << np.uint64(p & 63)
+        if p < st[_HINT]:
+            st[_HINT] = p
+    tier[p] = 1
+    st[_AVAIL] += 1
+
+
+@njit(cache=True)
+def _take(pol: int, link: np.ndarray, bits: np.ndarray, tier: np.ndarray, st: np.ndarray, p: int) -> None:
+    """Page p leaves the pool, wherever the model had it (a page the evidence says was allocated)."""
+    if tier[p] == 1:
+        if pol == LIFO:
+            _unlink(link, p)
+        else:
+            bits[p >> 6] &= ~(_ONE << np.uint64(p & 63))
+        st[_AVAIL] -= 1
+    tier[p] = 0  # a released page's entry in `released` is skipped at the merge
 
 
 @njit(cache=True)
 def _merge_if_short(
-    hk: np.ndarray,
-    hp: np.ndarray,
-    st: np.ndarray,
-    key: np.ndarray,
-    tier: np.ndarray,
-    released: np.ndarray,
-    pol: int,
-    n: int,
+    pol: int, link: np.ndarray, bits: np.ndarray, tier: np.ndarray, released: np.ndarray, st: np.ndarray, n: int
 ) -> None:
     """DEFERRED: an allocation of n pages that finds fewer free merges the released pages in."""
     if pol == DEFERRED and st[_AVAIL] < n:
         for j in range(st[_RELEASED]):
             p = released[j]
             if tier[p] == 2:
-                _add(hk, hp, st, key, tier, p, _lowest_first(key, p))
+                _set_free(pol, link, bits, tier, st, p)
         st[_RELEASED] = 0
 
 
 @njit(cache=True)
 def _alloc(
-    hk: np.ndarray,
-    hp: np.ndarray,
-    st: np.ndarray,
-    key: np.ndarray,
+    pol: int,
+    link: np.ndarray,
+    bits: np.ndarray,
     tier: np.ndarray,
     released: np.ndarray,
-    pol: int,
+    st: np.ndarray,
     n: int,
     out: np.ndarray,
     at: int,
 ) -> int:
     """n pages into out[at:], by the policy; returns how many it found (fewer when the pool runs dry)."""
-    _merge_if_short(hk, hp, st, key, tier, released, pol, n)
+    _merge_if_short(pol, link, bits, tier, released, st, n)
     got = 0
-    while got < n:
-        p = _pop_free(hk, hp, st, key, tier)
-        if p < 0:
-            break
-        out[at + got] = p
-        got += 1
+    if pol == LIFO:
+        while got < n:
+            p = link[_NEXT, 0]
+            if p == 0:
+                break
+            _unlink(link, p)
+            tier[p] = 0
+            out[at + got] = p
+            got += 1
+    else:
+        w = st[_HINT] >> 6
+        while got < n and w < len(bits):
+            word = bits[w]
+            while word and got < n:
+                low = word & (~word + _ONE)
+                p = w * 64 + int(np.log2(np.float64(low)))  # exact: low is a power of two
+                word ^= low
+                tier[p] = 0
+                out[at + got] = p
+                got += 1
+            bits[w] = word
+            if word == 0:
+                w += 1
+        st[_HINT] = w * 64
+    st[_AVAIL] -= got
     return got
 
 
@@ -191,14 +172,13 @@ def _compact_released(st: np.ndarray, tier: np.ndarray, released: np.ndarray) ->
 
 @njit(cache=True)
 def _free(
-    hk: np.ndarray,
-    hp: np.ndarray,
-    st: np.ndarray,
-    key: np.ndarray,
-    tier: np.ndarray,
-    released: np.ndarray,
     pol: int,
     window: int,
+    link: np.ndarray,
+    bits: np.ndarray,
+    tier: np.ndarray,
+    released: np.ndarray,
+    st: np.ndarray,
     pages: np.ndarray,
     scratch: np.ndarray,
 ) -> None:
@@ -206,7 +186,7 @@ def _free(
     m = len(pages)
     if pol == SORTED:
         for p in pages:
-            _add(hk, hp, st, key, tier, p, _lowest_first(key, p))
+            _set_free(pol, link, bits, tier, st, p)
         return
     if pol == DEFERRED:
         for p in pages:
@@ -218,23 +198,11 @@ def _free(
         return
     k = 0
     if window > 0:  # coalesce with the top of the free stack
-        k = min(st[_AVAIL], max(window, 2 * m))
-    for j in range(k):
-        scratch[j] = _pop_free(hk, hp, st, key, tier)
+        k = _alloc(pol, link, bits, tier, released, st, min(st[_AVAIL], max(window, 2 * m)), scratch, 0)
     scratch[k : k + m] = pages
     run = np.sort(scratch[: k + m])
-    c = st[_COUNTER] + k + m
-    st[_COUNTER] = c
-    for j in range(k + m):  # the lowest page on top
-        _add(hk, hp, st, key, tier, run[j], c - j)
-
-
-@njit(cache=True)
-def _take(st: np.ndarray, tier: np.ndarray, p: int) -> None:
-    """Page p leaves the pool, wherever the model had it (a page the evidence says was allocated)."""
-    if tier[p] == 1:
-        st[_AVAIL] -= 1
-    tier[p] = 0
+    for j in range(k + m - 1, -1, -1):  # the lowest page on top
+        _set_free(pol, link, bits, tier, st, run[j])
 
 
 @njit(cache=True)
@@ -245,12 +213,11 @@ def policy_accuracy(
     b_op: np.ndarray,
     b_ptr: np.ndarray,
     b_pages: np.ndarray,
-    hk: np.ndarray,
-    hp: np.ndarray,
-    st: np.ndarray,
-    key: np.ndarray,
+    link: np.ndarray,
+    bits: np.ndarray,
     tier: np.ndarray,
     released: np.ndarray,
+    st: np.ndarray,
 ) -> tuple[int, int]:
     """Replay an instrumented node's allocation batches (b_op 0 alloc, 1 free; b_pages[b_ptr[i]:b_ptr[i+1]]
     its pages, in seq order): before each allocation the policy names the pages it would give; then the
@@ -264,7 +231,7 @@ def policy_accuracy(
         pages = b_pages[b_ptr[b] : b_ptr[b + 1]]
         if b_op[b] == 0:
             n = len(pages)
-            got = _alloc(hk, hp, st, key, tier, released, pol, n, pred, 0)
+            got = _alloc(pol, link, bits, tier, released, st, n, pred, 0)
             for p in pages:
                 want[p] = True
             for j in range(got):
@@ -273,11 +240,12 @@ def policy_accuracy(
             total += n
             for p in pages:
                 want[p] = False
-            # back to the pool with their keys, then the pages really allocated leave it
-            for j in range(got):
-                _add(hk, hp, st, key, tier, pred[j], key[pred[j]])
+            # back where they were (LIFO: the first named on top again), then the pages really
+            # allocated leave the pool
+            for j in range(got - 1, -1, -1):
+                _set_free(pol, link, bits, tier, st, pred[j])
             for p in pages:
-                _take(st, tier, p)
+                _take(pol, link, bits, tier, st, p)
         else:
             m = 0
             for p in pages:
@@ -286,90 +254,89 @@ def policy_accuracy(
                     m += 1
             if m:
                 fr = scratch[n_pages + window : n_pages + window + m].copy()
-                _free(hk, hp, st, key, tier, released, pol, window, fr, scratch)
+                _free(pol, window, link, bits, tier, released, st, fr, scratch)
     return hit, total
 
 
 @njit(cache=True)
-def _emit(pairs: np.ndarray, n: int, r: int, s: int) -> np.ndarray:
+def _emit(pairs: np.ndarray, n: int, r: int, s: int) -> tuple[np.ndarray, int]:
+    """Append (r, s) unless it repeats the last row (consecutive pages of one write or read)."""
+    if n and pairs[n - 1, 0] == r and pairs[n - 1, 1] == s:
+        return pairs, n
     if n == len(pairs):
         grown = np.zeros((2 * len(pairs), 2), dtype=np.int32)
         grown[:n] = pairs
         pairs = grown
     pairs[n, 0] = r
     pairs[n, 1] = s
-    return pairs
+    return pairs, n + 1
+
+
+# what a page holds: a stack of (writer, fill) layers, each write covering the page's first `fill` slots
+# (a request's tokens fill its pages from their first slot: transfers, decode output). A newer layer
+# hides the older ones it covers, so fills fall from the bottom up; slot s holds the writer of the top
+# layer whose fill exceeds s. Past DEPTH layers the oldest (the page's tail) is forgotten: those slots
+# count as never written, which can only lose a pair, never invent one.
+DEPTH = 6
 
 
 @njit(cache=True)
 def _write(
-    content: np.ndarray,
-    attend: np.ndarray,
-    page_attend: np.ndarray,
-    ps: int,
-    lo: int,
-    hi: int,
-    i: int,
-    pairs: np.ndarray,
-    n_pairs: int,
+    lw: np.ndarray, lf: np.ndarray, ld: np.ndarray, page_attend: np.ndarray, p: int, fill: int, i: int,
+    pairs: np.ndarray, n_pairs: int,
+) -> tuple[np.ndarray, int]:  # fmt: skip
+    """Room i's KV into the first `fill` slots of page p; a watched room attending p receives it."""
+    a = page_attend[p]
+    if a >= 0 and a != i:
+        pairs, n_pairs = _emit(pairs, n_pairs, a, i)
+    d = ld[p]
+    while d > 0 and lf[p, d - 1] <= fill:
+        d -= 1
+    if d == DEPTH:
+        lw[p, : DEPTH - 1] = lw[p, 1:]
+        lf[p, : DEPTH - 1] = lf[p, 1:]
+        d -= 1
+    lw[p, d] = i
+    lf[p, d] = fill
+    ld[p] = d + 1
+    return pairs, n_pairs
+
+
+@njit(cache=True)
+def _read(
+    lw: np.ndarray, lf: np.ndarray, ld: np.ndarray, p: int, extent: int, i: int, pairs: np.ndarray, n_pairs: int
 ) -> tuple[np.ndarray, int]:
-    """Room i's KV into slots [lo, hi); a watched room attending one of them receives it. Slot by slot
-    only in the pages a watched room attends (page_attend), else as one fill."""
-    last = -1
-    p0 = lo // ps
-    p1 = (hi - 1) // ps
-    for p in range(p0, p1 + 1):
-        a0 = max(lo, p * ps)
-        a1 = min(hi, p * ps + ps)
-        if page_attend[p] < 0:
-            content[a0:a1] = i
-            continue
-        for s in range(a0, a1):
-            a = attend[s]
-            if a >= 0 and a != i and a != last:
-                pairs = _emit(pairs, n_pairs, a, i)
-                n_pairs += 1
-                last = a
-            content[s] = i
+    """Room i attends the first `extent` slots of page p: every other writer of a layer it sees."""
+    seen = 0
+    for k in range(ld[p] - 1, -1, -1):
+        if seen >= extent:
+            break
+        w = lw[p, k]
+        if w != i:
+            pairs, n_pairs = _emit(pairs, n_pairs, i, w)
+        seen = lf[p, k]
     return pairs, n_pairs
 
 
 @njit(cache=True)
 def _release(
-    held: np.ndarray,
-    lo: int,
-    hi: int,
-    i: int,
-    holder: np.ndarray,
-    attend: np.ndarray,
-    page_attend: np.ndarray,
-    ps: int,
-    scratch: np.ndarray,
+    held: np.ndarray, lo: int, hi: int, i: int, holder: np.ndarray, page_attend: np.ndarray, scratch: np.ndarray,
     at: int,
-) -> int:
+) -> int:  # fmt: skip
     """The pages of held[lo:hi] room i still holds, let go (into scratch[at:]); returns their count."""
     m = 0
     for j in range(lo, hi):
         p = held[j]
         if holder[p] == i:
             holder[p] = -1
-            _unattend(attend, page_attend, ps, p, i)
+            if page_attend[p] == i:
+                page_attend[p] = -1
             scratch[at + m] = p
             m += 1
     return m
 
 
-@njit(cache=True)
-def _unattend(attend: np.ndarray, page_attend: np.ndarray, ps: int, p: int, q: int) -> None:
-    """Room q no longer attends page p."""
-    if page_attend[p] == q:
-        page_attend[p] = -1
-        for s in range(p * ps, p * ps + ps):
-            if attend[s] == q:
-                attend[s] = -1
-
-
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def walk(
     n_pages: int,
     ps: int,
@@ -392,17 +359,15 @@ def walk(
     n_in input pages allocated at pre-allocation, n_xfer tokens its transfer writes, n_read tokens
     decode attends, n_out output tokens written into pages allocated at decode start; a_pages the pages
     of its pre-allocation the evidence names (the prefill's transfer events) and x_start/x_end the
-    exact slots its transfer wrote, where known. Returns (recipient, source) rows for the watched
-    rooms: a watched room attended a slot whose last write was the source's, or the source wrote a
-    slot it attended. Only watched rooms' attention is tracked: the cost is the slots written plus
-    the slots the watched rooms read."""
-    hk = np.zeros(4 * n_pages + 64, dtype=np.int64)
-    hp = np.zeros(4 * n_pages + 64, dtype=np.int32)
-    st = np.zeros(4, dtype=np.int64)
-    key = np.zeros(n_pages + 1, dtype=np.int64)
+    exact slots its transfer wrote, where known. Returns (recipient, source) rows, repeated, for the
+    watched rooms: a watched room attended a slot whose last write was the source's, or the source
+    wrote a page it attended. The cost is the pages allocated, written and read, not their slots."""
+    link = np.zeros((2, n_pages + 1), dtype=np.int32)
+    bits = np.zeros(n_pages // 64 + 1, dtype=np.uint64)
     tier = np.zeros(n_pages + 1, dtype=np.int8)
     released = np.zeros(n_pages + 1, dtype=np.int32)
-    _init(hk, hp, st, key, tier)
+    st = np.zeros(3, dtype=np.int64)
+    _init(link, bits, tier, st)
     rooms = len(n_in)
     out_pages = (n_out + ps - 1) // ps
     h_ptr = np.zeros(rooms + 1, dtype=np.int64)
@@ -412,9 +377,10 @@ def walk(
     got_in = np.zeros(rooms, dtype=np.int64)
     got_out = np.zeros(rooms, dtype=np.int64)
     holder = np.full(n_pages + 1, -1, dtype=np.int32)
-    content = np.full((n_pages + 1) * ps, -1, dtype=np.int32)
-    attend = np.full((n_pages + 1) * ps, -1, dtype=np.int32)
-    page_attend = np.full(n_pages + 1, -1, dtype=np.int32)  # the watched room attending the page (one at a time)
+    lw = np.zeros((n_pages + 1, DEPTH), dtype=np.int32)
+    lf = np.zeros((n_pages + 1, DEPTH), dtype=np.int32)
+    ld = np.zeros(n_pages + 1, dtype=np.int8)
+    page_attend = np.full(n_pages + 1, -1, dtype=np.int32)  # the watched room attending the page
     spare = n_pages + window  # scratch[spare:] holds the pages being freed, scratch[:spare] _free's merge
     scratch = np.zeros(2 * n_pages + 2 * window + 2, dtype=np.int32)
     pairs = np.zeros((1024, 2), dtype=np.int32)
@@ -425,17 +391,17 @@ def walk(
         base = h_ptr[i]
         if kind == ALLOC_IN:
             # the allocator saw the whole request, whatever part of its pages the evidence names
-            _merge_if_short(hk, hp, st, key, tier, released, pol, n_in[i])
+            _merge_if_short(pol, link, bits, tier, released, st, n_in[i])
             cnt = 0
             for j in range(a_ptr[i], a_ptr[i + 1]):  # the pages the evidence names, wherever the model had them
                 p = a_pages[j]
                 q = holder[p]
-                if q >= 0 and q != i:  # the model gave it to another: that was wrong, it is this room's
-                    _unattend(attend, page_attend, ps, p, q)
-                _take(st, tier, p)
+                if q >= 0 and q != i and page_attend[p] == q:  # the model gave it to another: wrongly
+                    page_attend[p] = -1
+                _take(pol, link, bits, tier, st, p)
                 held[base + cnt] = p
                 cnt += 1
-            cnt += _alloc(hk, hp, st, key, tier, released, pol, n_in[i] - cnt, held, base + cnt)
+            cnt += _alloc(pol, link, bits, tier, released, st, n_in[i] - cnt, held, base + cnt)
             held[base : base + cnt] = np.sort(held[base : base + cnt])
             for j in range(cnt):
                 holder[held[base + j]] = i
@@ -443,40 +409,32 @@ def walk(
         elif kind == LAND:
             if x_ptr[i + 1] > x_ptr[i]:
                 for j in range(x_ptr[i], x_ptr[i + 1]):
-                    pairs, n_pairs = _write(content, attend, page_attend, ps, x_start[j], x_end[j], i, pairs, n_pairs)
+                    for p in range(x_start[j] // ps, (x_end[j] - 1) // ps + 1):
+                        fill = min(x_end[j], p * ps + ps) - p * ps
+                        pairs, n_pairs = _write(lw, lf, ld, page_attend, p, fill, i, pairs, n_pairs)
             else:
                 for j in range(min(got_in[i], (n_xfer[i] + ps - 1) // ps)):
-                    lo = held[base + j] * ps
-                    pairs, n_pairs = _write(
-                        content, attend, page_attend, ps, lo, lo + min(ps, n_xfer[i] - j * ps), i, pairs, n_pairs
-                    )
+                    fill = min(ps, n_xfer[i] - j * ps)
+                    pairs, n_pairs = _write(lw, lf, ld, page_attend, held[base + j], fill, i, pairs, n_pairs)
         elif kind == READ:
             if watch[i]:
-                last = -1
                 for j in range(min(got_in[i], (n_read[i] + ps - 1) // ps)):
-                    lo = held[base + j] * ps
-                    page_attend[held[base + j]] = i
-                    for s in range(lo, lo + min(ps, n_read[i] - j * ps)):
-                        c = content[s]
-                        if c >= 0 and c != i and c != last:
-                            pairs = _emit(pairs, n_pairs, i, c)
-                            n_pairs += 1
-                            last = c
-                        attend[s] = i
-            got_out[i] = _alloc(hk, hp, st, key, tier, released, pol, out_pages[i], held, base + got_in[i])
+                    p = held[base + j]
+                    pairs, n_pairs = _read(lw, lf, ld, p, min(ps, n_read[i] - j * ps), i, pairs, n_pairs)
+                    page_attend[p] = i
+            got_out[i] = _alloc(pol, link, bits, tier, released, st, out_pages[i], held, base + got_in[i])
             for j in range(got_out[i]):
                 holder[held[base + got_in[i] + j]] = i
         else:  # END writes the output and gives every page back; FREE (an abort) gives the pre-allocation back
             if kind == END:
                 off = base + got_in[i]
                 for j in range(got_out[i]):
-                    lo = held[off + j] * ps
-                    pairs, n_pairs = _write(
-                        content, attend, page_attend, ps, lo, lo + min(ps, n_out[i] - j * ps), i, pairs, n_pairs
-                    )
+                    if holder[held[off + j]] == i:
+                        fill = min(ps, n_out[i] - j * ps)
+                        pairs, n_pairs = _write(lw, lf, ld, page_attend, held[off + j], fill, i, pairs, n_pairs)
             hi = base + got_in[i] + (got_out[i] if kind == END else 0)
-            m = _release(held, base, hi, i, holder, attend, page_attend, ps, scratch, spare)
+            m = _release(held, base, hi, i, holder, page_attend, scratch, spare)
             if m:
                 fr = scratch[spare : spare + m].copy()
-                _free(hk, hp, st, key, tier, released, pol, window, fr, scratch)
+                _free(pol, window, link, bits, tier, released, st, fr, scratch)
     return pairs[:n_pairs]

@@ -3,7 +3,8 @@
 -- gateway records that differ (gateway_repeats; exact repeats were rejected at ingest) counts once.
 -- Where responses have no page evidence (evidence signature), the confirmed sources are a lower bound:
 -- unknown_source_responses counts those responses, and possible_* the customer requests and accounts
--- that the confirmed and the possible sources (possible_sources) reach together: the upper bound.
+-- that the confirmed and the possible sources (possible_sources) reach together: the upper bound;
+-- likely_*: the confirmed sources and the possible ones in the allocator model's likely subset (is_likely).
 -- grain: one row; reads: request_cohort, gateway_repeats, report_affected, exposures, possible_sources; params: none
 WITH rep AS (SELECT request_id, cohort FROM request_cohort SEMI JOIN gateway_repeats USING (request_id))
 SELECT (SELECT count(*) FROM request_cohort) - (SELECT count(*) - count(DISTINCT request_id) FROM rep) AS requests_before,
@@ -29,4 +30,15 @@ SELECT (SELECT count(*) FROM request_cohort) - (SELECT count(*) - count(DISTINCT
        (SELECT count(DISTINCT source_account_id) FROM (
            SELECT source_request_id, source_account_id, source_cohort FROM exposures
            UNION ALL SELECT source_request_id, source_account_id, source_cohort FROM possible_sources)
-         WHERE source_request_id <> '' AND coalesce(source_cohort, 'customer') = 'customer') AS possible_customer_source_accounts;
+         WHERE source_request_id <> '' AND coalesce(source_cohort, 'customer') = 'customer') AS possible_customer_source_accounts,
+       (SELECT count(DISTINCT source_request_id) FROM (
+           SELECT source_request_id, source_cohort FROM exposures
+           UNION ALL SELECT source_request_id, source_cohort FROM possible_sources WHERE is_likely(likelihood))
+         WHERE source_request_id <> '' AND coalesce(source_cohort, 'customer') = 'customer') AS likely_customer_sources,
+       (SELECT count(DISTINCT source_account_id) FROM (
+           SELECT source_request_id, source_account_id, source_cohort FROM exposures
+           UNION ALL SELECT source_request_id, source_account_id, source_cohort FROM possible_sources
+           WHERE is_likely(likelihood))
+         WHERE source_request_id <> '' AND coalesce(source_cohort, 'customer') = 'customer') AS likely_customer_source_accounts,
+       (SELECT count(*) FROM possible_sources WHERE is_likely(likelihood)) AS likely_pairs,
+       (SELECT count(*) FROM possible_sources WHERE likelihood IS NULL) AS possible_pairs_unmodelled;

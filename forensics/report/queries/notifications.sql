@@ -1,7 +1,8 @@
 -- One row per customer account to notify, both directions: responses it received that held others'
 -- data, and its requests whose data others attended (with the recipients' cohorts).
 -- Accounts whose requests are only possible sources (of responses without page evidence) are listed
--- too, with that count: a notification list built from it may be too long, never too short.
+-- too, with that count and how many of them the allocator model finds likely: a notification list built
+-- from it may be too long, never too short.
 -- grain: account_id; reads: report_affected, exposures, possible_sources; params: none
 WITH recv AS (
     SELECT account_id, count(DISTINCT request_id) AS responses_received,
@@ -19,7 +20,8 @@ WITH recv AS (
     WHERE coalesce(source_cohort, 'customer') = 'customer' AND source_request_id <> '' AND source_account_id IS NOT NULL
     GROUP BY 1
 ), poss AS (
-    SELECT source_account_id AS account_id, count(DISTINCT source_request_id) AS requests_possibly_exposed
+    SELECT source_account_id AS account_id, count(DISTINCT source_request_id) AS requests_possibly_exposed,
+           count(DISTINCT source_request_id) FILTER (WHERE is_likely(likelihood)) AS requests_likely_exposed
     FROM possible_sources
     WHERE coalesce(source_cohort, 'customer') = 'customer' AND source_request_id <> '' AND source_account_id IS NOT NULL
     GROUP BY 1
@@ -31,5 +33,6 @@ SELECT account_id, coalesce(responses_received, 0) AS responses_received,
        coalesce(requests_exposed_confirmed, 0) AS requests_exposed_confirmed,
        coalesce(exposed_request_ids, '') AS exposed_request_ids, exposed_first_at, exposed_last_at,
        coalesce(recipient_cohorts, '') AS recipient_cohorts,
-       coalesce(requests_possibly_exposed, 0) AS requests_possibly_exposed
+       coalesce(requests_possibly_exposed, 0) AS requests_possibly_exposed,
+       coalesce(requests_likely_exposed, 0) AS requests_likely_exposed
 FROM recv FULL JOIN src USING (account_id) FULL JOIN poss USING (account_id) ORDER BY account_id;
