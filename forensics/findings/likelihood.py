@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import zlib
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -233,6 +234,20 @@ def _batches(con: duckdb.DuckDBPyConnection, node: str, ps: int) -> tuple[np.nda
     return b_op, b_ptr, pages
 
 
+def _policy_by_version(con: duckdb.DuckDBPyConnection) -> tuple[str | None, str]:
+    """Without a decode node to learn from: SGLang's own rule for the release bundle.toml names
+    (../shared/notes/sglang-facts.md 3.2: 0.5.4 and later defer freed pages in PD mode; 0.4.9 prepends
+    them), else every candidate in turn."""
+    row = con.execute("SELECT version FROM engine_build WHERE version IS NOT NULL").fetchone()
+    none = "no decode node with page telemetry to learn the policy from"
+    if row is None:
+        return None, f"{none}, no engine version in bundle.toml: every candidate policy in turn"
+    release = tuple(int(x) for x in re.findall(r"\d+", row[0])[:3])
+    if release >= (0, 5, 4):
+        return "sorted-deferred", f"{none}: SGLang {row[0]}'s rule in PD mode (bundle.toml [engine] version)"
+    return "lifo", f"{none}: SGLang 0.4.9's rule for release {row[0]} (bundle.toml [engine] version)"
+
+
 def _choose_policy(con: duckdb.DuckDBPyConnection, nodes: list[tuple[str, int, int]]) -> tuple[str | None, str]:
     """The candidate that names the most allocated pages right on the instrumented decode nodes, and
     what it was chosen on; None when there is no such node."""
@@ -248,7 +263,7 @@ def _choose_policy(con: duckdb.DuckDBPyConnection, nodes: list[tuple[str, int, i
             score[name] += hit
         total += n
     if not total:
-        return None, "no decode node with page telemetry to learn the policy from: every candidate policy in turn"
+        return _policy_by_version(con)
     best = max(POLICIES, key=lambda k: score[k])  # the first of equals, in POLICIES order
     ranked = ", ".join(f"{k} {score[k] / total:.3f}" for k in sorted(POLICIES, key=lambda k: -score[k]))
     return best, (

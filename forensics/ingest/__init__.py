@@ -88,6 +88,7 @@ def ingest_into(
         files = discover(bundle, window)
     run_query(con, "ingest", "schema")
     con.execute("INSERT INTO replay_window VALUES (?, ?)", [window.since, window.until])
+    con.execute("INSERT INTO engine_build VALUES (?)", [config.engine_version])
     engine_rows = EngineRows()
     parquet = InPlace()
     gateway_files = InPlace()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import tomllib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -17,12 +18,13 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from forensics.errors import InputError
 
+ENGINE_VERSION = re.compile(r"\d+\.\d+(?:\.\d+)?(?:\.?(?:post|rc|dev)\d+)?")
 GATEWAY_SUFFIXES = (".jsonl", ".jsonl.gz", ".csv", ".csv.gz", ".parquet")
 PAGE_SUFFIXES = (".parquet", ".jsonl", ".jsonl.gz")
 
 BUNDLE_KEYS: dict[str, set[str]] = {
     "incident": {"id", "title", "discovered_at", "contact"},
-    "engine": {"log_timezone"},
+    "engine": {"log_timezone", "version"},
     "remediation": None,  # type: ignore[dict-item]  # free-form: measures taken, shown on the report
 }
 
@@ -75,6 +77,7 @@ class BundleConfig:
     log_timezone: ZoneInfo
     remediation: dict[str, Any]
     discovered_at: datetime | None
+    engine_version: str | None = None  # the SGLang release the nodes ran ([engine] version)
 
 
 @dataclass(frozen=True)
@@ -237,4 +240,7 @@ def load_bundle_config(bundle: Path) -> BundleConfig:
         raise InputError(f"{path}: [engine] log_timezone {tz_name!r} is not a known time zone") from None
     discovered = incident.get("discovered_at")
     discovered_at = parse_utc(discovered, f"{path}: [incident] discovered_at") if discovered else None
-    return BundleConfig(incident, tz, dict(data.get("remediation", {})), discovered_at)
+    version = data.get("engine", {}).get("version")
+    if version is not None and not (isinstance(version, str) and ENGINE_VERSION.fullmatch(version)):
+        raise InputError(f'{path}: [engine] version {version!r} is not a release like "0.5.11" or "0.4.9.post2"')
+    return BundleConfig(incident, tz, dict(data.get("remediation", {})), discovered_at, version)

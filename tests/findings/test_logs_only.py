@@ -6,11 +6,14 @@ least 0.5) and its calibration (the sum of the likelihoods against the true pair
 
 from __future__ import annotations
 
+import csv
+import shutil
 from pathlib import Path
 
 import pytest
 
 from forensics.simulate import build_config, simulate
+from tests.support.analysis import Findings
 from tests.support.truthcheck import compare
 
 pytestmark = pytest.mark.slow  # whole simulated incidents
@@ -38,3 +41,36 @@ def test_signatures_confirmed_and_possible_sources_cover_the_truth(tmp_path: Pat
     # the allocator model, learned from the instrumented decode nodes and calibrated on them
     assert c.likely_precision >= 0.8 and c.likely_recall >= 0.8, (c.likely_precision, c.likely_recall)
     assert 0.7 * c.dark_truth_pairs <= c.likelihood_sum <= 1.5 * c.dark_truth_pairs, c.likelihood_sum
+
+
+def test_without_any_page_events_the_declared_engine_release_names_the_policy(tmp_path: Path) -> None:
+    """Every node dark (pages/ removed): with bundle.toml's [engine] version the model takes SGLang's
+    own rule for that release (0.5.4+: freed pages deferred, merged sorted), and its likely subset
+    matches the true pairs of every signature response; without it, every candidate in turn."""
+    simulate(tmp_path / "sim", build_config("default", seed=52, requests=900, page_size=8, decode_reuse="deferred"))
+    bundle = tmp_path / "sim" / "bundle"
+    shutil.rmtree(bundle / "pages")
+    toml = bundle / "bundle.toml"
+    toml.write_text(toml.read_text().replace("[engine]\n", '[engine]\nversion = "0.5.11"\n'))
+    f = Findings(bundle)
+    signature = {r[0] for r in f.rows("SELECT request_id FROM signature_responses")}
+    truth = {
+        (r["recipient_request_id"], r["source_request_id"])
+        for r in csv.DictReader((tmp_path / "sim" / "truth" / "exposures.csv").open())
+        if r["recipient_request_id"] in signature
+    }
+    assert len(truth) > 50, "the incident must hold exposures for the check to mean something"
+    policies = {r[0] for r in f.rows("SELECT policy FROM allocator_model")}
+    assert policies == {"sorted-deferred"}
+    rows = f.rows("SELECT recipient_request_id, source_request_id, likelihood FROM possible_sources")
+    assert truth <= {(r, s) for r, s, _ in rows}
+    likely = {(r, s) for r, s, lik in rows if lik is not None and lik >= 0.5}
+    assert len(likely & truth) >= 0.8 * len(likely) and len(likely & truth) >= 0.8 * len(truth)
+    assert all(lik is None or 0.001 <= lik <= 1 for _, _, lik in rows)
+
+    toml.write_text(toml.read_text().replace('version = "0.5.11"\n', ""))
+    g = Findings(bundle)
+    assert {r[0] for r in g.rows("SELECT basis FROM allocator_model")} == {
+        "no decode node with page telemetry to learn the policy from, no engine version in bundle.toml: "
+        "every candidate policy in turn"
+    }

@@ -146,17 +146,14 @@ def _only_bad_gateway(b: Path) -> None:
     (b / "gateway" / "gw.parquet").write_bytes(os.urandom(512))
 
 
-def _bad_exclusions(text: str):
+def _with_file(name: str, text: str):  # noqa: ANN202 (a bundle builder)
+    """The example bundle with its file `name` replaced by `text`."""
+
     def build(b: Path) -> None:
         shutil.copytree(EXAMPLE / "bundle", b)
-        (b / "exclusions.toml").write_text(text)
+        (b / name).write_text(text)
 
     return build
-
-
-def _bad_bundle_toml(b: Path) -> None:
-    shutil.copytree(EXAMPLE / "bundle", b)
-    (b / "bundle.toml").write_text("[incident\nid = ")
 
 
 UNUSABLE = {
@@ -166,17 +163,22 @@ UNUSABLE = {
     "only gateway log unreadable": (_only_bad_gateway, "no gateway log could be read"),
     "bundle is a file": (lambda b: b.write_text("x"), "not a folder"),
     "exclusions unknown key": (
-        _bad_exclusions('[[cohort]]\nname = "t"\nkind = "internal"\n[[cohort.match]]\nacounts = ["a"]\n'),
+        _with_file("exclusions.toml", '[[cohort]]\nname = "t"\nkind = "internal"\n[[cohort.match]]\nacounts = ["a"]\n'),
         "'acounts'",
     ),
     "exclusions bad CIDR": (
-        _bad_exclusions(
-            '[[cohort]]\nname = "t"\nkind = "internal"\n[[cohort.match]]\nclient_cidrs = ["10.0.0.0/33"]\n'
+        _with_file(
+            "exclusions.toml",
+            '[[cohort]]\nname = "t"\nkind = "internal"\n[[cohort.match]]\nclient_cidrs = ["10.0.0.0/33"]\n',
         ),
         "10.0.0.0/33",
     ),
-    "exclusions not TOML": (_bad_exclusions("[[cohort]\n"), "not valid TOML"),
-    "bundle.toml not TOML": (_bad_bundle_toml, "not valid TOML"),
+    "exclusions not TOML": (_with_file("exclusions.toml", "[[cohort]\n"), "not valid TOML"),
+    "bundle.toml not TOML": (_with_file("bundle.toml", "[incident\nid = "), "not valid TOML"),
+    "bundle.toml engine version": (
+        _with_file("bundle.toml", '[engine]\nversion = "latest"\n'),
+        "[engine] version 'latest'",
+    ),
 }
 
 
