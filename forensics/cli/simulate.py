@@ -37,6 +37,9 @@ def simulate(
     decode_reuse: str | None = typer.Option(
         None, "--decode-reuse", help="How decode nodes reuse freed pages: coalesce (default), lifo, deferred."
     ),
+    dark_aborts: bool = typer.Option(
+        False, "--dark-aborts", help="Aborted requests may go to the decode node without page telemetry."
+    ),
     prefill_nodes: int | None = typer.Option(None, "--prefill-nodes", help="Prefill nodes (default 2)."),
     decode_nodes: int | None = typer.Option(None, "--decode-nodes", help="Decode nodes (default 3)."),
 ) -> None:
@@ -64,6 +67,7 @@ def simulate(
             late_clear_ms=late_clear,
             read_delay_ms=read_delay,
             decode_reuse=decode_reuse,
+            dark_aborts=dark_aborts or None,
             prefill_count=prefill_nodes,
             decode_count=decode_nodes,
         )

@@ -125,7 +125,9 @@ STEPS = (
     node_missing,
     "room_requests",  # drops node_own_rooms, which node_missing reads too
     "dark_rooms",  # what the engine logs say per room on nodes without page telemetry
+    "node_lifecycle",  # ... and each room's lifecycle on each decode node, from its logs
     "signature_responses",
+    "late_write_responses",  # responses a late transfer may have written into, on those nodes
     "missing_rooms",
     "exposures",
     recipient_slots,

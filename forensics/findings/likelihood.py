@@ -16,7 +16,7 @@ page allocator, replayed over the request lifecycle its logs give (forensics.own
    scored against the pairs their page evidence proves, for their placeholder responses. Without an
    instrumented decode node it is (h + 1/2) / (MEMBERS + 1), said to be uncalibrated.
 
-Writes: node_lifecycle (temp), source_likelihood (node, recipient_room, source_room, hits),
+Reads node_lifecycle (node_lifecycle.sql). Writes: source_likelihood (node, recipient_room, source_room, hits),
 likelihood_map (node, hits, likelihood), model_rooms (node, room), allocator_model (one row per node),
 and the macro is_likely(likelihood): the likely subset.
 """
@@ -34,7 +34,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from forensics.db import arrow_view, run_query
+from forensics.db import arrow_view
 from forensics.ownership.kernels import allocator as alloc
 from forensics.paths import load_query
 
@@ -183,7 +183,7 @@ def _walk_node(
 ) -> Walks:
     a_ptr, a_pages, x_ptr, x_start, x_end = _anchors(con, node, lc, ps, n_pages)
     n_in = -(-lc.n_read // ps)
-    watch = lc.placeholder
+    watch = ~lc.aborted  # placeholders read others' data; any room may receive a late write
     rng = np.random.default_rng(zlib.crc32(node.encode()))  # the same bundle gives the same likelihoods
     # the walk is deterministic: a member whose draws leave the events in an order walked already
     # (events far apart for the log's resolution) shares that walk's result
@@ -343,14 +343,17 @@ def _calibrate(
 def source_likelihood(con: duckdb.DuckDBPyConnection) -> None:
     """source_likelihood, likelihood_map, model_rooms and allocator_model for the decode nodes of the
     responses without page evidence (signature_responses)."""
-    run_query(con, "findings", "node_lifecycle")
     cfg = {
         node: (ps, pool // ps)
         for node, ps, pool in con.execute("""SELECT node, coalesce(page_size, 1),
                 coalesce(pool_tokens, max_total_num_tokens) FROM node_config
             WHERE role = 'decode' AND coalesce(pool_tokens, max_total_num_tokens) > 0 ORDER BY node""").fetchall()
     }
-    dark = [r[0] for r in con.execute("SELECT DISTINCT node FROM signature_responses ORDER BY node").fetchall()]
+    dark = [
+        r[0]
+        for r in con.execute("""SELECT node FROM signature_responses UNION
+            SELECT node FROM late_write_responses ORDER BY node""").fetchall()
+    ]
     instrumented = [  # the instrumented decode nodes with the most placeholder responses first
         (node, *cfg[node])
         for (node,) in con.execute("""SELECT t.node FROM telemetry_nodes t

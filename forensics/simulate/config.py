@@ -64,6 +64,8 @@ class SimConfig:
     # how decode nodes reuse freed pages (forensics.simulate.cluster.PagePool): coalesce (LIFO, freed pages
     # merged with the top of the free stack), lifo (SGLang 0.4.9), deferred (SGLang 0.5.4+ in PD mode)
     decode_reuse: str = "coalesce"
+    # aborted requests may go to the decode node without page telemetry (False: only to instrumented ones)
+    dark_aborts: bool = False
     read_delay_ms: float = 0.0  # decode reads a landed transfer after this to twice this (0: 0.2 to 2 ms)
     prefill_count: int = 2  # prefill nodes (prefill-0 ..)
     decode_count: int = 3  # decode nodes (decode-0 ..)

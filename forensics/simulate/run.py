@@ -9,7 +9,7 @@ import json
 import random
 from pathlib import Path
 
-from forensics.simulate.config import SimConfig
+from forensics.simulate.config import S, SimConfig
 from forensics.simulate.engine import Engine
 from forensics.simulate.traffic import Traffic, cohorts_for
 from forensics.simulate.truth import INF, Row, clock_bounds, late_ambiguity, replay
@@ -31,6 +31,8 @@ RESPONSE_COLUMNS = [
     "allowed_indeterminate",
 ]
 EXPOSURE_COLUMNS = ["recipient_request_id", "source_request_id", "node", "kind", "slots"]
+# how near a late landing on a node without page telemetry a response in flight there may be doubted
+LATE_MARGIN = 1 * S
 
 
 def apply_gap(cfg: SimConfig, eng: Engine) -> tuple[list[Row], dict[str, object] | None]:
@@ -114,6 +116,16 @@ def _simulate(out: Path, cfg: SimConfig) -> dict[str, object]:
                 flagged.add(room_idx[room])
 
     counts = eng.exp.counts()
+    # a late landing on a node without page telemetry: which pages it hit the logs cannot say, so every
+    # response in flight there within LATE_MARGIN of it may be reported indeterminate
+    late = [(r.decode, eng.st[r.idx].land_t) for r in reqs if r.aborted and r.decode not in telemetry]
+    in_flight_late = {
+        r.idx
+        for r in reqs
+        if r.decode not in telemetry and r.status == 200
+        for node, t in late
+        if node == r.decode and eng.st[r.idx].d_alloc_t - LATE_MARGIN <= t <= eng.st[r.idx].end_t + LATE_MARGIN
+    }
     kinds: dict[int, set[str]] = {}
     for (rec, _src, _node, kind), _n in counts.items():
         kinds.setdefault(rec, set()).add(kind)
@@ -122,7 +134,7 @@ def _simulate(out: Path, cfg: SimConfig) -> dict[str, object]:
     for r in sorted(reqs, key=lambda x: x.request_id):
         exposed = r.idx in kinds
         sig = r.decode not in telemetry
-        indet = r.idx in flagged or (sig and r.placeholder)
+        indet = r.idx in flagged or (sig and r.placeholder) or r.idx in in_flight_late
         resp_rows.append(
             [
                 r.request_id,

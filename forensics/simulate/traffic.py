@@ -197,7 +197,7 @@ class Traffic:
         out = min(4 * cfg.out_median, self._lognormal(cfg.out_median, 0.9))
         abort = lk != "oversize" and rng.random() < cfg.abort_rate
         prefill = rng.choice(cfg.prefill_nodes).name
-        decodes = cfg.decode_nodes if not abort else [d for d in cfg.decode_nodes if d.telemetry]
+        decodes = cfg.decode_nodes if not abort or cfg.dark_aborts else [d for d in cfg.decode_nodes if d.telemetry]
         decode = rng.choice(decodes).name
         headers = sess["headers"]
         return Request(

@@ -16,7 +16,8 @@ def _tables(con: duckdb.DuckDBPyConnection) -> None:
     run_query(con, "ingest", "schema")
     con.execute("INSERT INTO files (file_id, source, path) VALUES (1, 'engine_log', 'engine/d0/server.log')")
     con.execute("CREATE TABLE request_cohort (file_id INTEGER, row BIGINT, cohort VARCHAR)")
-    con.execute("""CREATE TABLE gateway AS SELECT * FROM (VALUES
+    con.execute("""CREATE TABLE gateway AS SELECT *, NULL::VARCHAR AS prefill_node, 200 AS status,
+        5 AS completion_tokens, TIMESTAMPTZ '2026-10-03 10:00:00Z' AS ts FROM (VALUES
         ('R', 'acct-r', 1::BIGINT, 'd0', 1, 1::BIGINT), ('A', 'acct-a', 2, 'd0', 1, 2), ('B', 'acct-b', 3, 'd0', 1, 3),
         ('C', 'acct-c', 4, 'd0', 1, 4), ('D', 'acct-d', 5, 'd0', 1, 5), ('E', 'acct-e', 6, 'd0', 1, 6),
         ('X', 'acct-x', 8, 'd1', 1, 8))
@@ -47,7 +48,8 @@ def _tables(con: duckdb.DuckDBPyConnection) -> None:
 def test_a_source_is_left_out_only_when_the_nodes_clock_proves_it_impossible() -> None:
     con = connect(":memory:")
     _tables(con)
-    run_query(con, "findings", "dark_rooms")
+    for step in ("dark_rooms", "node_lifecycle", "late_write_responses"):
+        run_query(con, "findings", step)
     source_likelihood(con)
     run_query(con, "findings", "possible_sources")
     got = dict(con.execute("SELECT coalesce(source_room, -1), basis FROM possible_sources").fetchall())

@@ -1,9 +1,11 @@
 -- One row per client request that attended another request's data, or whose answer is indeterminate:
 -- the contract's affected_responses.csv. Evidence `pages` comes from page events, `signature` from
 -- engine logs alone (sources not in the evidence; possible_sources bounds them). exposed_slots of a
--- signature response is empty: how many of its slots held others' data the logs cannot say.
+-- signature response is empty: how many of its slots held others' data the logs cannot say. A response
+-- a late transfer may have written into, on a node without page telemetry (late_write_responses), is
+-- indeterminate, kind foreign_write.
 -- grain: request_id; reads: exposures, recipient_slots, room_requests, room_flags, missing_rooms,
---        signature_responses; params: none
+--        signature_responses, late_write_responses; params: none
 CREATE OR REPLACE TABLE affected_responses AS
 WITH seg AS (  -- distinct slots per recipient, whatever their source (recipient_slots: the union of its
                -- ranges on each node)
@@ -52,4 +54,15 @@ SELECT s.request_id, s.account_id, s.cohort, s.status, 'signature', 'stale', s.f
        concat_ws('; ', s.why, 'decode node ' || s.node || ' has no page telemetry: whose data it attended is not in '
                  || 'the evidence (possible_sources.csv lists every request whose KV it could have been)', p.reason)
 FROM signature_responses s LEFT JOIN page_based p USING (request_id)
-WHERE p.status IS DISTINCT FROM 'confirmed';
+WHERE p.status IS DISTINCT FROM 'confirmed'
+UNION ALL  -- a late transfer may have landed in its pages on a node without page telemetry
+SELECT l.request_id, any_value(l.account_id), any_value(l.cohort), 'indeterminate', 'signature', 'foreign_write',
+       min(l.first_exposed_at), NULL, '', any_value(l.http_status), any_value(l.completion_tokens), any_value(l.node),
+       any_value(l.prefill_node), any_value(l.room),
+       count(*) || ' late transfer(s) may have written into its pages: ' || string_agg(l.why, '; ' ORDER BY l.why)
+       || '; decode node ' || any_value(l.node) || ' has no page telemetry: whether they did is not in the evidence '
+       || '(possible_sources.csv)'
+FROM late_write_responses l
+WHERE l.request_id NOT IN (SELECT request_id FROM signature_responses)
+  AND l.request_id NOT IN (SELECT request_id FROM page_based)
+GROUP BY l.request_id;

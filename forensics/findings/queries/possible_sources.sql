@@ -14,9 +14,12 @@
 -- likelihood: the allocator model's (forensics.findings.likelihood) for the share of its replays that
 -- found the pair, where the model replayed both rooms, at least 0.001 (a possible pair is never ruled
 -- out by a model); else empty (unknown, never 0).
+-- A response a late transfer may have written into (late_write_responses) and no placeholder: only the
+-- aborted rooms whose transfers may have landed while it held pages (its own transfer filled its pages
+-- before it read them).
 -- grain: recipient request, source request (or engine rid without a gateway record), node;
--- reads: signature_responses, dark_rooms, gateway, engine_lines, request_cohort, source_likelihood,
---        likelihood_map, model_rooms; params: none
+-- reads: signature_responses, late_write_responses, dark_rooms, gateway, engine_lines, request_cohort,
+--        source_likelihood, likelihood_map, model_rooms; params: none
 CREATE OR REPLACE TABLE possible_sources AS
 WITH dark AS (SELECT DISTINCT node FROM signature_responses),
 on_node AS (  -- per room, the node's own clock
@@ -57,4 +60,14 @@ LEFT JOIN model_rooms ms ON ms.node = r.node AND ms.room = s.room
 WHERE s.request_id IS DISTINCT FROM r.request_id
   AND NOT coalesce(s.started > r.finished, false)
   AND NOT (NOT s.aborted AND EXISTS (SELECT 1 FROM starts t WHERE t.node = r.node AND t.ts > s.last_seen
-                                                              AND t.ts <= r.started));
+                                                              AND t.ts <= r.started))
+UNION ALL
+SELECT w.request_id, coalesce(w.source_request_id, ''), w.account_id, w.source_account_id, w.node, w.why,
+       CASE WHEN mr.room IS NOT NULL AND ms.room IS NOT NULL THEN round(greatest(m.likelihood, 0.001), 3) END,
+       w.cohort, w.source_cohort, w.room, w.source_room
+FROM late_write_responses w
+LEFT JOIN source_likelihood l ON l.node = w.node AND l.recipient_room = w.room AND l.source_room = w.source_room
+LEFT JOIN likelihood_map m ON m.node = w.node AND m.hits = coalesce(l.hits, 0)
+LEFT JOIN model_rooms mr ON mr.node = w.node AND mr.room = w.room
+LEFT JOIN model_rooms ms ON ms.node = w.node AND ms.room = w.source_room
+WHERE w.request_id NOT IN (SELECT request_id FROM signature_responses);

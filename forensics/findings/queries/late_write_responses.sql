@@ -1,0 +1,44 @@
+-- Responses on a decode node without page telemetry that a late transfer may have written into (the
+-- second leak path): an aborted room gave its pages back at its decode transfer failure, and its
+-- transfer may land after that, in pages another request holds by then. Every delivered response of
+-- that node holding pages while the landing may have happened (pre-allocated before its latest
+-- moment, decode ended after its earliest) may have received it. Which pages it hit the logs cannot
+-- say, so such a response is indeterminate and the aborted room one of its possible sources.
+-- The landing, on the decode node's clock (node_lifecycle): t_land widened by its uncertainty and the
+-- line's resolution, never before the abort; unknown (no prefill line names the room): from the abort
+-- on, without end.
+-- grain: recipient request, aborted room; reads: node_lifecycle, dark_rooms, gateway, request_cohort,
+--        telemetry_nodes, replay_window; params: none
+CREATE OR REPLACE TABLE late_write_responses AS
+WITH landing AS (
+    SELECT node, room AS source_room, t_free,
+           greatest(t_free, coalesce(t_land - unc_land - res, t_free)) AS lo,
+           coalesce(t_land + unc_land + res, 'infinity'::DOUBLE) AS hi
+    FROM node_lifecycle
+    WHERE aborted AND node NOT IN (SELECT node FROM telemetry_nodes)
+), hit AS (
+    SELECT l.node, v.room, l.source_room, l.lo, l.hi
+    FROM landing l JOIN node_lifecycle v ON v.node = l.node AND NOT v.aborted AND v.room <> l.source_room
+    WHERE l.hi >= l.t_free AND v.t_alloc <= l.hi AND v.t_end >= l.lo
+), senders AS (  -- the aborted rooms' gateway records on that node
+    SELECT DISTINCT g.decode_node AS node, g.bootstrap_room AS room, g.request_id, g.account_id,
+           coalesce(c.cohort, 'customer') AS cohort
+    FROM gateway g LEFT JOIN request_cohort c ON c.file_id = g.file_id AND c.row = g.row
+    WHERE g.bootstrap_room IN (SELECT source_room FROM landing)
+)
+SELECT DISTINCT g.request_id, g.account_id, coalesce(c.cohort, 'customer') AS cohort, h.node, g.prefill_node, h.room,
+       g.status AS http_status, g.completion_tokens, g.ts, h.source_room, s.request_id AS source_request_id,
+       s.account_id AS source_account_id, s.cohort AS source_cohort, make_timestamp((h.lo * 1e6)::BIGINT) AS first_exposed_at,
+       'aborted on ' || h.node || ' (' || coalesce(d.place, 'room ' || h.source_room) || '): its transfer may have landed '
+           || CASE WHEN isinf(h.hi) THEN 'after ' || strftime(make_timestamp((h.lo * 1e6)::BIGINT), '%Y-%m-%dT%H:%M:%S.%gZ')
+                   ELSE 'between ' || strftime(make_timestamp((h.lo * 1e6)::BIGINT), '%Y-%m-%dT%H:%M:%S.%gZ') || ' and '
+                        || strftime(make_timestamp((h.hi * 1e6)::BIGINT), '%Y-%m-%dT%H:%M:%S.%gZ') END
+           || ' on the node''s clock, while this response held pages there' AS why
+FROM hit h
+JOIN gateway g ON g.decode_node = h.node AND g.bootstrap_room = h.room
+LEFT JOIN request_cohort c ON c.file_id = g.file_id AND c.row = g.row
+LEFT JOIN dark_rooms d ON d.node = h.node AND d.room = h.source_room
+LEFT JOIN senders s ON s.node = h.node AND s.room = h.source_room
+WHERE (g.status BETWEEN 200 AND 299 OR coalesce(g.completion_tokens, 0) > 0)
+  AND g.ts >= coalesce((SELECT since FROM replay_window), '-infinity'::TIMESTAMPTZ)
+  AND g.ts < coalesce((SELECT "until" FROM replay_window), 'infinity'::TIMESTAMPTZ);
