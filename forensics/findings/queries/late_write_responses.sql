@@ -4,22 +4,22 @@
 -- that node holding pages while the landing may have happened (pre-allocated before its latest
 -- moment, decode ended after its earliest) may have received it. Which pages it hit the logs cannot
 -- say, so such a response is indeterminate and the aborted room one of its possible sources.
--- The landing, on the decode node's clock (node_lifecycle): t_land widened by its uncertainty and the
--- line's resolution, never before the abort; unknown (no prefill line names the room): from the abort
--- on, without end.
+-- The landing, on the decode node's clock: node_lifecycle's [t_land_lo, t_land_hi], never before the
+-- abort; unknown (no prefill line names the room): from the abort on, without end. A response held
+-- pages from its pre-allocation (at the earliest its estimate less the durations' rounding) to its
+-- decode end (at the latest its line's time plus the line's resolution).
 -- grain: recipient request, aborted room; reads: node_lifecycle, dark_rooms, gateway, request_cohort,
 --        telemetry_nodes, replay_window; params: none
 CREATE OR REPLACE TABLE late_write_responses AS
 WITH landing AS (
     SELECT node, room AS source_room, t_free,
-           greatest(t_free, coalesce(t_land - unc_land - res, t_free)) AS lo,
-           coalesce(t_land + unc_land + res, 'infinity'::DOUBLE) AS hi
+           greatest(t_free, coalesce(t_land_lo, t_free)) AS lo, coalesce(t_land_hi, 'infinity'::DOUBLE) AS hi
     FROM node_lifecycle
     WHERE aborted AND node NOT IN (SELECT node FROM telemetry_nodes)
 ), hit AS (
     SELECT l.node, v.room, l.source_room, l.lo, l.hi
     FROM landing l JOIN node_lifecycle v ON v.node = l.node AND NOT v.aborted AND v.room <> l.source_room
-    WHERE l.hi >= l.t_free AND v.t_alloc <= l.hi AND v.t_end >= l.lo
+    WHERE l.hi >= l.t_free AND v.t_alloc - 5e-4 <= l.hi AND v.t_end + v.res >= l.lo
 ), senders AS (  -- the aborted rooms' gateway records on that node
     SELECT DISTINCT g.decode_node AS node, g.bootstrap_room AS room, g.request_id, g.account_id,
            coalesce(c.cohort, 'customer') AS cohort
