@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -483,17 +484,6 @@ def trtllm_window(primary_blocks: int) -> list[str]:
     ]
 
 
-def test_trtllm_window_line_gives_both_factors(tmp_path: Path) -> None:
-    log = write_log(tmp_path, trtllm_window(61848))
-    audit = derived_audit(log)
-    assert (audit.pool_tokens, audit.context_len, audit.verdict) == (3958272, 16384, OK)
-    assert f"derived: 61848 blocks x 64 tokens per block = 3958272 tokens (blocks: {log}:1; block size: {log}:1)" in (
-        audit.reason
-    )
-    small = derived_audit(write_log(tmp_path, trtllm_window(200)))  # 200 x 64 = 12800 < 16384
-    assert (small.pool_tokens, small.verdict) == (12800, TOO_SMALL)
-
-
 # LMDeploy TurboMind: `input backend=.., backend_config=TurbomindEngineConfig(..)` from
 # lmdeploy/serve/async_engine.py, `[BlockManager] max_block_count = %d` from
 # src/turbomind/models/llama/BlockManager.cc
@@ -509,15 +499,24 @@ def lmdeploy_turbomind(max_block_count: int) -> list[str]:
     ]
 
 
-def test_lmdeploy_turbomind_derived_pool(tmp_path: Path) -> None:
-    log = write_log(tmp_path, lmdeploy_turbomind(600))  # 600 x 64 = 38400 >= 32768
+@pytest.mark.parametrize(
+    "build, blocks, size, context, block_line, small",
+    [
+        (trtllm_window, 61848, 64, 16384, 1, 200),  # the window line gives both factors; 200 x 64 < 16384
+        (lmdeploy_turbomind, 600, 64, 32768, 3, 159),  # 600 x 64 >= 32768; 159 x 64 < 32768
+    ],
+    ids=["trtllm-window-line", "lmdeploy-turbomind"],
+)
+def test_derived_pool_names_both_lines(
+    tmp_path: Path, build: Callable[[int], list[str]], blocks: int, size: int, context: int, block_line: int, small: int
+) -> None:
+    log = write_log(tmp_path, build(blocks))
     audit = derived_audit(log)
-    assert (audit.pool_tokens, audit.context_len, audit.verdict) == (38400, 32768, OK)
-    assert f"derived: 600 blocks x 64 tokens per block = 38400 tokens (blocks: {log}:3; block size: {log}:1)" in (
-        audit.reason
-    )
-    small = derived_audit(write_log(tmp_path, lmdeploy_turbomind(159)))  # 159 x 64 = 10176 < 32768
-    assert (small.pool_tokens, small.verdict) == (10176, TOO_SMALL)
+    assert (audit.pool_tokens, audit.context_len, audit.verdict) == (blocks * size, context, OK)
+    expected = f"derived: {blocks} blocks x {size} tokens per block = {blocks * size} tokens"
+    assert f"{expected} (blocks: {log}:{block_line}; block size: {log}:1)" in audit.reason
+    low = derived_audit(write_log(tmp_path, build(small)))
+    assert (low.pool_tokens, low.verdict) == (small * size, TOO_SMALL)
 
 
 # LMDeploy PyTorch engine: the `backend_config=PytorchEngineConfig(..)` dump (num_gpu_blocks=0: size
