@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import duckdb
 
-from forensics.db import run_query, scalar
+from forensics.db import run_query, scalar, timed
 from forensics.ingest.seqs import seq_jumps
 from forensics.ownership.execution.nodes import NodeStage
 from forensics.ownership.steps.conflicts import transfer_conflicts
 from forensics.ownership.steps.history import HISTORY_WINDOWS, history_round
 from forensics.ownership.steps.landing import landing_seqs, window_hits
+from forensics.ownership.steps.overlaps import alloc_overlaps, inj_pairs
 from forensics.ownership.steps.replay import replay_rooms
 from forensics.ownership.steps.screen import own_rooms_by_query, screen_rooms
 from forensics.ownership.steps.transfers import transfer_links
@@ -66,8 +67,13 @@ def node_ownership(con: duckdb.DuckDBPyConnection, screen: bool = True) -> None:
     replay_rooms(con, holders_only=False, screened=screen)
     con.execute("DROP TABLE IF EXISTS room_state")
     con.execute("ALTER TABLE room_state_new RENAME TO room_state")
-    for step in ("holdings", "alloc_overlaps", "anomalous_writes", "room_injected"):
-        run_query(con, "ownership", step)
+    run_query(con, "ownership", "holdings")
+    with timed("ownership/alloc_overlaps"):
+        alloc_overlaps(con)
+    run_query(con, "ownership", "anomalous_writes")
+    with timed("ownership/inj_pairs"):
+        inj_pairs(con)
+    run_query(con, "ownership", "room_injected")
     # second pass: only the rooms that foreign writes hit, replayed with those writes
     replay_rooms(con, holders_only=True)
     con.execute("DELETE FROM room_state WHERE (node, room) IN (SELECT node, holder FROM room_injected)")
