@@ -103,6 +103,14 @@ def _lifecycle(con: duckdb.DuckDBPyConnection, node: str) -> Lifecycle:
     )
 
 
+def _pages_of(start: np.ndarray, end: np.ndarray, ps: int) -> tuple[np.ndarray, np.ndarray]:
+    """The pages each slot range [start, end) touches, concatenated, and how many per range."""
+    first, last = start // ps, (end - 1) // ps
+    counts = np.maximum(last - first + 1, 0)
+    step = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+    return np.repeat(first, counts) + step, counts
+
+
 def _anchors(con: duckdb.DuckDBPyConnection, node: str, lc: Lifecycle, ps: int, n_pages: int) -> tuple[np.ndarray, ...]:
     """Per room (CSR over lc's order): the pages of its pre-allocation the prefill's transfer events name,
     and the exact slot ranges its transfer wrote."""
@@ -119,10 +127,7 @@ def _anchors(con: duckdb.DuckDBPyConnection, node: str, lc: Lifecycle, ps: int, 
     np.add.at(x_ptr, idx + 1, 1)
     x_ptr = np.cumsum(x_ptr)
     # the pages those ranges touch, per room (ascending), at most its pre-allocation's page count
-    first, last = start // ps, (end - 1) // ps
-    counts = last - first + 1
-    step = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
-    page = np.repeat(first, counts) + step
+    page, counts = _pages_of(start, end, ps)
     key = np.unique(np.repeat(idx, counts) * (n_pages + 2) + page)
     owner, page = key // (n_pages + 2), key % (n_pages + 2)
     heads = np.searchsorted(owner, owner)  # the first of each room's pages
@@ -219,10 +224,8 @@ def _batches(con: duckdb.DuckDBPyConnection, node: str, ps: int) -> tuple[np.nda
     new = np.ones(len(op), dtype=bool)
     new[1:] = (op[1:] != op[:-1]) | (room[1:] != room[:-1])
     batch = np.cumsum(new) - 1
-    first, last = start // ps, (end - 1) // ps
-    counts = np.maximum(last - first + 1, 0)
-    step = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
-    pages = (np.repeat(first, counts) + step).astype(np.int32)
+    pages, counts = _pages_of(start, end, ps)
+    pages = pages.astype(np.int32)
     b_ptr = np.zeros(int(new.sum()) + 1, dtype=np.int64)
     np.add.at(b_ptr, batch + 1, counts)
     b_ptr = np.cumsum(b_ptr)

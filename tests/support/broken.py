@@ -71,8 +71,11 @@ def _lines(rows: list[object]) -> bytes:
     return b"".join(x + b"\n" for x in out)
 
 
-def _gw(**kw: object) -> dict[str, object]:
-    row = dict(GOOD_GW)
+_DROP = object()
+
+
+def _with(row: dict[str, object], kw: dict[str, object]) -> dict[str, object]:
+    """`row` with the fields of kw set, or dropped where their value is _DROP."""
     for k, v in kw.items():
         if v is _DROP:
             row.pop(k, None)
@@ -81,7 +84,8 @@ def _gw(**kw: object) -> dict[str, object]:
     return row
 
 
-_DROP = object()
+def _gw(**kw: object) -> dict[str, object]:
+    return _with(dict(GOOD_GW), kw)
 
 
 def _ev(seq: object, op: str = "alloc", **kw: object) -> dict[str, object]:
@@ -94,12 +98,7 @@ def _ev(seq: object, op: str = "alloc", **kw: object) -> dict[str, object]:
         "start": 0,
         "end": 16,
     }
-    for k, v in kw.items():
-        if v is _DROP:
-            row.pop(k, None)
-        else:
-            row[k] = v
-    return row
+    return _with(row, kw)
 
 
 def _parquet(rows: list[dict[str, object]]) -> bytes:

@@ -17,7 +17,10 @@ WITH landing AS (
     FROM node_lifecycle
     WHERE aborted AND node NOT IN (SELECT node FROM telemetry_nodes)
 ), hit AS (
-    SELECT l.node, v.room, l.source_room, l.lo, l.hi
+    SELECT l.node, v.room, l.source_room, isinf(l.hi) AS open_ended,
+           strftime(make_timestamp((l.lo * 1e6)::BIGINT), '%Y-%m-%dT%H:%M:%S.%gZ') AS lo_text,
+           strftime(make_timestamp((least(l.hi, 1e11) * 1e6)::BIGINT), '%Y-%m-%dT%H:%M:%S.%gZ') AS hi_text,
+           make_timestamp((l.lo * 1e6)::BIGINT) AS lo_ts
     FROM landing l JOIN node_lifecycle v ON v.node = l.node AND NOT v.aborted AND v.room <> l.source_room
     WHERE l.hi >= l.t_free AND v.t_alloc - 5e-4 <= l.hi AND v.t_end + v.res >= l.lo
 ), senders AS (  -- the aborted rooms' gateway records on that node
@@ -28,11 +31,9 @@ WITH landing AS (
 )
 SELECT DISTINCT g.request_id, g.account_id, coalesce(c.cohort, 'customer') AS cohort, h.node, g.prefill_node, h.room,
        g.status AS http_status, g.completion_tokens, g.ts, h.source_room, s.request_id AS source_request_id,
-       s.account_id AS source_account_id, s.cohort AS source_cohort, make_timestamp((h.lo * 1e6)::BIGINT) AS first_exposed_at,
+       s.account_id AS source_account_id, s.cohort AS source_cohort, h.lo_ts AS first_exposed_at,
        'aborted on ' || h.node || ' (' || coalesce(d.place, 'room ' || h.source_room) || '): its transfer may have landed '
-           || CASE WHEN isinf(h.hi) THEN 'after ' || strftime(make_timestamp((h.lo * 1e6)::BIGINT), '%Y-%m-%dT%H:%M:%S.%gZ')
-                   ELSE 'between ' || strftime(make_timestamp((h.lo * 1e6)::BIGINT), '%Y-%m-%dT%H:%M:%S.%gZ') || ' and '
-                        || strftime(make_timestamp((h.hi * 1e6)::BIGINT), '%Y-%m-%dT%H:%M:%S.%gZ') END
+           || CASE WHEN h.open_ended THEN 'after ' || h.lo_text ELSE 'between ' || h.lo_text || ' and ' || h.hi_text END
            || ' on the node''s clock, while this response held pages there' AS why
 FROM hit h
 JOIN gateway g ON g.decode_node = h.node AND g.bootstrap_room = h.room

@@ -38,7 +38,7 @@ on_node AS (  -- per room, the node's own clock
 ), recipients AS (
     SELECT r.request_id, r.account_id, r.cohort, r.node, r.room, o.started, o.finished
     FROM signature_responses r LEFT JOIN on_node o ON o.node = r.node AND o.room = r.room
-)
+), pairs AS (  -- the pairs; their likelihood is looked up once, below
 SELECT r.request_id AS recipient_request_id, coalesce(s.request_id, '') AS source_request_id,
        r.account_id AS recipient_account_id, s.account_id AS source_account_id, r.node,
        CASE WHEN s.aborted THEN 'aborted on ' || r.node || ' (' || s.place || '): its transfer may have landed late'
@@ -50,24 +50,23 @@ SELECT r.request_id AS recipient_request_id, coalesce(s.request_id, '') AS sourc
             ELSE 'sent to ' || r.node || ' by the gateway; no line of its log names the room: its KV may have been written at any time'
        END || CASE WHEN s.request_id IS NULL THEN '; no gateway record (engine rid ' || coalesce(s.rid, '?') || ')' ELSE '' END
            || '; no start-up of ' || r.node || ' in between' AS basis,
-       CASE WHEN mr.room IS NOT NULL AND ms.room IS NOT NULL THEN round(greatest(m.likelihood, 0.001), 3) END AS likelihood,
        r.cohort AS recipient_cohort, s.cohort AS source_cohort, r.room AS recipient_room, s.room AS source_room
 FROM recipients r JOIN sources s ON s.node = r.node AND s.room IS DISTINCT FROM r.room
-LEFT JOIN source_likelihood l ON l.node = r.node AND l.recipient_room = r.room AND l.source_room = s.room
-LEFT JOIN likelihood_map m ON m.node = r.node AND m.hits = coalesce(l.hits, 0)
-LEFT JOIN model_rooms mr ON mr.node = r.node AND mr.room = r.room
-LEFT JOIN model_rooms ms ON ms.node = r.node AND ms.room = s.room
 WHERE s.request_id IS DISTINCT FROM r.request_id
   AND NOT coalesce(s.started > r.finished, false)
   AND NOT (NOT s.aborted AND EXISTS (SELECT 1 FROM starts t WHERE t.node = r.node AND t.ts > s.last_seen
                                                               AND t.ts <= r.started))
 UNION ALL
 SELECT w.request_id, coalesce(w.source_request_id, ''), w.account_id, w.source_account_id, w.node, w.why,
-       CASE WHEN mr.room IS NOT NULL AND ms.room IS NOT NULL THEN round(greatest(m.likelihood, 0.001), 3) END,
        w.cohort, w.source_cohort, w.room, w.source_room
 FROM late_write_responses w
-LEFT JOIN source_likelihood l ON l.node = w.node AND l.recipient_room = w.room AND l.source_room = w.source_room
-LEFT JOIN likelihood_map m ON m.node = w.node AND m.hits = coalesce(l.hits, 0)
-LEFT JOIN model_rooms mr ON mr.node = w.node AND mr.room = w.room
-LEFT JOIN model_rooms ms ON ms.node = w.node AND ms.room = w.source_room
-WHERE w.request_id NOT IN (SELECT request_id FROM signature_responses);
+WHERE w.request_id NOT IN (SELECT request_id FROM signature_responses)
+)
+SELECT p.recipient_request_id, p.source_request_id, p.recipient_account_id, p.source_account_id, p.node, p.basis,
+       CASE WHEN mr.room IS NOT NULL AND ms.room IS NOT NULL THEN round(greatest(m.likelihood, 0.001), 3) END AS likelihood,
+       p.recipient_cohort, p.source_cohort, p.recipient_room, p.source_room
+FROM pairs p
+LEFT JOIN source_likelihood l ON l.node = p.node AND l.recipient_room = p.recipient_room AND l.source_room = p.source_room
+LEFT JOIN likelihood_map m ON m.node = p.node AND m.hits = coalesce(l.hits, 0)
+LEFT JOIN model_rooms mr ON mr.node = p.node AND mr.room = p.recipient_room
+LEFT JOIN model_rooms ms ON ms.node = p.node AND ms.room = p.source_room;

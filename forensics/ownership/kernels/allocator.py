@@ -33,9 +33,10 @@ _NEXT, _PREV = 0, 1  # rows of link
 _ONE = np.uint64(1)
 
 
-def new_state(n_pages: int) -> tuple[np.ndarray, ...]:
+@njit(cache=True)
+def new_state(n_pages: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """A pool of pages 1..n_pages, all free, the lowest first (SGLang's initial free_pages order):
-    (link, bits, tier, released, st) for policy_accuracy."""
+    (link, bits, tier, released, st)."""
     link = np.zeros((2, n_pages + 1), dtype=np.int32)
     bits = np.zeros(n_pages // 64 + 1, dtype=np.uint64)
     tier = np.zeros(n_pages + 1, dtype=np.int8)  # 0 held, 1 free, 2 released (DEFERRED)
@@ -362,12 +363,7 @@ def walk(
     exact slots its transfer wrote, where known. Returns (recipient, source) rows, repeated, for the
     watched rooms: a watched room attended a slot whose last write was the source's, or the source
     wrote a page it attended. The cost is the pages allocated, written and read, not their slots."""
-    link = np.zeros((2, n_pages + 1), dtype=np.int32)
-    bits = np.zeros(n_pages // 64 + 1, dtype=np.uint64)
-    tier = np.zeros(n_pages + 1, dtype=np.int8)
-    released = np.zeros(n_pages + 1, dtype=np.int32)
-    st = np.zeros(3, dtype=np.int64)
-    _init(link, bits, tier, st)
+    link, bits, tier, released, st = new_state(n_pages)
     rooms = len(n_in)
     out_pages = (n_out + ps - 1) // ps
     h_ptr = np.zeros(rooms + 1, dtype=np.int64)
