@@ -16,7 +16,8 @@ from typing import Any
 
 import duckdb
 
-from forensics import keys
+from forensics import keys, progress
+from forensics.errors import InputError
 from forensics.paths import load_query, step_files
 
 
@@ -76,11 +77,23 @@ def default_memory_limit() -> str:
     return f"{max(1, total // 2 // (1 << 30))}GB" if total else "4GB"
 
 
+def check_memory_limit(value: str, where: str = "--memory-limit") -> str:
+    """A memory limit DuckDB accepts (8GB, 500MB, 8GiB, 50%), checked before any work starts; anything
+    else is an InputError naming the option."""
+    try:
+        if value.strip().startswith("-"):
+            raise duckdb.ParserException("a memory limit cannot be negative")
+        duckdb.connect(":memory:").execute("SET memory_limit = ?", [value])
+    except duckdb.Error as err:
+        raise InputError(f"{where}: {value!r} is not a memory size (e.g. 8GB, 500MB, 50%): {err}") from None
+    return value
+
+
 def connect(path: Path | str, memory_limit: str | None = None, threads: int | None = None) -> duckdb.DuckDBPyConnection:
     con = duckdb.connect(str(path))
     con.execute("SET TimeZone = 'UTC'")
     con.execute("SET enable_progress_bar = false")
-    con.execute(f"SET memory_limit = '{memory_limit or default_memory_limit()}'")
+    con.execute("SET memory_limit = ?", [check_memory_limit(memory_limit) if memory_limit else default_memory_limit()])
     # DuckDB keeps up to a quarter of the limit (of the machine, if that is less) as block memory for
     # reuse instead of handing it back to the OS. On VMs whose host reclaims freed guest memory, fresh
     # memory costs about 3.5 s per GB to touch: at 100M events the run took 8% less time with it
@@ -145,14 +158,16 @@ PROFILE = bool(os.environ.get("KVF_PROFILE"))
 
 @contextmanager
 def timed(label: str) -> Iterator[None]:
-    """Under KVF_PROFILE: the wall time of the block, and the page faults, system and user time of the
+    """Reports the block to forensics.progress (shown on a terminal). Under KVF_PROFILE: the wall time of the block, and the page faults, system and user time of the
     whole process meanwhile (fresh memory is costly on some VMs: a fault there can cost microseconds;
     (user + sys) / wall shows how many cores the step kept busy)."""
     t0 = time.perf_counter()
     r0 = resource.getrusage(resource.RUSAGE_SELF) if PROFILE else None
+    progress.started(label)
     try:
         yield
     finally:
+        progress.ended(label, time.perf_counter() - t0)
         if r0 is not None:
             r1 = resource.getrusage(resource.RUSAGE_SELF)
             print(

@@ -4,10 +4,16 @@ preview_cohorts (the gateway log and the exclusion rules only)."""
 
 from __future__ import annotations
 
+import getpass
+import json
+import os
 import platform
+import shlex
 import shutil
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from datetime import UTC, datetime
 from typing import Any
 
 import duckdb
@@ -15,13 +21,15 @@ import duckdb
 import forensics
 from forensics.cohorts import assign_cohorts, exclusion_rules
 from forensics.cohorts.preview import preview
-from forensics.db import connect, timed
-from forensics.findings import compute_findings, write_findings
+from forensics.db import check_memory_limit, connect, timed
+from forensics.errors import InputError
+from forensics.findings import OUTPUTS, compute_findings, write_findings
 from forensics.findings import headline as findings_headline
 from forensics.ingest import copy_in_place, in_place_note, ingest_gateway, ingest_into, node_summary
-from forensics.intake import BundleConfig, InputFile, Window, sha256_file
+from forensics.intake import BundleConfig, InputFile, Window, load_bundle_config, parse_utc, sha256_file
 from forensics.outputs import make_private, private_files, write_json
 from forensics.ownership import Execution, rebuild_ownership
+from forensics.report.blast import BLAST_FILES
 
 
 @dataclass
@@ -76,6 +84,22 @@ class InvestigationResult:
         lines += [f"Findings written to {self.out}/", f"Report: {self.out / 'report.html'}"]
         return "\n".join([*lines, in_place_note(self.self_contained)])
 
+    def to_json(self) -> str:
+        """The summary for scripts: the headline, the row count of every file written, where they are."""
+        return json.dumps(
+            {
+                "out": str(self.out),
+                "report": str(self.out / "report.html"),
+                "database": str(self.out / "incident.duckdb"),
+                "headline": self.headline,
+                "rows": self.counts,
+                "per_node_tasks": self.tasks,
+                "self_contained": self.self_contained,
+            },
+            sort_keys=True,
+            default=str,
+        )
+
 
 def analyze(
     con: duckdb.DuckDBPyConnection,
@@ -97,6 +121,78 @@ def analyze(
     return files, config, rules, excl
 
 
+@dataclass(frozen=True)
+class Custody:
+    """Who ran the job and how, for the manifest's chain of custody."""
+
+    command: str = field(default_factory=lambda: shlex.join(["forensics", *sys.argv[1:]]))
+    # the operator named on the command line, else $KVF_OPERATOR, else the login user
+    operator: str = field(
+        default_factory=lambda: os.environ.get("KVF_OPERATOR") or os.environ.get("USER") or getpass_user()
+    )
+
+
+def getpass_user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "unknown"
+
+
+# every file and folder an investigate run writes into --out: a folder holding only these is a
+# previous (or interrupted) run's output, safe to write over
+OUT_NAMES = frozenset(
+    {*OUTPUTS, *BLAST_FILES, "report.html", "report.md", "manifest.json", "incident.duckdb"}
+    | {"incident.duckdb.wal", "incident.duckdb.tmp", ".kvf-work"}
+)
+
+
+def check_out(out: Path, bundle: Path, force: bool = False) -> None:
+    """Refuse an --out that holds another incident's outputs, or files that are not ours, unless
+    `force`: writing over them would destroy evidence of another investigation."""
+    if force or not out.exists():
+        return
+    if not out.is_dir():
+        raise InputError(f"--out {out}: exists and is not a folder")
+    entries = sorted(p.name for p in out.iterdir())
+    foreign = [n for n in entries if n not in OUT_NAMES]
+    if foreign:
+        shown = ", ".join(foreign[:5]) + (" ..." if len(foreign) > 5 else "")
+        raise InputError(
+            f"--out {out}: holds files that are not this tool's outputs ({shown}); choose an empty or new "
+            "folder, or pass --force to write into it anyway"
+        )
+    previous = _manifest_incident(out / "manifest.json")
+    mine = load_bundle_config(bundle).incident.get("id")
+    if previous is not None and previous != (str(mine) if mine is not None else None):
+        raise InputError(
+            f"--out {out}: holds the outputs of incident {previous or '(no id)'} (manifest.json), not of "
+            f"{mine or '(no id)'}; choose another folder, or pass --force to overwrite them"
+        )
+
+
+def _manifest_incident(path: Path) -> str | None:
+    """The incident id a previous run's manifest records ('' when it records none; None: no manifest)."""
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return ""
+    inc = data.get("incident") if isinstance(data, dict) else None
+    return str(inc.get("id") or "") if isinstance(inc, dict) else ""
+
+
+def check_options(as_of: str | None, memory_limit: str | None, threads: int | None) -> datetime | None:
+    """Every option checked before any work starts (not after an hour of analysis)."""
+    when = parse_utc(as_of, "--as-of") if as_of else None
+    if memory_limit is not None:
+        check_memory_limit(memory_limit)
+    if threads is not None and threads < 1:
+        raise InputError(f"--threads must be at least 1, not {threads}")
+    return when
+
+
 def investigate(
     bundle: Path,
     out: Path,
@@ -107,15 +203,51 @@ def investigate(
     execution: Execution | None = None,
     window: Window | None = None,
     self_contained: bool = False,
+    force: bool = False,
+    custody: Custody | None = None,
 ) -> InvestigationResult:
+    check_options(as_of, memory_limit, threads)
+    check_out(out, bundle, force)
     execution = execution or Execution(workers=0)
     execution.memory_limit = execution.memory_limit or memory_limit
-    with private_files():
-        result = _investigate(
-            bundle, out, exclusions, as_of, memory_limit, threads, execution, window or Window(), self_contained
-        )
+    started = datetime.now(UTC)
+    try:
+        with private_files():
+            result = _investigate(
+                bundle, out, exclusions, as_of, memory_limit, threads, execution, window or Window(), self_contained
+            )
+    except BaseException:
+        _remove_partial_database(out)
+        raise
+    _record_custody(out, custody or Custody(), started)
     result.self_contained = self_contained
     return result
+
+
+def _remove_partial_database(out: Path) -> None:
+    """A failed run leaves no half-written database behind to be mistaken for a finished one."""
+    db = out / "incident.duckdb"
+    for p in (db, Path(str(db) + ".wal")):
+        p.unlink(missing_ok=True)
+    shutil.rmtree(Path(str(db) + ".tmp"), ignore_errors=True)
+    shutil.rmtree(out / ".kvf-work", ignore_errors=True)
+
+
+def _record_custody(out: Path, custody: Custody, started: datetime) -> None:
+    """The manifest's `run` section: the command, the operator, when, and the SHA-256 of every output
+    as written. The rest of the manifest is a function of the evidence (byte-identical run after run);
+    this section is not, and says so by its place."""
+    path = out / "manifest.json"
+    manifest = json.loads(path.read_text())
+    outputs = sorted(p for p in out.iterdir() if p.is_file() and p.name != "manifest.json")
+    manifest["run"] = {
+        "command": custody.command,
+        "operator": custody.operator,
+        "started_at": started.isoformat(timespec="seconds").replace("+00:00", "Z"),
+        "finished_at": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
+        "outputs_sha256": {p.name: sha256_file(p)[0] for p in outputs},
+    }
+    write_json(manifest, path)
 
 
 def _investigate(
@@ -150,6 +282,7 @@ def _investigate(
         with timed("report"):
             render_report(con, out, config=config, files=files, rules=rules, as_of=as_of)
         manifest = {
+            "incident": {"id": config.incident.get("id"), "report": config.report.describe()},
             "inputs": [f.manifest_entry() for f in files],
             "exclusions": {
                 "path": str(excl.name) if excl else None,

@@ -17,8 +17,23 @@ app = typer.Typer(
 DEBUG = False  # set by --debug (before the command), read by forensics.cli.main's error boundary
 
 
+def _show_version(value: bool) -> None:
+    if value:
+        import duckdb
+
+        import forensics
+
+        typer.echo(f"kv-forensics {forensics.__version__} (DuckDB {duckdb.__version__})")
+        raise typer.Exit()
+
+
 @app.callback()
-def _root(debug: bool = typer.Option(False, "--debug", help="Show Python tracebacks on errors.")) -> None:
+def _root(
+    debug: bool = typer.Option(False, "--debug", help="Show Python tracebacks on errors."),
+    version: bool = typer.Option(
+        False, "--version", callback=_show_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
     """KV Forensics."""
     global DEBUG
     DEBUG = debug

@@ -31,7 +31,21 @@ def ingest(
     typer.echo(result.summary())
 
 
-@app.command()
+QUIET = typer.Option(False, "--quiet", "-q", help="No progress display on stderr (it shows only on a terminal).")
+
+INVESTIGATE_EXAMPLES = """Examples:
+
+  forensics investigate evidence/INC-2026-0909 --out cases/INC-2026-0909
+
+  forensics investigate B --out O --as-of 2026-09-10T09:00:00Z   (the deadline clocks count from then)
+
+  forensics investigate B --out O --since 2026-08-27 --until 2026-09-10 --memory-limit 8GB
+
+  forensics investigate B --out O --json | jq .headline
+"""
+
+
+@app.command(epilog=INVESTIGATE_EXAMPLES)
 def investigate(
     bundle: Path = typer.Argument(..., help="Evidence bundle folder."),
     out: Path = typer.Option(..., "--out", help="Output folder for findings and report."),
@@ -68,10 +82,20 @@ def investigate(
         "for checking the screen).",
     ),
     self_contained: bool = SELF_CONTAINED,
+    force: bool = typer.Option(
+        False, "--force", help="Write into --out even when it holds another incident's outputs or other files."
+    ),
+    operator: str | None = typer.Option(
+        None, "--operator", help="Who runs the analysis, for the manifest (default: $KVF_OPERATOR, else the login)."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the summary as one JSON object on stdout."),
+    quiet: bool = QUIET,
 ) -> None:
     """Ingest, rebuild page ownership and provenance, write findings and the disclosure report."""
     from forensics.errors import InputError
     from forensics.ownership.execution.nodes import EXECUTORS, Execution
+    from forensics import progress
+    from forensics.pipeline import Custody
     from forensics.pipeline import investigate as run
 
     if executor not in EXECUTORS:
@@ -82,15 +106,19 @@ def investigate(
     execution = Execution(
         executor=executor, workers=workers, cache=cache, ray_address=ray_address, screen=not full_replay
     )
-    result = run(
-        bundle,
-        out,
-        exclusions=exclusions,
-        as_of=as_of,
-        memory_limit=memory_limit,
-        threads=threads,
-        execution=execution,
-        window=window,
-        self_contained=self_contained,
-    )
-    typer.echo(result.summary())
+    custody = Custody(operator=operator) if operator else Custody()
+    with progress.shown(quiet=quiet or as_json):
+        result = run(
+            bundle,
+            out,
+            exclusions=exclusions,
+            as_of=as_of,
+            memory_limit=memory_limit,
+            threads=threads,
+            execution=execution,
+            window=window,
+            self_contained=self_contained,
+            force=force,
+            custody=custody,
+        )
+    typer.echo(result.to_json() if as_json else result.summary())

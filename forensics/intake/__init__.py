@@ -25,6 +25,7 @@ PAGE_SUFFIXES = (".parquet", ".jsonl", ".jsonl.gz")
 BUNDLE_KEYS: dict[str, set[str]] = {
     "incident": {"id", "title", "discovered_at", "contact"},
     "engine": {"log_timezone", "version"},
+    "report": {"version", "phase", "supersedes"},
     "remediation": None,  # type: ignore[dict-item]  # free-form: measures taken, shown on the report
 }
 
@@ -71,6 +72,22 @@ class InputFile:
         return entry
 
 
+# GDPR Art. 33(4): information may be provided in phases; each filing says which one it is
+REPORT_PHASES = ("initial", "supplementary", "final")
+
+
+@dataclass(frozen=True)
+class ReportVersion:
+    """[report] of bundle.toml: which filing this run's report is."""
+
+    version: int = 1
+    phase: str = "initial"
+    supersedes: str | None = None  # the filing it replaces (its report version or reference)
+
+    def describe(self) -> dict[str, object]:
+        return {"version": self.version, "phase": self.phase, "supersedes": self.supersedes}
+
+
 @dataclass
 class BundleConfig:
     incident: dict[str, Any]
@@ -78,6 +95,7 @@ class BundleConfig:
     remediation: dict[str, Any]
     discovered_at: datetime | None
     engine_version: str | None = None  # the SGLang release the nodes ran ([engine] version)
+    report: ReportVersion = field(default_factory=ReportVersion)  # [report]: which filing this is
 
 
 @dataclass(frozen=True)
@@ -173,7 +191,9 @@ def discover(bundle: Path, window: Window | None = None) -> list[InputFile]:
                 found.append(("pages", p, None))
     files = []
     for i, (source, path, node) in enumerate(found, start=1):
-        f = InputFile(i, source, path, path.relative_to(bundle).as_posix(), node)
+        # The database's views read the files in place: an absolute path keeps incident.duckdb
+        # readable from any working directory (absolute(), not resolve(): a symlinked bundle stays as named).
+        f = InputFile(i, source, path.absolute(), path.relative_to(bundle).as_posix(), node)
         day = partition_date(path.relative_to(bundle)) if source == "pages" else None
         if window is not None and day is not None and window.excludes_day(day):
             f.skipped = f"partition date={day.isoformat()} lies outside --since/--until"
@@ -243,4 +263,20 @@ def load_bundle_config(bundle: Path) -> BundleConfig:
     version = data.get("engine", {}).get("version")
     if version is not None and not (isinstance(version, str) and ENGINE_VERSION.fullmatch(version)):
         raise InputError(f'{path}: [engine] version {version!r} is not a release like "0.5.11" or "0.4.9.post2"')
-    return BundleConfig(incident, tz, dict(data.get("remediation", {})), discovered_at, version)
+    return BundleConfig(
+        incident, tz, dict(data.get("remediation", {})), discovered_at, version, _report_version(path, data)
+    )
+
+
+def _report_version(path: Path, data: dict[str, Any]) -> ReportVersion:
+    rep = data.get("report", {})
+    version, phase, supersedes = rep.get("version", 1), rep.get("phase", "initial"), rep.get("supersedes")
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise InputError(f"{path}: [report] version {version!r} must be a whole number from 1")
+    if phase not in REPORT_PHASES:
+        raise InputError(f"{path}: [report] phase {phase!r} must be one of {', '.join(REPORT_PHASES)}")
+    if supersedes is not None and not isinstance(supersedes, str | int):
+        raise InputError(f"{path}: [report] supersedes {supersedes!r} must name the filing it replaces")
+    if version > 1 and supersedes is None:
+        supersedes = str(version - 1)  # a later version replaces the one before unless it says otherwise
+    return ReportVersion(version, phase, None if supersedes is None else str(supersedes))

@@ -21,7 +21,6 @@ from forensics.intake import BundleConfig, InputFile
 from forensics.report.charts import timeline_buckets
 from forensics.report.provenance import MAX_RANGES, provenance_blocks
 
-REPORT_VERSION = "1"
 PROVENANCE_LIMIT = 200
 MAX_TABLE_ROWS = 100  # long lists (sources, shared prefixes) are cut in the report, whole in their CSV
 GDPR_HOURS = 72
@@ -127,7 +126,9 @@ def gather(
         "header": {
             "incident_id": str(incident.get("id") or "(no incident id in bundle.toml)"),
             "title": str(incident.get("title") or "KV-cache cross-request exposure"),
-            "report_version": REPORT_VERSION,
+            "report_version": config.report.version,
+            "report_phase": config.report.phase,
+            "supersedes": config.report.supersedes,
             "tool_version": forensics.__version__,
             "duckdb_version": duckdb.__version__,
             "manifest_hash": manifest_hash(files),
