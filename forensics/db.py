@@ -17,6 +17,7 @@ from typing import Any
 import duckdb
 
 from forensics import keys, progress
+from forensics.engines import sglang
 from forensics.errors import InputError
 from forensics.paths import load_query, step_files
 
@@ -105,6 +106,8 @@ def connect(path: Path | str, memory_limit: str | None = None, threads: int | No
     tmp = Path(str(path) + ".tmp") if str(path) != ":memory:" else Path(os.environ.get("TMPDIR", "/tmp"))
     con.execute(f"SET temp_directory = {sql_literal(tmp)}")
     keys.define_macros(con)
+    for head, body in sglang.SQL_MACROS.items():  # the input limit and leak window, defined once
+        con.execute(f"CREATE OR REPLACE MACRO {head} AS {body}")
     return con
 
 

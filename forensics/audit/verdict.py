@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from forensics.audit.model import OK, TOO_SMALL, UNKNOWN, Evidence, Facts, Pool, ServerAudit
+from forensics.engines.sglang import max_req_input_len
 
 MAX_RANK_EVIDENCE = 64
 
@@ -28,11 +29,6 @@ def _binding(pools: list[Pool]) -> Pool | None:
         return None
     best = min(p.priority for p in usable)
     return min((p for p in usable if p.priority == best), key=lambda p: p.tokens)
-
-
-def sglang_max_input(context_len: int, pool: int) -> int:
-    """SGLang's scheduler limit (tp_worker.py): min(context_len - 1, pool - 1) - 5."""
-    return min(context_len - 1, pool - 1) - 5
 
 
 def decide(facts: Facts, path: str, node: str | None, context_length: int | None) -> ServerAudit:
@@ -146,7 +142,7 @@ def _verdict(facts: Facts, bindings: dict[str, Pool], ctx: int | None, small: li
 def _sglang_limit(audit: ServerAudit, facts: Facts, ctx: int | None, bindings: dict[str, Pool]) -> None:
     seen = facts.max_input_seen[-1][0] if facts.max_input_seen else None
     if ctx is not None and audit.pool_tokens is not None and (bindings or audit.verdict == TOO_SMALL):
-        audit.max_req_input_len = sglang_max_input(ctx, audit.pool_tokens)
+        audit.max_req_input_len = max_req_input_len(ctx, audit.pool_tokens)
         if seen is not None and seen != audit.max_req_input_len:
             audit.notes.append(f"the log shows limit {seen}, computed {audit.max_req_input_len}")
     elif seen is not None:

@@ -47,6 +47,28 @@ import re
 from typing import Any
 
 # --- the record prefix and the per-request lines (ingest) ---
+# The scheduler's input limit: managers/tp_worker.py sets max_req_len = min(context_len - 1,
+# max_total_num_tokens - 1) and max_req_input_len = max_req_len - 5; managers/utils.py
+# validate_input_length rejects (or, on the PD prefill path of the incident, replaces with a
+# placeholder) a prompt with len(input_ids) >= max_req_input_len. A decode node with the larger limit
+# accepts it, so the leak window of a prefill/decode pair is [prefill limit, decode limit). The audit,
+# the report and the simulator all take the limit and the window from here (Python and SQL alike).
+INPUT_RESERVE = 5
+
+
+def max_req_input_len(context_len: int, pool_tokens: int) -> int:
+    return min(context_len - 1, pool_tokens - 1) - INPUT_RESERVE
+
+
+def over_length(input_len: int, limit: int) -> bool:
+    return input_len >= limit
+
+
+SQL_MACROS = {
+    "sglang_max_input(ctx, pool)": f"least(ctx - 1, pool - 1) - {INPUT_RESERVE}",
+    "in_leak_window(n, prefill_limit, decode_limit)": "n >= prefill_limit AND n < decode_limit",
+}
+
 PREFIX = re.compile(
     r"^\[(?P<ts>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})(?P<ms>\.\d{1,6})?(?P<rank>(?: [A-Z_]+\d+)*)\] (?P<msg>.*)$"
 )

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import cast
 
+from forensics.engines.sglang import max_req_input_len
+
 MS = 1_000
 S = 1_000_000
 
@@ -28,7 +30,7 @@ class NodeSpec:
     pages_format: str = "parquet"  # parquet | jsonl
 
     def max_req_input_len(self, context_len: int) -> int:
-        return min(context_len - 1, self.pool_tokens - 1) - 5
+        return max_req_input_len(context_len, self.pool_tokens)
 
 
 @dataclass

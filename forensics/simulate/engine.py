@@ -11,6 +11,7 @@ from collections import deque
 
 import numpy as np
 
+from forensics.engines.sglang import over_length
 from forensics.simulate.cluster import Block, Exposures, Node, page_ranges, token_ranges
 from forensics.simulate.config import MS, S, SimConfig
 from forensics.simulate.decode import D_END as DECODE_END
@@ -108,7 +109,7 @@ class Engine(DecodeSide):
         cache = p.cache
         assert cache is not None
         ps, limit = self.ps, p.spec.max_req_input_len(self.cfg.context_len)
-        placeholder = r.L >= limit
+        placeholder = over_length(r.L, limit)
         hit = None if placeholder or r.sp_id < 0 or r.sp_len < ps else cache.match(r.sp_id)
         matched = (r.sp_len // ps) * ps if hit else 0
         n_new = 1 if placeholder else r.L - matched

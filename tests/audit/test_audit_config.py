@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from forensics.audit import OK, TOO_SMALL, UNKNOWN, ServerAudit, audit_engine_dirs, audit_paths
 from forensics.audit.lines import clean, logical_lines, split_prefix
-from forensics.audit.verdict import sglang_max_input
+from forensics.engines.sglang import max_req_input_len
 from forensics.errors import InputError
 from tests import support
 
@@ -146,7 +146,7 @@ def test_spec_bundle_leak_window() -> None:
             "empty": False,
         }
     ]
-    assert sglang_max_input(8192, 4096) == 4090 and sglang_max_input(8192, 8192) == 8186
+    assert max_req_input_len(8192, 4096) == 4090 and max_req_input_len(8192, 8192) == 8186
 
 
 def test_no_leak_window_when_prefill_pool_is_larger(tmp_path: Path) -> None:

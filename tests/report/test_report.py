@@ -220,3 +220,36 @@ def test_md_escape_fast_path_equals_the_full_escape() -> None:
         text = "".join(rng.choice(chars) for _ in range(rng.randint(0, 8)))
         full = MD_SPECIAL.sub(lambda m: "\\" + m.group(0), text.replace("<", "&lt;"))
         assert md_escape(text) == full.replace("\r", " ").replace("\n", " "), text
+
+
+def test_leak_window_is_half_open_and_the_audits_own() -> None:
+    """[prefill limit, decode limit), as SGLang tests it (len >= max_req_input_len is over-length): a
+    prompt of exactly the prefill limit is in the window, one of exactly the decode limit is not; the
+    report's window is the one audit-config computes for the same pools."""
+    from forensics.audit.model import ServerAudit
+    from forensics.audit.verdict import attach_leak_windows
+    from forensics.db import connect, query_rows
+    from forensics.engines.sglang import max_req_input_len
+
+    ctx, pre_pool, dec_pool = 1_048_576, 681_280, 4_194_304
+    lo, hi = max_req_input_len(ctx, pre_pool), max_req_input_len(ctx, dec_pool)
+    assert (lo, hi) == (681_274, 1_048_570)
+    con = connect(":memory:")
+    con.execute(
+        "CREATE TABLE node_config AS SELECT * FROM (VALUES ('p', 1, ?, ?::BIGINT, NULL::BIGINT), "
+        "('d', 1, ?, ?::BIGINT, NULL::BIGINT)) t(node, line, context_len, pool_tokens, max_total_num_tokens)",
+        [ctx, pre_pool, ctx, dec_pool],
+    )
+    lengths = [lo - 1, lo, lo + 1, hi - 1, hi, hi + 1]
+    con.execute("CREATE TABLE gateway (prefill_node TEXT, decode_node TEXT, prompt_tokens BIGINT)")
+    con.executemany("INSERT INTO gateway VALUES ('p', 'd', ?)", [[n] for n in lengths])
+    (window,) = query_rows(con, "report", "leak_windows")
+    assert (window["window_start"], window["window_end"]) == (lo, hi)
+    assert window["requests_in_window"] == sum(lo <= n < hi for n in lengths) == 3
+    audits = []
+    for role, pool in (("prefill", pre_pool), ("decode", dec_pool)):
+        a = ServerAudit(path=role, node=role, engine="sglang", role=role)
+        a.context_len, a.pool_tokens, a.max_req_input_len = ctx, pool, max_req_input_len(ctx, pool)
+        audits.append(a)
+    attach_leak_windows(audits)
+    assert (audits[0].leak_windows[0]["start"], audits[0].leak_windows[0]["end"]) == (lo, hi)
