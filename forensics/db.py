@@ -161,9 +161,10 @@ PROFILE = bool(os.environ.get("KVF_PROFILE"))
 
 @contextmanager
 def timed(label: str) -> Iterator[None]:
-    """Reports the block to forensics.progress (shown on a terminal). Under KVF_PROFILE: the wall time of the block, and the page faults, system and user time of the
-    whole process meanwhile (fresh memory is costly on some VMs: a fault there can cost microseconds;
-    (user + sys) / wall shows how many cores the step kept busy)."""
+    """Reports the block to forensics.progress (shown on a terminal). Under KVF_PROFILE: the wall time
+    of the block, and the page faults, system and user time of the whole process meanwhile (fresh
+    memory is costly on some VMs: a fault there can cost microseconds; (user + sys) / wall shows how
+    many cores the step kept busy)."""
     t0 = time.perf_counter()
     r0 = resource.getrusage(resource.RUSAGE_SELF) if PROFILE else None
     progress.started(label)

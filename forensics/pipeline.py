@@ -12,8 +12,8 @@ import shlex
 import shutil
 import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import duckdb

@@ -92,9 +92,9 @@ def investigate(
     quiet: bool = QUIET,
 ) -> None:
     """Ingest, rebuild page ownership and provenance, write findings and the disclosure report."""
+    from forensics import progress
     from forensics.errors import InputError
     from forensics.ownership.execution.nodes import EXECUTORS, Execution
-    from forensics import progress
     from forensics.pipeline import Custody
     from forensics.pipeline import investigate as run
 

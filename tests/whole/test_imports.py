@@ -13,7 +13,14 @@ from forensics.paths import PACKAGE
 
 # the layers, lowest first: a module may import its own layer and those below it, never one above
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("forensics.errors", "forensics.paths", "forensics.keys", "forensics.contract", "forensics.engines", "forensics.progress"),
+    (
+        "forensics.errors",
+        "forensics.paths",
+        "forensics.keys",
+        "forensics.contract",
+        "forensics.engines",
+        "forensics.progress",
+    ),
     ("forensics.db", "forensics.outputs"),
     ("forensics.intake",),
     ("forensics.audit",),  # the config audit: the report names its verdict
