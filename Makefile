@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: demo test check lint sample clean bench
+.PHONY: demo test check lint sample clean bench schema-doc
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -34,6 +34,10 @@ lint: $(STAMP)
 # the fast loop: lint, types and the tests not marked slow (make test runs them all)
 check: lint
 	$(BIN)/python -m pytest -n 2 --dist loadfile -m "not slow"
+
+# docs/schema.md from the comments of the sample's database (tests/whole/test_catalog.py keeps it current)
+schema-doc: demo
+	$(BIN)/python -m forensics.catalog out/sample/incident.duckdb > docs/schema.md
 
 # Regenerate the bundled sample incident (bundle + ground truth); deterministic: same bytes every run.
 sample: $(STAMP)

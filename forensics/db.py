@@ -90,9 +90,26 @@ def check_memory_limit(value: str, where: str = "--memory-limit") -> str:
     return value
 
 
+def _session(con: duckdb.DuckDBPyConnection) -> None:
+    """The settings of one DuckDB session (a connection or a cursor: a cursor inherits none of them).
+    Every table, view and macro the analysis makes goes to the schema `internal`; the investigator's
+    surface is schema `main`, documented views over them (forensics.catalog.publish, at the end)."""
+    con.execute(f"SET schema = '{INTERNAL}'")
+    con.execute(f"SET search_path = '{INTERNAL},main'")
+    con.execute("SET TimeZone = 'UTC'")
+
+
+def cursor(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+    """A cursor on `con` (its own session, for reading while `con` stores) with the project's settings."""
+    cur = con.cursor()
+    _session(cur)
+    return cur
+
+
 def connect(path: Path | str, memory_limit: str | None = None, threads: int | None = None) -> duckdb.DuckDBPyConnection:
     con = duckdb.connect(str(path))
-    con.execute("SET TimeZone = 'UTC'")
+    con.execute(f"CREATE SCHEMA IF NOT EXISTS {INTERNAL}")
+    _session(con)
     con.execute("SET enable_progress_bar = false")
     con.execute("SET memory_limit = ?", [check_memory_limit(memory_limit) if memory_limit else default_memory_limit()])
     # DuckDB keeps up to a quarter of the limit (of the machine, if that is less) as block memory for
@@ -154,6 +171,8 @@ def run_steps(con: duckdb.DuckDBPyConnection, stage: str, steps: Sequence[str | 
             with timed(f"{stage}/{step.__name__}"):
                 step(con)
 
+
+INTERNAL = "internal"  # the schema of the analysis' own tables (see connect)
 
 # KVF_PROFILE=1 prints the wall time of every query file to stderr (for benchmarks, not for users).
 PROFILE = bool(os.environ.get("KVF_PROFILE"))

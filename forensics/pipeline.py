@@ -19,6 +19,7 @@ from typing import Any
 import duckdb
 
 import forensics
+from forensics.catalog import publish
 from forensics.cohorts import assign_cohorts, exclusion_rules
 from forensics.cohorts.preview import preview
 from forensics.db import check_memory_limit, connect, timed
@@ -307,6 +308,8 @@ def _investigate(
         if self_contained:
             with timed("copy_in_place"):
                 copy_in_place(con)
+        with timed("publish"):
+            publish(con)
     finally:
         con.close()
     shutil.rmtree(Path(str(db_path) + ".tmp"), ignore_errors=True)
@@ -335,6 +338,7 @@ def _ingest_bundle(bundle: Path, db: Path, exclusions: Path | None, self_contain
             assign_cohorts(con, rules)
         if self_contained:
             copy_in_place(con)
+        publish(con)
         result.self_contained = self_contained
     finally:
         con.close()

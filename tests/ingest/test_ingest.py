@@ -20,7 +20,7 @@ from tests.support.bundlekit import Node, engine_log, gw, write_gateway_csv, wri
 
 def _ingest(bundle: Path, tmp_path: Path):
     res = ingest_bundle(bundle, tmp_path / "out" / "incident.duckdb")
-    con = duckdb.connect(str(res.db), read_only=True)
+    con = support.open_db(res.db)
     return res, con
 
 
@@ -369,10 +369,10 @@ def test_self_contained_database_opens_without_the_bundle(tmp_path: Path) -> Non
         result = investigate(bundle, tmp_path / mode / "out", self_contained=mode == "copied")
         assert ("where they lie" in result.summary()) == (mode == "in_place")
         db = str(tmp_path / mode / "out" / "incident.duckdb")
-        with duckdb.connect(db, read_only=True) as con:
+        with support.open_db(db) as con:
             before = con.execute(q).fetchone()
         shutil.rmtree(bundle)
-        with duckdb.connect(db, read_only=True) as con:
+        with support.open_db(db) as con:
             if mode == "in_place":
                 with pytest.raises(duckdb.Error):
                     con.execute(q).fetchone()

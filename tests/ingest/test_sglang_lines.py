@@ -11,13 +11,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
-import duckdb
 import pytest
 
 from forensics.engines.sglang import py_value
 from forensics.ingest.engine import EngineRows, parse_log, parse_requests_jsonl
 from forensics.intake import InputFile
 from forensics.pipeline import ingest_bundle
+from tests import support
 from tests.support.bundlekit import engine_log, gw, write_jsonl
 
 DATA = Path(__file__).parent.parent / "data" / "sglang_lines"
@@ -334,7 +334,7 @@ def test_ingest_stores_the_new_columns_and_counts_unread_lines(tmp_path: Path) -
     )
     shutil.copy(DATA / "request_log.log", b / "engine" / "decode-0" / "tokenizer.log")
     res = ingest_bundle(b, tmp_path / "out" / "incident.duckdb")
-    con = duckdb.connect(str(res.db), read_only=True)
+    con = support.open_db(res.db)
     got = con.execute(
         "SELECT kind, prealloc_s, transfer_s, queue_s, elapsed_s FROM engine_requests "
         "WHERE kind IN ('time_stats', 'deferred_release_timeout') ORDER BY line"

@@ -13,13 +13,13 @@ import json
 import shutil
 from pathlib import Path
 
-import duckdb
 import pytest
 
 from forensics.intake import Window
 from forensics.ownership import Execution
 from forensics.pipeline import ingest_bundle, investigate
 from forensics.simulate import build_config, simulate
+from tests import support
 
 SINCE, UNTIL = "2026-09-01", "2026-09-05"
 
@@ -42,7 +42,7 @@ def archive(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     hive = tmp / "hive"
     shutil.copytree(flat, hive, ignore=shutil.ignore_patterns("pages"))
     ingest_bundle(flat, tmp / "flat.duckdb")
-    con = duckdb.connect(str(tmp / "flat.duckdb"))
+    con = support.open_db(tmp / "flat.duckdb", read_only=False)
     con.execute("SET TimeZone = 'UTC'")
     parts = con.execute("SELECT DISTINCT strftime(ts, '%Y-%m-%d'), node FROM page_events ORDER BY 1, 2").fetchall()
     for day, node in parts:

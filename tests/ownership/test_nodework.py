@@ -7,13 +7,13 @@ import json
 import shutil
 from pathlib import Path
 
-import duckdb
 import pyarrow.parquet as pq
 import pytest
 
 from forensics.ownership.execution.nodes import Execution, auto_workers
 from forensics.pipeline import investigate
 from forensics.simulate import build_config, simulate
+from tests import support
 
 FINDINGS = ("affected_responses.csv", "exposures.csv", "accounts.csv", "hazards.csv", "coverage.csv", "report.md")
 TABLES = {  # tables the per-node tasks make, and a total order for comparing them
@@ -45,7 +45,7 @@ def run(bundle: Path, out: Path, **kw) -> Execution:
 
 
 def tables(out: Path) -> dict[str, list[tuple]]:
-    con = duckdb.connect(str(out / "incident.duckdb"), read_only=True)
+    con = support.open_db(out / "incident.duckdb")
     try:
         return {
             t: sorted(con.execute(f"SELECT * FROM {t} ORDER BY {order}").fetchall(), key=repr)
@@ -113,7 +113,7 @@ def test_cache_reuses_unchanged_nodes_only(bundle: Path, serial: Path, tmp_path:
     assert_same(fresh_out := tmp_path / "c4", tmp_path / "c3")
     assert fresh.stats.get("tasks_run") is None and fresh_out.is_dir()
     # the new events are in the analysis (a node's timeline grew by two)
-    con = duckdb.connect(str(tmp_path / "c3" / "incident.duckdb"), read_only=True)
+    con = support.open_db(tmp_path / "c3" / "incident.duckdb")
     n = con.execute("SELECT count(*) FROM timeline WHERE node = 'decode-1' AND room = 7").fetchone()[0]
     con.close()
     assert n == 2

@@ -11,3 +11,14 @@ GOLDEN = TESTS / "golden"
 REFERENCE = TESTS / "reference"  # SQL definitions the fast paths are checked against
 SAMPLE = ROOT / "sample_data" / "bundle"
 BENCH = ROOT / "benchmarks"
+
+
+def open_db(path: Path | str, read_only: bool = True):  # noqa: ANN201 (a DuckDB connection)
+    """A run's incident.duckdb as a test reads it: the public views of main first, then the analysis'
+    own tables (schema internal) by their bare names."""
+    import duckdb
+
+    con = duckdb.connect(str(path), read_only=read_only)
+    con.execute("SET search_path = 'main,internal'")
+    con.execute("SET TimeZone = 'UTC'")
+    return con

@@ -29,6 +29,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("forensics.ownership",),
     ("forensics.findings",),
     ("forensics.report",),
+    ("forensics.catalog",),  # the database's public views and comments, made at the end of a run
     ("forensics.pipeline",),
     ("forensics.cli", "forensics.__main__"),
 )

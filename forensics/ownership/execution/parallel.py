@@ -15,6 +15,8 @@ from typing import Any, TypeVar
 
 import duckdb
 
+from forensics.db import cursor
+
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -64,7 +66,7 @@ def side_by_side(
     threads = max(1, duckdb_threads(con))
     for group in waves(weights if weights is not None else [0] * len(items), threads):
         inputs = [prepare(items[i]) if prepare else items[i] for i in group]
-        cursors = [con.cursor() for _ in group]
+        cursors = [cursor(con) for _ in group]
         try:
             if len(group) == 1:
                 results = [fn(cursors[0], inputs[0])]

@@ -17,6 +17,8 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
+from forensics.db import cursor
+
 T = TypeVar("T")
 Chunk = list[np.ndarray]
 
@@ -27,7 +29,7 @@ class OutOfOrder(Exception):
 
 def chunks(con: duckdb.DuckDBPyConnection, sql: str, params: dict, types: tuple, rows: int) -> Iterator[Chunk]:
     """The query's rows, `rows` at a time, as one contiguous array per column (of the given dtypes)."""
-    reading = con.cursor()  # its own cursor: the caller's connection stays free to store results
+    reading = cursor(con)  # its own cursor: the caller's connection stays free to store results
     try:
         reader = reading.sql(sql, params=params).to_arrow_reader(rows)
         for batch in reader:
