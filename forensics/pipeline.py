@@ -31,6 +31,7 @@ from forensics.intake import BundleConfig, InputFile, Window, load_bundle_config
 from forensics.outputs import make_private, private_files, write_json
 from forensics.ownership import Execution, rebuild_ownership
 from forensics.report.blast import BLAST_FILES
+from forensics.report.render import PARTS as REPORT_PARTS
 
 
 @dataclass
@@ -143,7 +144,8 @@ def getpass_user() -> str:
 # every file and folder an investigate run writes into --out: a folder holding only these is a
 # previous (or interrupted) run's output, safe to write over
 OUT_NAMES = frozenset(
-    {*OUTPUTS, *BLAST_FILES, "report.html", "report.md", "manifest.json", "incident.duckdb"}
+    {*OUTPUTS, *BLAST_FILES, "manifest.json", "incident.duckdb"}
+    | {f"{part}.{ext}" for part in REPORT_PARTS for ext in ("html", "md")}
     | {"incident.duckdb.wal", "incident.duckdb.tmp", ".kvf-work"}
 )
 

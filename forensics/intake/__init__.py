@@ -26,6 +26,21 @@ BUNDLE_KEYS: dict[str, set[str]] = {
     "incident": {"id", "title", "discovered_at", "contact"},
     "engine": {"log_timezone", "version"},
     "report": {"version", "phase", "supersedes"},
+    # the disclosure fields a person must supply (forensics.report.disclosure says which are missing)
+    "disclosure": {
+        "role",
+        "awareness_basis",
+        "data_categories",
+        "data_subjects",
+        "consequences",
+        "advice",
+        "probing_searched",
+        "hipaa",
+        "sec_8k",
+        "materiality_determined_at",
+        "eu_ai_act",
+        "timeline",
+    },
     "remediation": None,  # type: ignore[dict-item]  # free-form: measures taken, shown on the report
 }
 
@@ -96,6 +111,7 @@ class BundleConfig:
     discovered_at: datetime | None
     engine_version: str | None = None  # the SGLang release the nodes ran ([engine] version)
     report: ReportVersion = field(default_factory=ReportVersion)  # [report]: which filing this is
+    disclosure: dict[str, Any] = field(default_factory=dict)  # [disclosure], checked by _disclosure
 
 
 @dataclass(frozen=True)
@@ -264,8 +280,49 @@ def load_bundle_config(bundle: Path) -> BundleConfig:
     if version is not None and not (isinstance(version, str) and ENGINE_VERSION.fullmatch(version)):
         raise InputError(f'{path}: [engine] version {version!r} is not a release like "0.5.11" or "0.4.9.post2"')
     return BundleConfig(
-        incident, tz, dict(data.get("remediation", {})), discovered_at, version, _report_version(path, data)
+        incident,
+        tz,
+        dict(data.get("remediation", {})),
+        discovered_at,
+        version,
+        _report_version(path, data),
+        _disclosure(path, data.get("disclosure", {})),
     )
+
+
+DISCLOSURE_ROLES = ("processor", "controller")
+
+
+def _disclosure(path: Path, d: dict[str, Any]) -> dict[str, Any]:
+    """[disclosure] with its types checked: flags are booleans, times RFC 3339, the timeline a list of
+    {at, event, source} tables, data_categories a list of strings."""
+    out = dict(d)
+    where = f"{path}: [disclosure]"
+    if "role" in d and d["role"] not in DISCLOSURE_ROLES:
+        raise InputError(f"{where} role {d['role']!r} must be one of {', '.join(DISCLOSURE_ROLES)}")
+    for flag in ("hipaa", "sec_8k", "eu_ai_act"):
+        if flag in d and not isinstance(d[flag], bool):
+            raise InputError(f"{where} {flag} must be true or false, not {d[flag]!r}")
+    if "materiality_determined_at" in d:
+        out["materiality_determined_at"] = parse_utc(
+            d["materiality_determined_at"], f"{where} materiality_determined_at"
+        )
+    cats = d.get("data_categories")
+    if cats is not None and not (isinstance(cats, list) and all(isinstance(c, str) for c in cats)):
+        raise InputError(f'{where} data_categories must be a list of strings, e.g. ["prompt text", "names"]')
+    rows = d.get("timeline", [])
+    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+        raise InputError(f"{where} timeline must be an array of tables ([[disclosure.timeline]])")
+    timeline = []
+    for i, r in enumerate(rows, start=1):
+        missing = [k for k in ("at", "event", "source") if not r.get(k)]
+        if missing:
+            raise InputError(f"{where} timeline entry {i} lacks {', '.join(missing)} (each needs at, event, source)")
+        timeline.append(
+            {"at": parse_utc(r["at"], f"{where} timeline entry {i} at"), **{k: str(r[k]) for k in ("event", "source")}}
+        )
+    out["timeline"] = timeline
+    return out
 
 
 def _report_version(path: Path, data: dict[str, Any]) -> ReportVersion:

@@ -18,12 +18,12 @@ import forensics
 from forensics.cohorts import Rule
 from forensics.db import query_rows, rows_of, run_query, scalar
 from forensics.intake import BundleConfig, InputFile
-from forensics.report.charts import timeline_buckets
+from forensics.report import disclosure
+from forensics.report.charts import status_buckets
 from forensics.report.provenance import MAX_RANGES, provenance_blocks
 
 PROVENANCE_LIMIT = 200
 MAX_TABLE_ROWS = 100  # long lists (sources, shared prefixes) are cut in the report, whole in their CSV
-GDPR_HOURS = 72
 
 
 def rows(con: duckdb.DuckDBPyConnection, name: str, **params: Any) -> list[dict[str, Any]]:
@@ -88,7 +88,7 @@ def _root_cause(con: duckdb.DuckDBPyConnection, files: list[InputFile]) -> dict[
 
 def _clocks(config: BundleConfig, window: dict[str, Any], as_of: datetime | None) -> dict[str, Any]:
     disc = config.discovered_at
-    deadline = disc + timedelta(hours=GDPR_HOURS) if disc else None
+    deadline = disc + timedelta(hours=disclosure.GDPR_HOURS) if disc else None
     return {
         "first_at": window["first_at"],
         "last_at": window["last_at"],
@@ -122,7 +122,7 @@ def gather(
     sources = rows_of(con, f"SELECT * FROM report_sources ORDER BY source_request_id LIMIT {MAX_TABLE_ROWS}")
     sources_total = int(scalar(con, "SELECT count(*) FROM report_sources"))
     incident = config.incident
-    return {
+    ctx = {
         "header": {
             "incident_id": str(incident.get("id") or "(no incident id in bundle.toml)"),
             "title": str(incident.get("title") or "KV-cache cross-request exposure"),
@@ -146,7 +146,7 @@ def gather(
         "nodes": rows(con, "blast_nodes"),
         "sources": sources,
         "sources_total": sources_total,
-        "timeline": {"bucket": bucket, "rows": timeline_buckets(hours, bucket)},
+        "timeline": {"bucket": bucket, "rows": status_buckets(hours, bucket)},
         "root_cause": _root_cause(con, files),
         "coverage": rows(con, "coverage"),
         "window": rows(con, "replay_window")[0],
@@ -169,3 +169,26 @@ def gather(
         "rejected": rows(con, "rejected_summary"),
         "remediation": {str(k): v for k, v in sorted(config.remediation.items())},
     }
+    return _summary(con, ctx, config, as_of)
+
+
+def _summary(con: duckdb.DuckDBPyConnection, ctx: dict[str, Any], config: BundleConfig, as_of: datetime | None):
+    """The disclosure summary's own data: the mechanisms found, the charts' rows, the notification
+    annex (the rows of notifications.csv, so the two match by construction) and the disclosure fields."""
+    mechanisms = rows(con, "mechanisms")
+    found = {
+        "researcher_requests": sum(c["affected"] or 0 for c in ctx["cohorts"] if c.get("kind") == "researcher"),
+    }
+    ctx.update(
+        mechanisms={m: [r for r in mechanisms if r["mechanism"] == m] for m in ("stale", "foreign_write")},
+        charts={
+            "daily": rows(con, "timeline_cohorts", bucket="day"),
+            "hourly": rows(con, "timeline_cohorts", bucket="hour"),
+            "nodes": rows(con, "node_cohorts"),
+        },
+        notifications=disclosure.notification_rows(rows(con, "notifications")),
+        deadlines=disclosure.deadlines(config, as_of),
+        incident_timeline=disclosure.timeline(config, ctx["clocks"], as_of),
+        fields=disclosure.fields(config, ctx["totals"], found, ctx["contact"]),
+    )
+    return ctx

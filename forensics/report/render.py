@@ -1,4 +1,5 @@
-"""Report stage, rendering: jinja2 templates in report/templates/ -> report.html and report.md.
+"""Report stage, rendering: jinja2 templates in report/templates/ -> report.html and report.md (the
+disclosure summary and the notification annex), technical_annex.html and technical_annex.md.
 
 HTML is autoescaped; Markdown output escapes every interpolated value (finalize) unless a filter
 marks it Raw, so a hostile user agent or account id stays text in both. Formatting lives in filters.
@@ -16,7 +17,7 @@ from markupsafe import Markup
 
 from forensics.outputs import fmt_ts, private_open
 from forensics.paths import TEMPLATES
-from forensics.report.charts import timeline_svg
+from forensics.report.charts import status_svg, summary_charts
 
 MD_SPECIAL = re.compile(r"[\\`*\[\]|]|^[#>]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
 MD_ANY = re.compile(r"[\\`*\[\]|#>_<\r\n]")  # none of these: the text needs no escaping (most cells)
@@ -90,12 +91,19 @@ def _env(markdown: bool) -> jinja2.Environment:
     return env
 
 
+# the report's three parts: the summary and the notification annex in one file (the annex begins a
+# new printed page), the technical annex in its own
+PARTS = {"report": "report", "technical_annex": "technical_annex"}
+
+
 def render(ctx: dict[str, Any], out: Path) -> None:
-    svg = timeline_svg(ctx["timeline"]["rows"], ctx["timeline"]["bucket"])  # escapes its own text
-    html_ctx = dict(ctx, timeline_svg=Markup(svg))
-    html = _env(markdown=False).get_template("report.html.j2").render(**html_ctx)
-    md = _env(markdown=True).get_template("report.md.j2").render(**ctx)
-    md = re.sub(r"\n{3,}", "\n\n", re.sub(r"[ \t]+\n", "\n", md))
-    for name, text in (("report.html", html), ("report.md", md)):
-        with private_open(out / name) as fh:
-            fh.write(text)
+    svg = {k: Markup(v) for k, v in summary_charts(ctx).items()}  # the charts escape their own text
+    status = status_svg(ctx["timeline"]["rows"], ctx["timeline"]["bucket"])
+    html_ctx = dict(ctx, charts_svg=svg, timeline_svg=Markup(status))
+    for name, template in PARTS.items():
+        html = _env(markdown=False).get_template(f"{template}.html.j2").render(**html_ctx)
+        md = _env(markdown=True).get_template(f"{template}.md.j2").render(**ctx)
+        md = re.sub(r"\n{3,}", "\n\n", re.sub(r"[ \t]+\n", "\n", md))
+        for path, text in ((out / f"{name}.html", html), (out / f"{name}.md", md)):
+            with private_open(path) as fh:
+                fh.write(text)

@@ -23,7 +23,6 @@ from forensics.report.render import md_escape
 from tests import support
 
 EXAMPLE = support.EXAMPLE / "bundle"
-GOLDEN = support.GOLDEN / "report_example.md"
 HOSTILE = "<script>alert(1)</script>"
 BLAST_CSVS = (
     "notifications.csv",
@@ -67,22 +66,26 @@ def read_csv(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(fh))
 
 
-def test_report_md_matches_golden(example_out: Path) -> None:
-    got = (example_out / "report.md").read_text()
+@pytest.mark.parametrize("name", ["report.md", "technical_annex.md", "report.html"])
+def test_report_parts_match_golden(example_out: Path, name: str) -> None:
+    """The disclosure's parts on the contract's example, byte for byte (HTML too: its structure and
+    text are part of the contract a reader relies on)."""
+    golden = support.GOLDEN / name.replace(".", "_example.", 1)
+    got = (example_out / name).read_text()
     if os.environ.get("UPDATE_GOLDEN"):
-        GOLDEN.parent.mkdir(exist_ok=True)
-        GOLDEN.write_text(got)
-    want = GOLDEN.read_text()
+        golden.parent.mkdir(exist_ok=True)
+        golden.write_text(got)
+    want = golden.read_text()
     if got != want:
-        diff = difflib.unified_diff(want.splitlines(True), got.splitlines(True), "golden", "report.md")
+        diff = difflib.unified_diff(want.splitlines(True), got.splitlines(True), "golden", name)
         print("".join(diff))
-        pytest.fail("report.md differs from tests/golden/report_example.md (diff above; UPDATE_GOLDEN=1 to accept)")
+        pytest.fail(f"{name} differs from {golden.relative_to(support.ROOT)} (diff above; UPDATE_GOLDEN=1 to accept)")
 
 
 def test_headline_equals_customer_rows_of_affected_responses(example_out: Path) -> None:
     md = (example_out / "report.md").read_text()
     customer = [r for r in read_csv(example_out / "affected_responses.csv") if r["cohort"] == "customer"]
-    m = re.search(r"Affected responses, customer cohort: \*\*([\d,]+)\*\* \(([\d,]+) confirmed", md)
+    m = re.search(r"Affected customer responses: \*\*([\d,]+)\*\* \(([\d,]+) confirmed", md)
     assert m, "headline missing from report.md"
     assert int(m.group(1).replace(",", "")) == len(customer) == 1
     assert int(m.group(2)) == sum(r["status"] == "confirmed" for r in customer)
@@ -93,27 +96,35 @@ def test_headline_equals_customer_rows_of_affected_responses(example_out: Path) 
 def test_report_sections_and_facts(example_out: Path) -> None:
     md = (example_out / "report.md").read_text()
     for heading in (
-        "1. Contact",
-        "2. Clocks",
-        "3. Nature and mechanism",
-        "4. Root-cause evidence",
-        "5. Scope and certainty",
-        "6. Blast radius",
-        "7. Exclusions",
-        "8. Per-account annex",
-        "9. Negative findings",
-        "10. Measures taken",
-        "11. Methodology and limitations",
-        "12. Per-response provenance",
-        "13. Evidence manifest",
+        "Headline",
+        "1. Clocks and deadlines",
+        "2. Nature of the breach",
+        "3. Scope and certainty",
+        "4. Disclosure fields",
+        "5. Timeline",
+        "Part 2. Notification annex",
     ):
         assert f"## {heading}" in md
-    assert "GDPR Art. 33 deadline (discovery + 72 h): 2026-09-01T12:00:00.000Z" in md
-    assert "| prefill-0 | decode-0 | 4,090 | 8,186 | yes |" in md  # the leak window
-    assert "STALE-KV READ  req-B (acct-bravo, customer) HTTP 200, 3 tokens" in md
-    assert "slots [17,56) written by req-A (acct-alpha, customer)" in md
-    assert "FOREIGN WRITE  req-D (acct-delta, internal-test)" in md
-    assert "None recorded" in md and "no generation time recorded" in md
+    assert "- GDPR Art. 33: supervisory authority: 2026-09-01T12:00:00.000Z" in md
+    assert "no generation time recorded" in md
+    assert "| Measures taken or proposed (Art. 33(3)(d)) | — | **missing**: \\[remediation\\] |" in md
+    annex = (example_out / "technical_annex.md").read_text()
+    for heading in (
+        "T1. Root-cause evidence",
+        "T2. Scope and certainty",
+        "T3. Blast radius",
+        "T4. Exclusions",
+        "T5. Per-account annex",
+        "T6. Negative findings",
+        "T7. Methodology and limitations",
+        "T8. Per-response provenance",
+        "T9. Evidence manifest",
+    ):
+        assert f"## {heading}" in annex
+    assert "| prefill-0 | decode-0 | 4,090 | 8,186 | yes |" in annex  # the leak window
+    assert "STALE-KV READ  req-B (acct-bravo, customer) HTTP 200, 3 tokens" in annex
+    assert "slots [17,56) written by req-A (acct-alpha, customer)" in annex
+    assert "FOREIGN WRITE  req-D (acct-delta, internal-test)" in annex
 
 
 def test_notifications_both_directions(example_out: Path) -> None:
@@ -132,7 +143,7 @@ def test_notifications_both_directions(example_out: Path) -> None:
 
 def test_byte_identical_on_rerun(example_out: Path, tmp_path: Path) -> None:
     investigate(EXAMPLE, tmp_path)
-    for name in ("report.html", "report.md", *BLAST_CSVS):
+    for name in ("report.html", "report.md", "technical_annex.html", "technical_annex.md", *BLAST_CSVS):
         assert (tmp_path / name).read_bytes() == (example_out / name).read_bytes(), name
 
 
@@ -142,16 +153,19 @@ def test_as_of_is_the_only_time_of_generation(tmp_path: Path) -> None:
     assert "as of 2026-08-30T12:00:00.000Z" in md and "(48.0 h left as of" in md
 
 
-def test_hostile_strings_escaped_in_html_and_md(hostile_out: Path) -> None:
-    html = (hostile_out / "report.html").read_text()
+@pytest.mark.parametrize("part", ["report", "technical_annex"])
+def test_hostile_strings_escaped_in_html_and_md(hostile_out: Path, part: str) -> None:
+    html = (hostile_out / f"{part}.html").read_text()
     assert HOSTILE not in html and "<img" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
-    assert "&lt;img src=x onerror=alert(2)&gt;" in html
+    if part == "report":  # [remediation] (a disclosure field) is shown in the summary only
+        assert "&lt;img src=x onerror=alert(2)&gt;" in html
     assert "<script" not in html.lower()  # the report itself needs no script at all
-    md = (hostile_out / "report.md").read_text()
+    md = (hostile_out / f"{part}.md").read_text()
     outside_code = re.sub(r"```text\n.*?\n```", "", md, flags=re.S)  # code blocks show text literally
     assert HOSTILE not in outside_code and "&lt;script>alert(1)&lt;/script>" in outside_code
-    assert "zero pages; salt" in md
+    if part == "report":  # [remediation] is a disclosure field: the summary shows it
+        assert "zero pages; salt" in md
 
 
 def test_csv_cells_neutralized(hostile_out: Path) -> None:

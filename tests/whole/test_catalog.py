@@ -14,17 +14,14 @@ import duckdb
 import pytest
 
 from forensics.catalog import ENTRY_VIEWS, catalog, schema_markdown
-from forensics.pipeline import investigate
 from tests import support
 
 SCHEMA_DOC = support.ROOT / "docs" / "schema.md"
 
 
 @pytest.fixture(scope="module")
-def sample(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("catalog") / "sample"
-    investigate(support.SAMPLE, out)
-    return out
+def sample(sample_out: Path) -> Path:
+    return sample_out
 
 
 @pytest.fixture(scope="module")

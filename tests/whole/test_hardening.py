@@ -341,9 +341,10 @@ def test_csv_cells_never_start_a_formula(hostile_out: Path) -> None:
                     assert not value.startswith(FORMULA_START) or _is_number(value), (path.name, value)
 
 
-def test_reports_escape_every_log_derived_string(hostile_out: Path) -> None:
-    html = (hostile_out / "report.html").read_text(encoding="utf-8")
-    md = (hostile_out / "report.md").read_text(encoding="utf-8")
+@pytest.mark.parametrize("part", ["report", "technical_annex"])
+def test_reports_escape_every_log_derived_string(hostile_out: Path, part: str) -> None:
+    html = (hostile_out / f"{part}.html").read_text(encoding="utf-8")
+    md = (hostile_out / f"{part}.md").read_text(encoding="utf-8")
     # inside fenced code blocks markup is shown as text; md_code keeps a fence from being closed early
     blocks = md.split("```")
     assert len(blocks) % 2 == 1
@@ -390,6 +391,6 @@ def test_a_failed_engine_log_audit_is_named_in_the_report(tmp_path: Path, monkey
 
     monkeypatch.setattr(audit, "audit_engine_dirs", boom)
     investigate(EXAMPLE / "bundle", tmp_path / "out")
-    for name in ("report.md", "report.html"):
+    for name in ("technical_annex.md", "technical_annex.html"):
         text = (tmp_path / "out" / name).read_text()
         assert "The engine-log audit failed (OSError: simulated unreadable engine folder)" in text, name

@@ -1,0 +1,282 @@
+"""Report stage, disclosure fields: what a notification must contain (../shared/notes/disclosure.md:
+GDPR Art. 33(3) and 34, HIPAA 164.404-164.410, SEC Form 8-K Item 1.05, EU AI Act Art. 73), each
+filled from the findings where the tool knows it and from bundle.toml where a person must supply it
+([incident], [remediation], [disclosure]); a field nobody supplied is listed as missing, not left out.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from forensics.intake import BundleConfig
+from forensics.report.render import f_plain
+
+GDPR_HOURS = 72
+HIPAA_DAYS = 60
+HIPAA_MEDIA_THRESHOLD = 500  # residents of a state (164.406) / individuals for HHS within 60 days (164.408)
+SEC_BUSINESS_DAYS = 4
+AI_ACT_DAYS = 15  # Art. 73(2); 10 days after a death (73(4)), 2 days for a widespread infringement (73(3))
+
+
+def add_business_days(start: datetime, days: int) -> datetime:
+    """`days` working days after `start` (Saturdays and Sundays skipped; public holidays are not known
+    here, so the date may be later in fact: the report says so)."""
+    t = start
+    while days:
+        t += timedelta(days=1)
+        if t.weekday() < 5:
+            days -= 1
+    return t
+
+
+def _deadline(name: str, basis: str, due: datetime | None, as_of: datetime | None, missing: str = "") -> dict:
+    return {
+        "name": name,
+        "basis": basis,
+        "due": due,
+        "hours_left": (due - as_of).total_seconds() / 3600 if due and as_of else None,
+        "missing": missing,
+    }
+
+
+def deadlines(config: BundleConfig, as_of: datetime | None) -> list[dict[str, Any]]:
+    """The clocks that apply: GDPR always (the tool cannot rule it out), the others when bundle.toml
+    flags them ([disclosure] hipaa, sec_8k, eu_ai_act)."""
+    d, disc = config.disclosure, config.discovered_at
+    no_disc = "" if disc else "[incident] discovered_at"
+    out = [
+        _deadline(
+            "GDPR Art. 33: supervisory authority",
+            "72 h after becoming aware; later only with reasons for the delay",
+            disc + timedelta(hours=GDPR_HOURS) if disc else None,
+            as_of,
+            no_disc,
+        )
+    ]
+    if d.get("role") == "processor":
+        out.append(
+            _deadline(
+                "GDPR Art. 33(2): each controller (customer)",
+                "without undue delay after becoming aware (the processor's duty; no fixed hours)",
+                disc,
+                as_of,
+                no_disc,
+            )
+        )
+    if d.get("hipaa"):
+        out.append(
+            _deadline(
+                "HIPAA 164.404 / 164.410: individuals, or the covered entity",
+                f"{HIPAA_DAYS} days after discovery; HHS and media too when {HIPAA_MEDIA_THRESHOLD}+ are affected",
+                disc + timedelta(days=HIPAA_DAYS) if disc else None,
+                as_of,
+                no_disc,
+            )
+        )
+    if d.get("sec_8k"):
+        mat = d.get("materiality_determined_at")
+        out.append(
+            _deadline(
+                "SEC Form 8-K Item 1.05",
+                f"{SEC_BUSINESS_DAYS} business days after the materiality determination (weekends skipped, "
+                "holidays not)",
+                add_business_days(mat, SEC_BUSINESS_DAYS) if mat else None,
+                as_of,
+                "" if mat else "[disclosure] materiality_determined_at",
+            )
+        )
+    if d.get("eu_ai_act"):
+        out.append(
+            _deadline(
+                "EU AI Act Art. 73: market-surveillance authority",
+                f"{AI_ACT_DAYS} days after awareness (2 days for a widespread infringement, 10 after a death)",
+                disc + timedelta(days=AI_ACT_DAYS) if disc else None,
+                as_of,
+                no_disc,
+            )
+        )
+    return out
+
+
+def timeline(config: BundleConfig, clocks: dict[str, Any], as_of: datetime | None) -> list[dict[str, Any]]:
+    """The incident's timeline, one row per event with its source: the findings' own moments, the
+    bundle's declared ones, and the [[disclosure.timeline]] rows a person added."""
+    rows = [
+        (
+            clocks["first_at"],
+            "First affected response (all cohorts)",
+            "affected_responses.csv, earliest first_exposed_at",
+        ),
+        (clocks["first_customer_at"], "First affected customer response", "affected_responses.csv, cohort customer"),
+        (clocks["last_customer_at"], "Last affected customer response", "affected_responses.csv, cohort customer"),
+        (clocks["last_at"], "Last affected response (all cohorts)", "affected_responses.csv, latest first_exposed_at"),
+        (config.discovered_at, "Discovered (awareness)", "bundle.toml [incident] discovered_at"),
+        (
+            config.disclosure.get("materiality_determined_at"),
+            "Materiality determined",
+            "bundle.toml [disclosure] materiality_determined_at",
+        ),
+        (as_of, "This report's figures", "--as-of"),
+    ]
+    out = [{"at": at, "event": event, "source": source} for at, event, source in rows if at is not None]
+    out += [dict(r) for r in config.disclosure.get("timeline", [])]
+    return sorted(out, key=lambda r: (r["at"], r["event"]))
+
+
+def fields(config: BundleConfig, totals: dict[str, Any], found: dict[str, Any], contact: str) -> list[dict[str, Any]]:
+    """Every disclosure field: `known` is what the findings say, `supplied` what bundle.toml says,
+    `missing` names the bundle.toml key a person must still fill in ('' when nothing is missing)."""
+    d = config.disclosure
+    srcs_lo, srcs_hi = totals["customer_sources"], totals.get("possible_customer_sources")
+    accts_lo, accts_hi = totals["customer_source_accounts"], totals.get("possible_customer_source_accounts")
+    bounded = bool(totals.get("unknown_source_responses"))
+    records = (
+        f"at least {srcs_lo:,} customer requests (prompts) confirmed exposed, up to {srcs_hi:,} possibly"
+        if bounded
+        else f"{srcs_lo:,} customer requests (prompts) exposed"
+    )
+    tenants = (
+        f"at least {accts_lo:,} customer accounts on the source side, up to {accts_hi:,}; "
+        if bounded
+        else f"{accts_lo:,} customer accounts on the source side; "
+    ) + f"{totals['accounts_after']:,} customer accounts received affected responses"
+    role = d.get("role")
+    framing = {
+        "processor": "We process this data on our customers' behalf (processor): each affected customer is the "
+        "controller, notified by us without undue delay (GDPR Art. 33(2)); they notify their authorities "
+        "and data subjects.",
+        "controller": "We are the controller of this data: we notify the supervisory authority (Art. 33) and, "
+        "where the risk is high, the data subjects (Art. 34).",
+    }
+    researcher = found.get("researcher_requests")
+    rows = [
+        ("Role (controller or processor)", framing.get(str(role), ""), "", "" if role else "[disclosure] role"),
+        ("Contact point (Art. 33(3)(b))", contact, "", "" if contact else "[incident] contact"),
+        (
+            "Awareness basis",
+            "",
+            str(d.get("awareness_basis", "")),
+            "" if d.get("awareness_basis") else "[disclosure] awareness_basis",
+        ),
+        (
+            "Data categories",
+            "Prompt and output content of the source requests, as the model's KV cache (token-level internal "
+            "form) that recipients' responses were computed over; the tool does not read content, so which "
+            "personal or special-category data it held must be assessed",
+            "; ".join(d.get("data_categories", [])),
+            "" if d.get("data_categories") else "[disclosure] data_categories",
+        ),
+        ("Approximate number of records", records, "", ""),
+        (
+            "Approximate number of data subjects",
+            tenants + "; the people behind each account are not in the evidence",
+            str(d.get("data_subjects", "")),
+            "" if d.get("data_subjects") else "[disclosure] data_subjects",
+        ),
+        (
+            "Likely consequences (Art. 33(3)(c))",
+            "Fragments of a source request's prompt could influence, and may be reproduced in, the text "
+            "delivered to the recipient, who may be another customer",
+            str(d.get("consequences", "")),
+            "" if d.get("consequences") else "[disclosure] consequences",
+        ),
+        (
+            "Measures taken or proposed (Art. 33(3)(d))",
+            "",
+            "; ".join(f"{k}: {f_plain(v)}" for k, v in sorted(config.remediation.items())),
+            "" if config.remediation else "[remediation]",
+        ),
+        (
+            "Advice to individuals (Art. 34; HIPAA 164.404(c))",
+            "",
+            str(d.get("advice", "")),
+            "" if d.get("advice") else "[disclosure] advice",
+        ),
+        (
+            "Probing or exploitation searched for",
+            (
+                f"{researcher:,} requests of the researcher cohort (exclusion rules) reproduced the leak; "
+                if researcher
+                else ""
+            )
+            + "the tool does not search for probing patterns itself",
+            str(d.get("probing_searched", "")),
+            "" if d.get("probing_searched") else "[disclosure] probing_searched",
+        ),
+    ]
+    return [{"field": f, "known": k, "supplied": s, "missing": m} for f, k, s, m in rows]
+
+
+def _ids(ids: str, shown: int = 6) -> str:
+    parts = [p for p in ids.split(";") if p]
+    more = len(parts) - shown
+    return " ".join(parts[:shown]) + (f" (+{more:,} more: notifications.csv)" if more > 0 else "")
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
+
+
+def _span(first: datetime | None, last: datetime | None) -> str:
+    if first is None:
+        return "unknown"
+    a, b = first.strftime("%Y-%m-%d"), (last or first).strftime("%Y-%m-%d")
+    return a if a == b else f"{a} to {b}"
+
+
+def notification_rows(notifications: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The notification annex: one row per (account, role), in plain language, from the rows of
+    notifications.csv (one per account, both directions): what happened, when, how sure, what to tell."""
+    out = []
+    for n in notifications:
+        acct = n["account_id"]
+        if n["responses_received"]:
+            got, sure = n["responses_received"], n["responses_received_confirmed"]
+            out.append(
+                {
+                    "account_id": acct,
+                    "role": "received others' data",
+                    "requests": got,
+                    "confirmed": sure,
+                    "when": _span(n["received_first_at"], n["received_last_at"]),
+                    "confidence": "confirmed" if sure == got else f"{sure:,} confirmed, {got - sure:,} indeterminate",
+                    "tell": f"{_n(got, 'response')} you received {'was' if got == 1 else 'were'} computed over "
+                    "memory holding other customers' data, so the text may contain fragments of it: do not rely "
+                    "on, forward or publish it, and delete stored copies.",
+                    "ids": _ids(n["received_request_ids"]),
+                }
+            )
+        if n["requests_exposed"]:
+            got, sure = n["requests_exposed"], n["requests_exposed_confirmed"]
+            out.append(
+                {
+                    "account_id": acct,
+                    "role": "its data was exposed",
+                    "requests": got,
+                    "confirmed": sure,
+                    "when": _span(n["exposed_first_at"], n["exposed_last_at"]),
+                    "confidence": "confirmed" if sure == got else f"{sure:,} confirmed, {got - sure:,} indeterminate",
+                    "tell": f"Data from {_n(got, 'request')} of yours was in memory that responses to other requests "
+                    f"were computed over (recipients: {n['recipient_cohorts'] or 'unknown'}); fragments of "
+                    "your prompts could have appeared in those responses.",
+                    "ids": _ids(n["exposed_request_ids"]),
+                }
+            )
+        possible = n["requests_possibly_exposed"]
+        if possible:
+            likely = n["requests_likely_exposed"]
+            out.append(
+                {
+                    "account_id": acct,
+                    "role": "its data may have been exposed",
+                    "requests": possible,
+                    "confirmed": 0,
+                    "when": "unknown (no page evidence)",
+                    "confidence": f"possible; {likely:,} rated likely by the allocator model",
+                    "tell": f"Up to {_n(possible, 'request')} of yours may have been in memory that other responses "
+                    "were computed over, on a server that kept no page records: we cannot confirm which.",
+                    "ids": "see possible_sources.csv",
+                }
+            )
+    return out
