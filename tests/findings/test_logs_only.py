@@ -86,3 +86,45 @@ def test_without_any_page_events_the_declared_engine_release_names_the_policy(tm
         "no decode node with page telemetry to learn the policy from, no engine version in bundle.toml: "
         "every candidate policy in turn"
     }
+
+
+@pytest.mark.parametrize("seed,dark,strip_decode", [(9, "decode-1", False), (33, "decode-0", True)])
+def test_without_prefill_request_lines_the_leak_window_keeps_them_indeterminate(
+    tmp_path: Path, seed: int, dark: str, strip_decode: bool
+) -> None:
+    """Prefill logs holding start-up lines only (no over-length or Req Time Stats line names a room):
+    a delivered response on the dark node whose gateway prompt lies in its pair's leak window is
+    indeterminate, never dropped; every truly exposed response there is among them, none is confirmed,
+    and the possible sources still hold every true pair. Also with the dark decode node's own request
+    lines gone (its start-up lines only)."""
+    simulate(tmp_path / "sim", build_config("default", seed=seed, requests=700, no_telemetry=dark, abort_rate=0.0))
+    bundle = tmp_path / "sim" / "bundle"
+    for d in (bundle / "engine").iterdir():
+        if d.name.startswith("prefill") or (strip_decode and d.name == dark):
+            for f in d.glob("*.jsonl"):
+                f.unlink()
+            for f in d.glob("*.log"):
+                keep = [
+                    ln
+                    for ln in f.read_text().splitlines(True)
+                    if "server_args=" in ln or "is allocated" in ln or "max_total_num_tokens=" in ln
+                ]
+                f.write_text("".join(keep))
+    truth = {
+        (r["recipient_request_id"], r["source_request_id"])
+        for r in csv.DictReader((tmp_path / "sim" / "truth" / "exposures.csv").open())
+        if r["node"] == dark
+    }
+    recipients = {r for r, _ in truth}
+    assert len(recipients) > 3, "the dark node must hold exposures for the check to mean something"
+    f = Findings(bundle)
+    rows = [
+        r
+        for r in f.rows("SELECT request_id, status, evidence, reason, decode_node FROM affected_responses")
+        if r[4] == dark
+    ]
+    found = {r[0]: r for r in rows}
+    assert recipients <= set(found)
+    assert all(r[1] == "indeterminate" and r[2] == "signature" and "leak window" in r[3] for r in rows)
+    pairs = {(r, s) for r, s in f.rows("SELECT recipient_request_id, source_request_id FROM possible_sources")}
+    assert truth <= pairs

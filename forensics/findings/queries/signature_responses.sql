@@ -5,11 +5,15 @@
 -- With a part missing or contradicted it is `indeterminate`, and `reason` names what is missing. Every
 -- piece of evidence is named by its file (relative to the bundle) and line. Whose data those slots held
 -- the logs cannot say (possible_sources.sql bounds it).
+-- Where no prefill line names the room (a prefill log without request lines, say) but the gateway's
+-- prompt length lies in the leak window of its prefill/decode pair (forensics.engines.sglang), the
+-- response is `indeterminate`: such a prompt is replaced by a placeholder, and nothing in the evidence
+-- clears it; the reason says the prefill line is missing.
 -- first_exposed_at: the start of decode's forward pass on the decode node's clock (its Req Time Stats
 -- line's time minus forward_duration); without one, the gateway's receive time (earlier than any
 -- exposure, so never late).
 -- grain: request_id; reads: gateway, engine_requests, files, dark_rooms, telemetry_nodes, request_cohort,
---        replay_window; params: none
+--        replay_window, node_config; params: none
 CREATE OR REPLACE TABLE signature_responses AS
 WITH prefill_rooms AS (  -- rid -> room on the prefill node, then the over-length rid to its room
     SELECT node, rid, any_value(room) AS room FROM engine_requests
@@ -38,10 +42,37 @@ WITH prefill_rooms AS (  -- rid -> room on the prefill node, then the over-lengt
       AND g.ts >= coalesce((SELECT since FROM replay_window), '-infinity'::TIMESTAMPTZ)
       AND g.ts < coalesce((SELECT "until" FROM replay_window), 'infinity'::TIMESTAMPTZ)
     GROUP BY ALL
+), limits AS (  -- each node's scheduler input limit, from its start-up lines
+    SELECT node, sglang_max_input(any_value(context_len ORDER BY line),
+                                  any_value(coalesce(pool_tokens, max_total_num_tokens) ORDER BY line)) AS max_in
+    FROM node_config GROUP BY node
+), by_window AS (  -- no prefill line names the room, but the gateway's prompt lies in the pair's leak window
+    SELECT g.request_id, g.account_id, coalesce(c.cohort, 'customer') AS cohort, g.decode_node AS node,
+           g.prefill_node AS logged_prefill, NULL AS placeholder_node, g.bootstrap_room AS room,
+           g.status AS http_status, g.completion_tokens, g.ts, d.decode_input, d.forward_start, d.decode_why,
+           g.prompt_tokens,
+           'the gateway logged a prompt of ' || g.prompt_tokens || ' tokens, inside the leak window [' || p.max_in
+           || ', ' || dl.max_in || ') of ' || g.prefill_node || ' -> ' || g.decode_node
+           || ', which prefill replaces with a 1-token placeholder; missing: no line of ' || g.prefill_node
+           || ' (over-length, or input length 1) names room ' || g.bootstrap_room AS prefill_why
+    FROM gateway g
+    JOIN limits p ON p.node = g.prefill_node
+    JOIN limits dl ON dl.node = g.decode_node
+    LEFT JOIN dark_rooms d ON d.node = g.decode_node AND d.room = g.bootstrap_room
+    LEFT JOIN request_cohort c ON c.file_id = g.file_id AND c.row = g.row
+    WHERE g.decode_node NOT IN (SELECT node FROM telemetry_nodes) AND g.bootstrap_room IS NOT NULL
+      AND in_leak_window(g.prompt_tokens, p.max_in, dl.max_in)
+      AND (g.status BETWEEN 200 AND 299 OR coalesce(g.completion_tokens, 0) > 0)
+      AND g.request_id NOT IN (SELECT request_id FROM matched)
+      AND g.ts >= coalesce((SELECT since FROM replay_window), '-infinity'::TIMESTAMPTZ)
+      AND g.ts < coalesce((SELECT "until" FROM replay_window), 'infinity'::TIMESTAMPTZ)
+), found AS (
+    SELECT *, false AS window_only FROM matched UNION ALL SELECT *, true FROM by_window
 )
 SELECT request_id, account_id, cohort, node, coalesce(logged_prefill, placeholder_node) AS prefill_node, room,
        http_status, completion_tokens, ts, decode_input,
-       CASE WHEN decode_input > 1 AND http_status BETWEEN 200 AND 299 AND completion_tokens > 0
+       -- the prompt length alone proves no placeholder: a prefill line must show it for `confirmed`
+       CASE WHEN NOT window_only AND decode_input > 1 AND http_status BETWEEN 200 AND 299 AND completion_tokens > 0
             THEN 'confirmed' ELSE 'indeterminate' END AS status,
        coalesce(forward_start, ts) AS first_exposed_at,
        concat_ws('; ', prefill_why, decode_why,
@@ -51,4 +82,4 @@ SELECT request_id, account_id, cohort, node, coalesce(logged_prefill, placeholde
                       THEN 'delivered: HTTP ' || http_status || ', ' || completion_tokens || ' completion tokens'
                       ELSE 'missing: delivery not shown (HTTP ' || coalesce(http_status::VARCHAR, 'unknown') || ', '
                            || coalesce(completion_tokens::VARCHAR, 'unknown') || ' completion tokens)' END) AS why
-FROM matched;
+FROM found;
