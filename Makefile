@@ -47,8 +47,10 @@ sample: $(STAMP)
 # Benchmarks: investigate vs a plain DuckDB scan vs a per-event replay; see benchmarks/README.md.
 # e.g. make bench BENCH_ARGS="--sizes 100M --timeout 3600"
 BENCH_ARGS ?=
+SHAPES_ARGS ?=
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py $(BENCH_ARGS)
+	$(BIN)/python benchmarks/shapes.py $(SHAPES_ARGS)
 
 clean:
 	rm -rf out .pytest_cache

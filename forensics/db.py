@@ -100,9 +100,12 @@ def _session(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def cursor(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
-    """A cursor on `con` (its own session, for reading while `con` stores) with the project's settings."""
+    """A cursor on `con` (its own session, for reading while `con` stores) with `con`'s schema, search
+    path and time zone: a DuckDB cursor inherits none of them."""
     cur = con.cursor()
-    _session(cur)
+    for name in ("schema", "search_path", "TimeZone"):
+        value = con.execute(f"SELECT current_setting('{name}')").fetchall()[0][0]
+        cur.execute(f"SET {name} = ?", [value])
     return cur
 
 
