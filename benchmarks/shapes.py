@@ -134,10 +134,11 @@ def table(rows: list[dict]) -> str:
     for r in sorted(rows, key=lambda r: (r["concurrency"], r["events"])):
         inv, npy, loop = _t(r["investigate"]), _t(r["numpy_peer"]), _t(r["loop_peer"])
         mean = r.get("inflight")
+        scan = f"{r['scan']:.3f}" if r["scan"] is not None else "-"
         lines.append(
             f"| {r['events']:,} | {r['concurrency']} / {mean if mean is not None else '-'} "
-            f"| {r.get('ranges_per_alloc') or '-'} | {inv if inv else r['investigate']['status']} "
-            f"| {r['investigate'].get('rss_mb', '-')} | {r['scan'] if r['scan'] is not None else '-'} "
+            f"| {r.get('ranges_per_alloc') or 0:.1f} | {inv if inv else r['investigate']['status']} "
+            f"| {r['investigate'].get('rss_mb', '-')} | {scan} "
             f"| {_ratio(inv, r['scan'])} | {npy if npy else r['numpy_peer']['status']} | {_ratio(inv, npy)} "
             f"| {loop if loop else r['loop_peer']['status']} | {_ratio(inv, loop)} |"
         )
@@ -224,6 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=3600)
     ap.add_argument("--results", type=Path, default=HERE / "shapes.json")
     ap.add_argument("--readme", type=Path, default=HERE / "README.md")
+    ap.add_argument("--render-only", action="store_true", help="rebuild the table and plot from --results")
     a = ap.parse_args(argv)
     a.work.mkdir(parents=True, exist_ok=True)
     stored = json.loads(a.results.read_text()) if a.results.is_file() else {"rows": []}
@@ -231,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
     def log(msg: str) -> None:
         print(msg, flush=True)
 
-    for events, conc in grid(a.grid):
+    for events, conc in [] if a.render_only else grid(a.grid):
         log(f"{fmt_size(events)} events at {conc} rooms in flight")
         row = run_one(events, conc, a, log)
         stored["rows"] = [r for r in stored["rows"] if (r["events"], r["concurrency"]) != (row["events"], conc)]

@@ -28,7 +28,7 @@ from forensics.findings import OUTPUTS, compute_findings, write_findings
 from forensics.findings import headline as findings_headline
 from forensics.ingest import copy_in_place, in_place_note, ingest_gateway, ingest_into, node_summary
 from forensics.intake import BundleConfig, InputFile, Window, load_bundle_config, parse_utc, sha256_file
-from forensics.outputs import make_private, private_files, write_json
+from forensics.outputs import make_private, private_files, write_json, write_parquet
 from forensics.ownership import Execution, rebuild_ownership
 from forensics.report.blast import BLAST_FILES
 from forensics.report.render import PARTS as REPORT_PARTS
@@ -146,7 +146,7 @@ def getpass_user() -> str:
 OUT_NAMES = frozenset(
     {*OUTPUTS, *BLAST_FILES, "manifest.json", "incident.duckdb"}
     | {f"{part}.{ext}" for part in REPORT_PARTS for ext in ("html", "md")}
-    | {"incident.duckdb.wal", "incident.duckdb.tmp", ".kvf-work"}
+    | {"incident.duckdb.wal", "incident.duckdb.tmp", ".kvf-work", "parquet"}
 )
 
 
@@ -208,6 +208,7 @@ def investigate(
     self_contained: bool = False,
     force: bool = False,
     custody: Custody | None = None,
+    parquet: bool = False,
 ) -> InvestigationResult:
     check_options(as_of, memory_limit, threads)
     check_out(out, bundle, force)
@@ -219,12 +220,31 @@ def investigate(
             result = _investigate(
                 bundle, out, exclusions, as_of, memory_limit, threads, execution, window or Window(), self_contained
             )
+            if parquet:
+                result.counts.update(_export_parquet(out))
     except BaseException:
         _remove_partial_database(out)
         raise
     _record_custody(out, custody or Custody(), started)
     result.self_contained = self_contained
     return result
+
+
+# the findings tables --parquet exports (the large ones first): typed copies for other tools
+PARQUET_TABLES = ("exposures", "possible_sources", "affected_responses", "accounts", "hazards", "coverage")
+
+
+def _export_parquet(out: Path) -> dict[str, int]:
+    folder = out / "parquet"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir()
+    con = connect(out / "incident.duckdb")
+    try:
+        with timed("parquet"):
+            return {f"parquet/{t}.parquet": write_parquet(con, t, folder / f"{t}.parquet") for t in PARQUET_TABLES}
+    finally:
+        con.close()
+        shutil.rmtree(out / "incident.duckdb.tmp", ignore_errors=True)
 
 
 def _remove_partial_database(out: Path) -> None:
@@ -242,13 +262,13 @@ def _record_custody(out: Path, custody: Custody, started: datetime) -> None:
     this section is not, and says so by its place."""
     path = out / "manifest.json"
     manifest = json.loads(path.read_text())
-    outputs = sorted(p for p in out.iterdir() if p.is_file() and p.name != "manifest.json")
+    outputs = sorted(p for p in out.rglob("*") if p.is_file() and p.name != "manifest.json")
     manifest["run"] = {
         "command": custody.command,
         "operator": custody.operator,
         "started_at": started.isoformat(timespec="seconds").replace("+00:00", "Z"),
         "finished_at": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
-        "outputs_sha256": {p.name: sha256_file(p)[0] for p in outputs},
+        "outputs_sha256": {p.relative_to(out).as_posix(): sha256_file(p)[0] for p in outputs},
     }
     write_json(manifest, path)
 

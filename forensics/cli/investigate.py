@@ -89,6 +89,9 @@ def investigate(
         None, "--operator", help="Who runs the analysis, for the manifest (default: $KVF_OPERATOR, else the login)."
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as one JSON object on stdout."),
+    parquet: bool = typer.Option(
+        False, "--parquet", help="Also write the large findings tables, typed, as OUT/parquet/<table>.parquet."
+    ),
     quiet: bool = QUIET,
 ) -> None:
     """Ingest, rebuild page ownership and provenance, write findings and the disclosure report."""
@@ -120,5 +123,6 @@ def investigate(
             self_contained=self_contained,
             force=force,
             custody=custody,
+            parquet=parquet,
         )
     typer.echo(result.to_json() if as_json else result.summary())

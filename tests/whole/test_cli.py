@@ -209,3 +209,22 @@ def test_a_later_version_names_the_one_it_supersedes(bundle: Path, tmp_path: Pat
     assert "Disclosure report, version 3, final filing (supersedes version 2)" in md
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert manifest["incident"]["report"] == {"version": 3, "phase": "final", "supersedes": "2"}
+
+
+def test_parquet_export_of_the_findings_tables(bundle: Path, tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    from forensics.pipeline import PARQUET_TABLES
+
+    out = tmp_path / "pq"
+    result = investigate(bundle, out, parquet=True)
+    for table in PARQUET_TABLES:
+        t = pq.read_table(out / "parquet" / f"{table}.parquet")
+        csv_rows = sum(1 for _ in (out / f"{table}.csv").open()) - 1
+        assert t.num_rows == csv_rows == result.counts[f"parquet/{table}.parquet"], table
+    exposures = pq.read_table(out / "parquet" / "exposures.parquet")
+    assert str(exposures.schema.field("first_exposed_at").type).startswith("timestamp")  # typed, not text
+    assert exposures.schema.field("slots").type == "int64"
+    hashed = json.loads((out / "manifest.json").read_text())["run"]["outputs_sha256"]
+    assert {f"parquet/{t}.parquet" for t in PARQUET_TABLES} <= set(hashed)
+    assert not (out / "incident.duckdb.tmp").exists()
