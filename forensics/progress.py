@@ -21,6 +21,7 @@ STAGE_NAMES = {
     "write_findings": "writing the findings CSVs",
     "report": "rendering the report",
     "copy_in_place": "copying the evidence into the database",
+    "publish": "documenting the database (views and comments)",
 }
 
 
