@@ -288,16 +288,7 @@ def main(argv: list[str] | None = None) -> int:
     if a.out:
         rp.write_csv(exposures, a.out)
     print(json.dumps(stats), file=sys.stderr)  # expansion sizes (not part of the summary line)
-    print(
-        json.dumps(
-            {
-                "events": events,
-                "exposure_pairs": len(exposures),
-                "hazard_reads": len(hazards),
-                "seconds": round(time.perf_counter() - t0, 3),
-            }
-        )
-    )
+    rp.print_summary(exposures, hazards, events, t0)
     return 0
 
 

@@ -216,15 +216,8 @@ def write_csv(exposures: dict, path: Path) -> None:
             w.writerow([node, rec, src, KINDS[k], slots])
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("bundle", type=Path)
-    ap.add_argument("--out", type=Path, help="write exposures CSV here")
-    a = ap.parse_args(argv)
-    t0 = time.perf_counter()
-    exposures, hazards, events = replay(a.bundle)
-    if a.out:
-        write_csv(exposures, a.out)
+def print_summary(exposures: dict, hazards: dict, events: int, t0: float) -> None:
+    """The one JSON line a peer prints (benchmarks/run.py and shapes.py read it)."""
     print(
         json.dumps(
             {
@@ -235,6 +228,18 @@ def main(argv: list[str] | None = None) -> int:
             }
         )
     )
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("bundle", type=Path)
+    ap.add_argument("--out", type=Path, help="write exposures CSV here")
+    a = ap.parse_args(argv)
+    t0 = time.perf_counter()
+    exposures, hazards, events = replay(a.bundle)
+    if a.out:
+        write_csv(exposures, a.out)
+    print_summary(exposures, hazards, events, t0)
     return 0
 
 

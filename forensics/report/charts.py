@@ -72,6 +72,15 @@ def _nice(peak: int) -> int:
     return next(m * mag for m in (1, 2, 5, 10) if m * mag >= peak)
 
 
+def _legend(series: list[str], colors: dict[str, str], left: float, y: float) -> list[str]:
+    """A swatch and name per series, along the bottom; none for a single series (its title names it)."""
+    return [
+        f'<rect x="{left + j * 170}" y="{y}" width="12" height="12" fill="{colors[s]}"/>'
+        f'<text x="{left + j * 170 + 16}" y="{y + 10}" font-size="11">{escape(s)}</text>'
+        for j, s in enumerate(series if len(series) > 1 else [])
+    ]
+
+
 def stacked_svg(
     buckets: list[dict[str, Any]], series: list[str], colors: dict[str, str], bucket: str, y_title: str, aria: str
 ) -> str:
@@ -131,12 +140,7 @@ def stacked_svg(
         f'<text x="{left + plot_w / 2:.1f}" y="{base + 34}" text-anchor="middle" font-size="11">'
         f"{'hour (UTC; dates mark midnight)' if days else ('hour' if bucket == 'hour' else 'day') + ' (UTC)'}</text>"
     )
-    for j, s in enumerate(series if len(series) > 1 else []):
-        lx = left + j * 170
-        parts.append(
-            f'<rect x="{lx}" y="{height - 20}" width="12" height="12" fill="{colors[s]}"/>'
-            f'<text x="{lx + 16}" y="{height - 10}" font-size="11">{escape(s)}</text>'
-        )
+    parts += _legend(series, colors, left, height - 20)
     parts.append("</svg>")
     return "".join(parts)
 
@@ -178,12 +182,7 @@ def bars_svg(items: list[tuple[str, dict[str, int]]], series: list[str], colors:
         f'<text x="{left + plot_w / 2:.1f}" y="{base + 30}" text-anchor="middle" font-size="11">'
         f"{escape(x_title)}</text>"
     )
-    for j, s in enumerate(series if len(series) > 1 else []):
-        lx = left + j * 170
-        parts.append(
-            f'<rect x="{lx}" y="{height - 16}" width="12" height="12" fill="{colors[s]}"/>'
-            f'<text x="{lx + 16}" y="{height - 6}" font-size="11">{escape(s)}</text>'
-        )
+    parts += _legend(series, colors, left, height - 16)
     parts.append("</svg>")
     return "".join(parts)
 

@@ -225,58 +225,60 @@ def _span(first: datetime | None, last: datetime | None) -> str:
     return a if a == b else f"{a} to {b}"
 
 
+def _sure(got: int, sure: int) -> str:
+    return "confirmed" if sure == got else f"{sure:,} confirmed, {got - sure:,} indeterminate"
+
+
 def notification_rows(notifications: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The notification annex: one row per (account, role), in plain language, from the rows of
     notifications.csv (one per account, both directions): what happened, when, how sure, what to tell."""
     out = []
     for n in notifications:
-        acct = n["account_id"]
-        if n["responses_received"]:
-            got, sure = n["responses_received"], n["responses_received_confirmed"]
-            out.append(
-                {
-                    "account_id": acct,
-                    "role": "received others' data",
-                    "requests": got,
-                    "confirmed": sure,
-                    "when": _span(n["received_first_at"], n["received_last_at"]),
-                    "confidence": "confirmed" if sure == got else f"{sure:,} confirmed, {got - sure:,} indeterminate",
-                    "tell": f"{_n(got, 'response')} you received {'was' if got == 1 else 'were'} computed over "
-                    "memory holding other customers' data, so the text may contain fragments of it: do not rely "
-                    "on, forward or publish it, and delete stored copies.",
-                    "ids": _ids(n["received_request_ids"]),
-                }
-            )
-        if n["requests_exposed"]:
-            got, sure = n["requests_exposed"], n["requests_exposed_confirmed"]
-            out.append(
-                {
-                    "account_id": acct,
-                    "role": "its data was exposed",
-                    "requests": got,
-                    "confirmed": sure,
-                    "when": _span(n["exposed_first_at"], n["exposed_last_at"]),
-                    "confidence": "confirmed" if sure == got else f"{sure:,} confirmed, {got - sure:,} indeterminate",
-                    "tell": f"Data from {_n(got, 'request')} of yours was in memory that responses to other requests "
-                    f"were computed over (recipients: {n['recipient_cohorts'] or 'unknown'}); fragments of "
-                    "your prompts could have appeared in those responses.",
-                    "ids": _ids(n["exposed_request_ids"]),
-                }
-            )
-        possible = n["requests_possibly_exposed"]
-        if possible:
-            likely = n["requests_likely_exposed"]
-            out.append(
-                {
-                    "account_id": acct,
-                    "role": "its data may have been exposed",
-                    "requests": possible,
-                    "confirmed": 0,
-                    "when": "unknown (no page evidence)",
-                    "confidence": f"possible; {likely:,} rated likely by the allocator model",
-                    "tell": f"Up to {_n(possible, 'request')} of yours may have been in memory that other responses "
-                    "were computed over, on a server that kept no page records: we cannot confirm which.",
-                    "ids": "see possible_sources.csv",
-                }
-            )
+        got, sure = n["responses_received"], n["responses_received_confirmed"]
+        exp, exp_sure = n["requests_exposed"], n["requests_exposed_confirmed"]
+        possible, likely = n["requests_possibly_exposed"], n["requests_likely_exposed"]
+        roles = [
+            (
+                got,
+                "received others' data",
+                _span(n["received_first_at"], n["received_last_at"]),
+                _sure(got, sure),
+                f"{_n(got, 'response')} you received {'was' if got == 1 else 'were'} computed over memory "
+                "holding other customers' data, so the text may contain fragments of it: do not rely on, "
+                "forward or publish it, and delete stored copies.",
+                _ids(n["received_request_ids"]),
+            ),
+            (
+                exp,
+                "its data was exposed",
+                _span(n["exposed_first_at"], n["exposed_last_at"]),
+                _sure(exp, exp_sure),
+                f"Data from {_n(exp, 'request')} of yours was in memory that responses to other requests were "
+                f"computed over (recipients: {n['recipient_cohorts'] or 'unknown'}); fragments of your prompts "
+                "could have appeared in those responses.",
+                _ids(n["exposed_request_ids"]),
+            ),
+            (
+                possible,
+                "its data may have been exposed",
+                "unknown (no page evidence)",
+                f"possible; {likely:,} rated likely by the allocator model",
+                f"Up to {_n(possible, 'request')} of yours may have been in memory that other responses were "
+                "computed over, on a server that kept no page records: we cannot confirm which.",
+                "see possible_sources.csv",
+            ),
+        ]
+        for count, role, when, confidence, tell, ids in roles:
+            if count:
+                out.append(
+                    {
+                        "account_id": n["account_id"],
+                        "role": role,
+                        "requests": count,
+                        "when": when,
+                        "confidence": confidence,
+                        "tell": tell,
+                        "ids": ids,
+                    }
+                )
     return out

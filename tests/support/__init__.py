@@ -22,3 +22,14 @@ def open_db(path: Path | str, read_only: bool = True):  # noqa: ANN201 (a DuckDB
     con.execute("SET search_path = 'main,internal'")
     con.execute("SET TimeZone = 'UTC'")
     return con
+
+
+def bench_module(name: str):  # noqa: ANN201 (a module)
+    """A benchmarks/<name>.py script, imported as a module (the benchmarks are not a package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
