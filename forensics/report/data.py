@@ -8,7 +8,7 @@ rejected, timeline, room_state, write_effects. Writes: temp tables report_affect
 from __future__ import annotations
 
 import hashlib
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -86,17 +86,13 @@ def _root_cause(con: duckdb.DuckDBPyConnection, files: list[InputFile]) -> dict[
     return {"nodes": nodes, "windows": rows(con, "leak_windows"), "audited": bool(audit), "audit_error": audit_error}
 
 
-def _clocks(config: BundleConfig, window: dict[str, Any], as_of: datetime | None) -> dict[str, Any]:
-    disc = config.discovered_at
-    deadline = disc + timedelta(hours=disclosure.GDPR_HOURS) if disc else None
+def _clocks(config: BundleConfig, window: dict[str, Any]) -> dict[str, Any]:
     return {
         "first_at": window["first_at"],
         "last_at": window["last_at"],
         "first_customer_at": window["first_customer_at"],
         "last_customer_at": window["last_customer_at"],
-        "discovered_at": disc,
-        "gdpr_deadline": deadline,
-        "hours_left": (deadline - as_of).total_seconds() / 3600 if deadline and as_of else None,
+        "discovered_at": config.discovered_at,
     }
 
 
@@ -136,7 +132,7 @@ def gather(
         },
         "max_rows": MAX_TABLE_ROWS,
         "contact": str(incident.get("contact") or ""),
-        "clocks": _clocks(config, window, as_of),
+        "clocks": _clocks(config, window),
         "totals": totals,
         "scope": rows(con, "scope_status"),
         "cohorts": rows(con, "cohort_counts"),

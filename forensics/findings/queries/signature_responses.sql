@@ -13,7 +13,7 @@
 -- line's time minus forward_duration); without one, the gateway's receive time (earlier than any
 -- exposure, so never late).
 -- grain: request_id; reads: gateway, engine_requests, files, dark_rooms, telemetry_nodes, request_cohort,
---        replay_window, node_config; params: none
+--        replay_window, node_limits; params: none
 CREATE OR REPLACE TABLE signature_responses AS
 WITH prefill_rooms AS (  -- rid -> room on the prefill node, then the over-length rid to its room
     SELECT node, rid, any_value(room) AS room FROM engine_requests
@@ -42,10 +42,6 @@ WITH prefill_rooms AS (  -- rid -> room on the prefill node, then the over-lengt
       AND g.ts >= coalesce((SELECT since FROM replay_window), '-infinity'::TIMESTAMPTZ)
       AND g.ts < coalesce((SELECT "until" FROM replay_window), 'infinity'::TIMESTAMPTZ)
     GROUP BY ALL
-), limits AS (  -- each node's scheduler input limit, from its start-up lines
-    SELECT node, sglang_max_input(any_value(context_len ORDER BY line),
-                                  any_value(coalesce(pool_tokens, max_total_num_tokens) ORDER BY line)) AS max_in
-    FROM node_config GROUP BY node
 ), by_window AS (  -- no prefill line names the room, but the gateway's prompt lies in the pair's leak window
     SELECT g.request_id, g.account_id, coalesce(c.cohort, 'customer') AS cohort, g.decode_node AS node,
            g.prefill_node AS logged_prefill, NULL AS placeholder_node, g.bootstrap_room AS room,
@@ -56,8 +52,8 @@ WITH prefill_rooms AS (  -- rid -> room on the prefill node, then the over-lengt
            || ', which prefill replaces with a 1-token placeholder; missing: no line of ' || g.prefill_node
            || ' (over-length, or input length 1) names room ' || g.bootstrap_room AS prefill_why
     FROM gateway g
-    JOIN limits p ON p.node = g.prefill_node
-    JOIN limits dl ON dl.node = g.decode_node
+    JOIN node_limits p ON p.node = g.prefill_node
+    JOIN node_limits dl ON dl.node = g.decode_node
     LEFT JOIN dark_rooms d ON d.node = g.decode_node AND d.room = g.bootstrap_room
     LEFT JOIN request_cohort c ON c.file_id = g.file_id AND c.row = g.row
     WHERE g.decode_node NOT IN (SELECT node FROM telemetry_nodes) AND g.bootstrap_room IS NOT NULL
