@@ -27,6 +27,7 @@ from forensics.errors import InputError
 from forensics.findings import OUTPUTS, compute_findings, write_findings
 from forensics.findings import headline as findings_headline
 from forensics.ingest import copy_in_place, in_place_note, ingest_gateway, ingest_into, node_summary
+from forensics.ingest.gateway import gateway_join_summary
 from forensics.intake import BundleConfig, InputFile, Window, load_bundle_config, parse_utc, sha256_file
 from forensics.outputs import make_private, private_files, write_json, write_parquet
 from forensics.ownership import Execution, rebuild_ownership
@@ -322,6 +323,7 @@ def _investigate(
                 for n in node_summary(con)
             ],
             "outputs": counts,
+            "gateway_join": gateway_join_summary(con),
             "window": window.describe() if window.active else None,
             "self_contained": self_contained,  # False: incident.duckdb reads the bundle's Parquet files in place
             "execution": {k: v for k, v in execution.stats.items() if k != "tasks"} or None,

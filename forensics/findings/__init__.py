@@ -148,6 +148,7 @@ OUTPUTS = {
     "hazards.csv": "hazards_csv",
     "coverage.csv": "coverage_csv",
     "rejected.csv": "rejected_csv",
+    "gateway_join.csv": "gateway_join_csv",
 }
 
 

@@ -13,7 +13,7 @@ import duckdb
 from forensics.db import query_rows, run_query, timed
 from forensics.errors import InputError
 from forensics.ingest.engine import EngineRows, parse_log, parse_requests_jsonl, store
-from forensics.ingest.gateway import define_gateway, load_gateway_file, reject_repeated_records
+from forensics.ingest.gateway import define_gateway, join_gateway, load_gateway_file, reject_repeated_records
 from forensics.ingest.pages import define_page_events, load_page_file
 from forensics.ingest.seqs import any_duplicate_seq, keep_ingest_jumps
 from forensics.ingest.staged import InPlace
@@ -97,7 +97,7 @@ def ingest_into(
             continue
         with timed(f"ingest/load_{f.source}"):
             if f.source == "gateway":
-                load_gateway_file(con, f, gateway_files)
+                load_gateway_file(con, f, gateway_files, config.gateway)
             elif f.source == "pages":
                 load_page_file(con, f, parquet)
             elif f.source == "engine_log":
@@ -111,6 +111,8 @@ def ingest_into(
     gateway_paths = {f.file_id: f.rel for f in files if f.source == "gateway"}
     with timed("ingest/gateway_repeats"):
         repeats = reject_repeated_records(con, gateway_files, gateway_paths)
+    with timed("ingest/gateway_join"):
+        join_gateway(con, gateway_files)
     moved = _reject_impossible_events(con, parquet)
     for fid, n in repeats + moved:
         by_id[fid].rows_loaded -= n
@@ -182,7 +184,8 @@ def ingest_gateway(con: duckdb.DuckDBPyConnection, bundle: Path) -> list[InputFi
         raise InputError(f"{bundle}: no readable gateway log (gateway/*.jsonl, *.csv, *.parquet, ...)")
     run_query(con, "ingest", "schema")
     in_place = InPlace()
+    settings = load_bundle_config(bundle).gateway
     for f in gateway:
-        load_gateway_file(con, f, in_place)
+        load_gateway_file(con, f, in_place, settings)
     define_gateway(con, in_place)
     return gateway

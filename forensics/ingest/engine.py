@@ -403,6 +403,21 @@ def parse_log(f: InputFile, tz: ZoneInfo, rows: EngineRows) -> None:
     f.rows_rejected = f.rows_read - f.rows_loaded
 
 
+FORWARDED_HEADERS = ("x-request-id", "x-correlation-id")  # the ids a gateway forwards (SMG header_utils.rs)
+
+
+def _forwarded(rec: dict[str, Any]) -> str | None:
+    """The request id a gateway forwarded, where the record logs it: SGLang's request logger writes the
+    headers named by SGLANG_LOG_REQUEST_HEADERS under "headers" (python/sglang/srt/utils/request_logger.py)."""
+    headers = rec.get("headers")
+    if isinstance(headers, dict):
+        lower = {str(k).lower(): v for k, v in headers.items()}
+        for h in FORWARDED_HEADERS:
+            if isinstance(lower.get(h), str) and lower[h]:
+                return lower[h][:200]
+    return None
+
+
 def parse_requests_jsonl(f: InputFile, tz: ZoneInfo, rows: EngineRows) -> None:
     """--log-requests-format json: a request.received and a request.finished record per request (other
     events are kept as read)."""
@@ -424,7 +439,7 @@ def parse_requests_jsonl(f: InputFile, tz: ZoneInfo, rows: EngineRows) -> None:
             try:
                 ts = datetime.fromisoformat(str(rec["timestamp"]))
                 ts = (ts.replace(tzinfo=tz) if ts.tzinfo is None else ts).astimezone(UTC)
-                base = {"node": f.node, "ts": ts, "file_id": f.file_id, "line": lineno}
+                base = {"node": f.node, "ts": ts, "file_id": f.file_id, "line": lineno, "forwarded_id": _forwarded(rec)}
                 obj = rec.get("obj") or {}
                 if event == "request.received":
                     ids = obj.get("input_ids")
@@ -472,6 +487,7 @@ REQ_SCHEMA = pa.schema(
         ("queue_s", pa.float64()),
         ("bootstrap_s", pa.float64()),
         ("elapsed_s", pa.float64()),
+        ("forwarded_id", pa.string()),
     ]
 )
 CFG_SCHEMA = pa.schema(
@@ -499,8 +515,8 @@ def store(con: duckdb.DuckDBPyConnection, rows: EngineRows) -> None:
     )
     con.execute(
         "INSERT INTO engine_requests SELECT node, rid, room, kind, input_len, output_len, max_input_len, "
-        "detail, ts, file_id, line, forward_s, start_time, prealloc_s, transfer_s, queue_s, bootstrap_s, elapsed_s "
-        "FROM reqs"
+        "detail, ts, file_id, line, forward_s, start_time, prealloc_s, transfer_s, queue_s, bootstrap_s, elapsed_s, "
+        "forwarded_id FROM reqs"
     )
     # one row per node: the first value each startup line gave (a restart with other values is flagged later)
     con.execute("""INSERT INTO node_config

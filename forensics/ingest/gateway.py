@@ -18,11 +18,15 @@ import pyarrow as pa
 
 from forensics.contract import GATEWAY_FIELDS
 from forensics.db import arrow_view, ident, run_query, sql_literal
+from forensics.ingest.formats import FORMAT_NAMES, FORMATS, SPEC_FORMAT, GatewaySettings, detect
+from forensics.ingest.other_formats import load_other_format, sample_fields
 from forensics.ingest.rawtext import JSON_OBJECT_LINES, load_lines
 from forensics.ingest.staged import InPlace, validate_staged
 from forensics.intake import InputFile
 
 FIELDS = GATEWAY_FIELDS
+# the columns only other formats fill (forensics.ingest.formats); the spec's log has none of them
+SPEC_EXTRAS = "NULL::VARCHAR AS engine_id, NULL::VARCHAR AS trace_id, NULL::VARCHAR AS attrs"
 
 
 def _stage_jsonl(con: duckdb.DuckDBPyConnection, f: InputFile) -> bool:
@@ -35,7 +39,7 @@ def _stage_jsonl(con: duckdb.DuckDBPyConnection, f: InputFile) -> bool:
         for c in FIELDS
     )
     con.execute(f"""CREATE OR REPLACE TEMP TABLE gw_stage AS
-        SELECT row, parse_error, {cols} FROM ({JSON_OBJECT_LINES})""")
+        SELECT row, parse_error, {cols}, {SPEC_EXTRAS} FROM ({JSON_OBJECT_LINES})""")
     con.execute("DROP TABLE raw_lines")
     return True
 
@@ -56,7 +60,7 @@ def _stage_table(con: duckdb.DuckDBPyConnection, f: InputFile, reader: str, row_
     try:
         con.execute(
             f"CREATE OR REPLACE TEMP {'VIEW' if view else 'TABLE'} gw_stage AS SELECT {row_expr} AS row, "
-            f"NULL::VARCHAR AS parse_error, {cols} FROM {reader}"
+            f"NULL::VARCHAR AS parse_error, {cols}, {SPEC_EXTRAS} FROM {reader}"
         )
     except duckdb.Error as err:
         f.error = f"cannot read rows: {str(err).splitlines()[0][:200]}"
@@ -106,7 +110,8 @@ def _typed_columns(types: dict[str, str]) -> str | None:
         nullif({text("prefill_node")}, '') AS prefill_node, nullif({text("decode_node")}, '') AS decode_node,
         CASE WHEN {headers} IS NULL OR trim({headers}) IN ('', 'null') THEN NULL
              WHEN json_valid({headers}) AND json_type({headers}) = 'OBJECT' THEN CAST({headers} AS JSON) END
-             AS headers_v, {headers} AS headers"""
+             AS headers_v, {headers} AS headers, NULL::VARCHAR AS engine_id, NULL::VARCHAR AS trace_id,
+        NULL::JSON AS attrs"""
 
 
 def _typed_parquet(con: duckdb.DuckDBPyConnection, f: InputFile, reader: str, in_place: InPlace) -> bool | None:
@@ -130,13 +135,41 @@ def _typed_parquet(con: duckdb.DuckDBPyConnection, f: InputFile, reader: str, in
 
 KEEP = """INSERT INTO gateway_text
     SELECT request_id, ts_v, account_id, api_token_id, client_ip, user_agent, model, status_v, prompt_v,
-           completion_v, duration_v, room_v, prefill_node, decode_node, headers_v, $1, row
+           completion_v, duration_v, room_v, prefill_node, decode_node, headers_v, engine_id, trace_id, attrs, $1, row
     FROM gw_typed WHERE row NOT IN (SELECT row FROM rejected WHERE file_id = $1)"""
 
 
-def load_gateway_file(con: duckdb.DuckDBPyConnection, f: InputFile, in_place: InPlace) -> None:
-    """Validate one gateway file: bad rows into `rejected`; the good rows copied into gateway_text, or
-    (a Parquet file with the contract's types) noted in `in_place` for the gateway view to read."""
+def load_gateway_file(
+    con: duckdb.DuckDBPyConnection, f: InputFile, in_place: InPlace, settings: GatewaySettings | None = None
+) -> None:
+    """Validate one gateway file in its format (named by bundle.toml, else recognised from its fields):
+    bad rows into `rejected`; the good rows copied into gateway_text, or (a spec Parquet file with the
+    contract's types) noted in `in_place` for the gateway view to read."""
+    settings = settings or GatewaySettings()
+    sample = sample_fields(con, f)
+    if sample is None:
+        return
+    names, first = sample
+    fmt = settings.format or detect(names, settings.mapping)
+    if fmt is None:
+        shown = ", ".join(sorted(names)[:25]) or "none"
+        f.error = (
+            f"matches no known gateway format (its fields: {shown}); name one in bundle.toml [gateway] format "
+            f"({', '.join(FORMAT_NAMES)}) or give a mapping (docs/gateway-formats.md)"
+        )
+        return
+    f.format = fmt
+    if fmt == SPEC_FORMAT:
+        con.execute("SET VARIABLE gw_strict = true")
+        _load_spec_file(con, f, in_place)
+        return
+    mapping = settings.mapping if fmt == "mapping" else FORMATS[fmt]
+    assert mapping is not None
+    load_other_format(con, f, mapping, settings, first)
+
+
+def _load_spec_file(con: duckdb.DuckDBPyConnection, f: InputFile, in_place: InPlace) -> None:
+    """The spec's gateway log (section 2)."""
     name = f.rel.lower()
     path = sql_literal(f.path)
     if name.endswith(".parquet"):
@@ -185,14 +218,22 @@ def define_gateway(con: duckdb.DuckDBPyConnection, in_place: InPlace) -> None:
     """(Re)create the gateway view: rows copied from text files and the valid rows of typed Parquet files."""
     cols = (
         "request_id, ts, account_id, api_token_id, client_ip, user_agent, model, status, prompt_tokens, "
-        "completion_tokens, duration_ms, bootstrap_room, prefill_node, decode_node, headers, file_id, row"
+        "completion_tokens, duration_ms, bootstrap_room, prefill_node, decode_node, headers, engine_id, trace_id, "
+        "attrs, file_id, row"
     )
     outer = (
         "request_id, ts_v AS ts, account_id, api_token_id, client_ip, user_agent, model, status_v AS status, "
         "prompt_v AS prompt_tokens, completion_v AS completion_tokens, duration_v AS duration_ms, "
-        "room_v AS bootstrap_room, prefill_node, decode_node, headers_v AS headers"
+        "room_v AS bootstrap_room, prefill_node, decode_node, headers_v AS headers, engine_id, trace_id, attrs"
     )
-    con.execute(f"CREATE OR REPLACE VIEW gateway AS {in_place.union(con, 'gateway_text', cols, outer)}")
+    body = in_place.union(con, "gateway_text", cols, outer)
+    if _joined(con):
+        # records without a room, joined to the engines' request logs (ingest/queries/gateway_join.sql)
+        body = f"""SELECT g.* REPLACE (coalesce(g.bootstrap_room, j.room) AS bootstrap_room,
+                        coalesce(g.prefill_node, j.prefill_node) AS prefill_node,
+                        coalesce(g.decode_node, j.decode_node) AS decode_node)
+                   FROM ({body}) g LEFT JOIN gateway_joined j USING (file_id, row)"""
+    con.execute(f"CREATE OR REPLACE VIEW gateway AS {body}")
 
 
 def reject_repeated_records(con: duckdb.DuckDBPyConnection, in_place: InPlace, paths: dict[int, str]) -> list[tuple]:
@@ -234,3 +275,45 @@ def _reject_repeats(con: duckdb.DuckDBPyConnection, in_place: InPlace, paths: di
     if moved:
         define_gateway(con, in_place)
     return moved
+
+
+def _joined(con: duckdb.DuckDBPyConnection) -> bool:
+    exists = con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'gateway_joined'").fetchone()
+    return bool(exists and exists[0]) and bool(con.execute("SELECT count(*) FROM gateway_joined").fetchone()[0])
+
+
+EMPTY_JOIN = """
+    CREATE OR REPLACE TABLE gateway_joined (file_id INTEGER, row BIGINT, room BIGINT, prefill_node VARCHAR,
+                                            decode_node VARCHAR, how VARCHAR);
+    CREATE OR REPLACE TABLE gateway_unjoined (file_id INTEGER, row BIGINT, request_id VARCHAR, reason VARCHAR)"""
+
+
+def join_gateway(con: duckdb.DuckDBPyConnection, in_place: InPlace) -> tuple[int, int]:
+    """Records without a room joined to the engines' request logs (ingest/queries/gateway_join.sql); the
+    gateway view then shows the room and nodes found. Returns (joined, not joined)."""
+    if not con.execute("SELECT count(*) FROM gateway WHERE bootstrap_room IS NULL").fetchone()[0]:
+        con.execute(EMPTY_JOIN)
+        return 0, 0
+    run_query(con, "ingest", "gateway_join")
+    define_gateway(con, in_place)
+    joined = con.execute("SELECT count(*) FROM gateway_joined").fetchone()[0]
+    unjoined = con.execute("SELECT count(*) FROM gateway_unjoined").fetchone()[0]
+    return int(joined), int(unjoined)
+
+
+def gateway_join_summary(con: duckdb.DuckDBPyConnection) -> dict[str, object] | None:
+    """The manifest's account of the join: records without a room, joined (by key), not joined (by
+    reason). None when every record named its room."""
+    joined = con.execute("SELECT how, count(*) FROM gateway_joined GROUP BY 1 ORDER BY 1").fetchall()
+    unjoined = con.execute(
+        """SELECT CASE WHEN reason LIKE 'no engine%' THEN 'no engine request log names it'
+                       ELSE 'its ids name several rooms' END, count(*) FROM gateway_unjoined GROUP BY 1 ORDER BY 1"""
+    ).fetchall()
+    if not joined and not unjoined:
+        return None
+    return {
+        "records_without_room": sum(n for _, n in joined) + sum(n for _, n in unjoined),
+        "joined": {how: n for how, n in joined},
+        "not_joined": {why: n for why, n in unjoined},
+        "listed_in": "gateway_join.csv",
+    }

@@ -20,11 +20,16 @@ from forensics.errors import InputError
 
 ENGINE_VERSION = re.compile(r"\d+\.\d+(?:\.\d+)?(?:\.?(?:post|rc|dev)\d+)?")
 GATEWAY_SUFFIXES = (".jsonl", ".jsonl.gz", ".csv", ".csv.gz", ".parquet")
+# what other gateway formats are written as (docs/gateway-formats.md): JSON arrays (LiteLLM /spend/logs),
+# JSON-lines .log files (Envoy access logs), and SMG's daily files smg.YYYY-MM-DD (sgl-router.YYYY-MM-DD)
+GATEWAY_OTHER_SUFFIXES = (".json", ".json.gz", ".log", ".log.gz")
+GATEWAY_ROTATED = re.compile(r"(smg|sgl-router)\.\d{4}-\d{2}-\d{2}(\.gz)?")
 PAGE_SUFFIXES = (".parquet", ".jsonl", ".jsonl.gz")
 
 BUNDLE_KEYS: dict[str, set[str]] = {
     "incident": {"id", "title", "discovered_at", "contact"},
     "engine": {"log_timezone", "version"},
+    "gateway": {"format", "tenant", "timezone", "mapping"},  # forensics.ingest.formats.gateway_settings
     "report": {"version", "phase", "supersedes"},
     # the disclosure fields a person must supply (forensics.report.disclosure says which are missing)
     "disclosure": {
@@ -63,6 +68,7 @@ class InputFile:
     notes: list[str] = field(default_factory=list)
     skipped: str | None = None  # not read at all: a partition outside --since/--until
     rows_outside_window: int = 0  # read, valid, but stamped outside --since/--until
+    format: str | None = None  # a gateway file's format (forensics.ingest.formats)
 
     def manifest_entry(self) -> dict[str, Any]:
         entry: dict[str, Any] = {
@@ -76,6 +82,8 @@ class InputFile:
         }
         if self.node is not None:
             entry["node"] = self.node
+        if self.format is not None:
+            entry["format"] = self.format
         if self.skipped:
             entry["skipped"] = self.skipped
         if self.rows_outside_window:
@@ -112,6 +120,7 @@ class BundleConfig:
     engine_version: str | None = None  # the SGLang release the nodes ran ([engine] version)
     report: ReportVersion = field(default_factory=ReportVersion)  # [report]: which filing this is
     disclosure: dict[str, Any] = field(default_factory=dict)  # [disclosure], checked by _disclosure
+    gateway: Any = None  # [gateway]: forensics.ingest.formats.GatewaySettings
 
 
 @dataclass(frozen=True)
@@ -190,7 +199,9 @@ def discover(bundle: Path, window: Window | None = None) -> list[InputFile]:
         raise InputError(f"{bundle}: not a folder (expected an evidence bundle folder, see the spec)")
     found: list[tuple[str, Path, str | None]] = []
     for p in sorted((bundle / "gateway").rglob("*")) if (bundle / "gateway").is_dir() else []:
-        if p.is_file() and _has_suffix(p, GATEWAY_SUFFIXES):
+        if p.is_file() and (
+            _has_suffix(p, GATEWAY_SUFFIXES + GATEWAY_OTHER_SUFFIXES) or GATEWAY_ROTATED.fullmatch(p.name)
+        ):
             found.append(("gateway", p, None))
     engine = bundle / "engine"
     if engine.is_dir():
@@ -287,7 +298,14 @@ def load_bundle_config(bundle: Path) -> BundleConfig:
         version,
         _report_version(path, data),
         _disclosure(path, data.get("disclosure", {})),
+        _gateway(path, data.get("gateway", {})),
     )
+
+
+def _gateway(path: Path, data: dict[str, Any]) -> Any:
+    from forensics.ingest.formats import gateway_settings  # the formats live with their readers
+
+    return gateway_settings(path, data)
 
 
 DISCLOSURE_ROLES = ("processor", "controller")

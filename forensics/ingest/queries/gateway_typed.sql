@@ -1,6 +1,7 @@
 -- Type one staged gateway file (all text): gw_typed, a view (nothing is copied), holds each field's
 -- typed value (NULL when it does not parse) next to its text. A Parquet file whose columns already have
 -- the contract's types is typed by forensics.ingest.gateway instead, with the same columns.
+-- engine_id, trace_id and attrs come from other formats than the spec's (forensics.ingest.formats).
 -- grain: one row per client request; reads: gw_stage; params: none
 CREATE OR REPLACE TEMP VIEW gw_typed AS
 SELECT row, parse_error,
@@ -14,5 +15,6 @@ SELECT row, parse_error,
     CASE WHEN regexp_matches(bootstrap_room, '^\s*[0-9]+\s*$') THEN TRY_CAST(trim(bootstrap_room) AS BIGINT) END AS room_v,
     bootstrap_room, nullif(prefill_node, '') AS prefill_node, nullif(decode_node, '') AS decode_node,
     CASE WHEN headers IS NULL OR trim(headers) IN ('', 'null') THEN NULL
-         WHEN json_valid(headers) AND json_type(headers) = 'OBJECT' THEN CAST(headers AS JSON) END AS headers_v, headers
+         WHEN json_valid(headers) AND json_type(headers) = 'OBJECT' THEN CAST(headers AS JSON) END AS headers_v, headers,
+    nullif(engine_id, '') AS engine_id, nullif(lower(trace_id), '') AS trace_id, CAST(attrs AS JSON) AS attrs
 FROM gw_stage;

@@ -1,0 +1,192 @@
+"""Ingest stage, gateway logs in other formats than the spec's (forensics.ingest.formats): each file's
+records as JSON text (gw_records: row, parse_error, rec), then the format's projection into the spec's
+text columns (gw_stage), then the same typing and validation as the spec's log.
+
+Records are: a JSON line as read; an element of a JSON array file; a CSV or Parquet row as DuckDB's
+to_json makes it; an SMG request, grouped from its lines (ingest/queries/gateway_smg_group.sql); a
+client-request span of an OTLP file (forensics.ingest.otlp), whose SGLang spans go to engine_spans.
+Reads: gateway/*. Writes: gateway_text, engine_spans, rejected.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import zlib
+
+import duckdb
+import pyarrow as pa
+
+from forensics.db import arrow_view, run_query, scalar, sql_literal
+from forensics.ingest import otlp
+from forensics.ingest.formats import GatewaySettings, Mapping, needs_zone, project
+from forensics.ingest.rawtext import JSON_OBJECT_LINES, load_lines
+from forensics.ingest.staged import validate_staged
+from forensics.intake import InputFile
+
+SAMPLE_LINES = 200  # lines looked at to find a file's first record (blank or broken lines before it)
+
+KEEP = """INSERT INTO gateway_text
+    SELECT request_id, ts_v, account_id, api_token_id, client_ip, user_agent, model, status_v, prompt_v,
+           completion_v, duration_v, room_v, prefill_node, decode_node, headers_v, engine_id, trace_id, attrs, $1, row
+    FROM gw_typed WHERE row NOT IN (SELECT row FROM rejected WHERE file_id = $1)"""
+
+
+def _kind(f: InputFile) -> str:
+    name = f.rel.lower()
+    if name.endswith(".parquet"):
+        return "parquet"
+    if name.endswith((".csv", ".csv.gz")):
+        return "csv"
+    return "json"
+
+
+def _csv_reader(f: InputFile) -> str:
+    return (
+        f"read_csv({sql_literal(f.path)}, header = true, all_varchar = true, parallel = false, quote = '\"', "
+        "escape = '\"', strict_mode = false, null_padding = true, max_line_size = 67108864)"
+    )
+
+
+def _open_text(f: InputFile):  # noqa: ANN202 (a text stream)
+    raw = gzip.open(f.path, "rb") if f.rel.lower().endswith(".gz") else f.path.open("rb")
+    return raw
+
+
+def _is_array(f: InputFile) -> bool:
+    """A JSON file whose first character (after blanks) opens an array: /spend/logs and other exports."""
+    try:
+        with _open_text(f) as fh:
+            head = fh.read(4096).lstrip()
+    except (OSError, EOFError, zlib.error):
+        return False
+    return head.startswith(b"[")
+
+
+def sample_fields(con: duckdb.DuckDBPyConnection, f: InputFile) -> tuple[set[str], dict | None] | None:
+    """The field names a gateway file's format is recognised by: a table's columns, or the keys of its
+    first JSON record (with that record). None (f.error set) when the file cannot be read at all."""
+    kind = _kind(f)
+    try:
+        if kind in ("parquet", "csv"):
+            reader = f"read_parquet({sql_literal(f.path)})" if kind == "parquet" else _csv_reader(f)
+            names = {r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {reader}").fetchall()}
+            first = con.execute(f"SELECT to_json(t)::VARCHAR FROM (SELECT * FROM {reader} LIMIT 1) t").fetchone()
+            return names, (json.loads(first[0]) if first else None)
+        if _is_array(f):
+            records = _array_records(f)
+            first = records[0] if records and isinstance(records[0], dict) else None
+            return (set(first) if first else set()), first
+        with _open_text(f) as fh:
+            for _, raw in zip(range(SAMPLE_LINES), fh, strict=False):
+                try:
+                    rec = json.loads(raw)
+                except (ValueError, UnicodeDecodeError, RecursionError):
+                    continue
+                if isinstance(rec, dict):
+                    return set(rec), rec
+        return set(), None
+    except (duckdb.Error, OSError, EOFError, zlib.error, ValueError) as err:
+        f.error = f"cannot read: {str(err).splitlines()[0].replace(str(f.path), f.rel)[:200]}"
+        return None
+
+
+def _array_records(f: InputFile) -> list:
+    with _open_text(f) as fh:
+        data = json.load(fh)
+    if not isinstance(data, list):
+        raise ValueError("a JSON file that is not an array of records")
+    return data
+
+
+def _stage_records(con: duckdb.DuckDBPyConnection, f: InputFile, m: Mapping) -> bool:
+    """gw_records(row, parse_error, rec) for one file; False (f.error set) when it cannot be read."""
+    kind = _kind(f)
+    try:
+        if kind == "parquet":
+            con.execute(f"""CREATE OR REPLACE TEMP TABLE gw_records AS
+                SELECT file_row_number + 1 AS row, NULL::VARCHAR AS parse_error, to_json(t)::VARCHAR AS rec
+                FROM read_parquet({sql_literal(f.path)}, file_row_number = true) t""")
+            return True
+        if kind == "csv":  # header on line 1: data row k is on line k + 1
+            con.execute(f"""CREATE OR REPLACE TEMP TABLE gw_records AS
+                SELECT (row_number() OVER ()) + 1 AS row, NULL::VARCHAR AS parse_error, to_json(t)::VARCHAR AS rec
+                FROM {_csv_reader(f)} t""")
+            return True
+        if m.name == "otlp":
+            return otlp.stage_spans(con, f)
+        if _is_array(f):
+            records = _array_records(f)
+            table = pa.table(
+                {
+                    "row": pa.array(range(1, len(records) + 1), pa.int64()),
+                    "parse_error": [None if isinstance(r, dict) else "not a JSON object" for r in records],
+                    "rec": [json.dumps(r) if isinstance(r, dict) else None for r in records],
+                }
+            )
+            with arrow_view(con, "array_records", table):
+                con.execute("CREATE OR REPLACE TEMP TABLE gw_records AS SELECT * FROM array_records")
+            return True
+        if not load_lines(con, f):
+            return False
+        con.execute(f"""CREATE OR REPLACE TEMP TABLE gw_records AS
+            SELECT row, parse_error, line AS rec FROM ({JSON_OBJECT_LINES})""")
+        con.execute("DROP TABLE raw_lines")
+        if m.grouped:  # SMG: one record per request from its lines
+            lines = scalar(con, "SELECT count(*) FROM gw_records")
+            run_query(con, "ingest", "gateway_smg_group")
+            other = (
+                lines
+                - scalar(con, "SELECT count(*) FROM gw_records WHERE parse_error IS NOT NULL")
+                - scalar(con, "SELECT sum(lines) FROM smg_requests")
+            )
+            f.rows_read += other  # lines of no request (start-up, health, workers): read, kept out
+            f.rows_loaded += other
+            grouped = scalar(con, "SELECT count(*) FROM smg_requests")
+            f.notes.append(f"{lines} lines: {grouped} requests, {other} lines of no request")
+            con.execute("DROP TABLE smg_requests")
+        return True
+    except (duckdb.Error, OSError, EOFError, zlib.error, ValueError, RecursionError) as err:
+        f.error = f"cannot read: {str(err).splitlines()[0].replace(str(f.path), f.rel)[:200]}"
+        return False
+
+
+def load_other_format(
+    con: duckdb.DuckDBPyConnection, f: InputFile, m: Mapping, settings: GatewaySettings, first: dict | None
+) -> None:
+    """Stage, type and validate one file of format `m`; the good rows go into gateway_text."""
+    if needs_zone(m, settings, _sample_ts(m, first)):
+        f.error = (
+            f"{m.doc}: its times carry no zone (e.g. {_sample_ts(m, first)!r}); say which zone they are in with "
+            "[gateway] timezone in bundle.toml (or [time] timezone in the mapping)"
+        )
+        return
+    if not _stage_records(con, f, m):
+        return
+    con.execute(f"CREATE OR REPLACE TEMP TABLE gw_stage AS SELECT {project(m, settings)} FROM gw_records")
+    con.execute("DROP TABLE gw_records")
+    con.execute("SET VARIABLE gw_strict = false")
+    run_query(con, "ingest", "gateway_typed")
+    validate_staged(
+        con,
+        f,
+        "gateway_validate",
+        "gw_stage",
+        "gateway_text",
+        "DROP VIEW IF EXISTS gw_typed; DROP TABLE IF EXISTS gw_stage",
+        "cannot read rows",
+        KEEP,
+    )
+
+
+def _sample_ts(m: Mapping, first: dict | None) -> str | None:
+    """The first record's logged time, for the zone check (None when it cannot be found)."""
+    if not first:
+        return None
+    for key in m.fields.get("ts", ()):
+        v: object = first
+        for k in key:
+            v = v.get(k) if isinstance(v, dict) else None
+        if v is not None:
+            return str(v)
+    return None

@@ -1,0 +1,173 @@
+"""Ingest stage, OTLP/JSON trace files under gateway/ (the OpenTelemetry file exporter: one
+TracesData object per line, https://opentelemetry.io/docs/specs/otel/protocol/file-exporter/; field
+names as opentelemetry-proto examples/trace.json: lowerCamelCase, ids in hex, times as decimal strings).
+
+Each span is flattened (its attributes and its resource's into objects of plain values) and sorted:
+- an SGLang root span (attributes `rid` and `bootstrap_room`, the room as `str(hex(room))`:
+  python/sglang/srt/observability/trace.py) goes to engine_spans: trace id -> rid and room, which the
+  gateway join uses;
+- a vLLM `llm_request` span names a request id only: kept out, counted;
+- a client request is a root SERVER span (no parent) that is neither: it becomes a gateway record
+  (gw_records), numbered by its place among the file's spans.
+Reads: gateway/*.jsonl with resourceSpans. Writes: gw_records, engine_spans.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from forensics.db import arrow_view
+from forensics.intake import InputFile
+
+SERVER = 2  # SpanKind (opentelemetry-proto trace.proto): 1 INTERNAL, 2 SERVER, 3 CLIENT
+
+
+def any_value(v: Any) -> Any:
+    """An OTLP AnyValue as a plain value (intValue is a decimal string in JSON; arrays of one value
+    give the value, as header attributes are string arrays)."""
+    if not isinstance(v, dict):
+        return v
+    if "stringValue" in v:
+        return v["stringValue"]
+    if "intValue" in v:
+        try:
+            return int(v["intValue"])
+        except (TypeError, ValueError):
+            return v["intValue"]
+    if "doubleValue" in v:
+        return v["doubleValue"]
+    if "boolValue" in v:
+        return v["boolValue"]
+    if "arrayValue" in v:
+        values = [any_value(x) for x in (v["arrayValue"] or {}).get("values", [])]
+        return values[0] if len(values) == 1 else values
+    if "kvlistValue" in v:
+        return attributes((v["kvlistValue"] or {}).get("values", []))
+    if "bytesValue" in v:
+        return v["bytesValue"]
+    return None
+
+
+def attributes(items: Any) -> dict[str, Any]:
+    return {a["key"]: any_value(a.get("value")) for a in items or [] if isinstance(a, dict) and "key" in a}
+
+
+def hex_id(v: Any, width: int) -> str | None:
+    """A trace or span id as lowercase hex; some backends write base64 (told apart by its length)."""
+    if not isinstance(v, str) or not v:
+        return None
+    if len(v) == width:
+        return v.lower()
+    try:
+        raw = base64.b64decode(v, validate=True)
+    except (binascii.Error, ValueError):
+        return v.lower()
+    return raw.hex() if len(raw) * 2 == width else v.lower()
+
+
+def room_of(v: Any) -> int | None:
+    """SGLang writes the room as str(hex(room)); a number or decimal text is taken too."""
+    if isinstance(v, int) and not isinstance(v, bool):
+        return v
+    if isinstance(v, str):
+        try:
+            return int(v, 16) if v.lower().startswith("0x") else int(v)
+        except ValueError:
+            return None
+    return None
+
+
+def stage_spans(con: duckdb.DuckDBPyConnection, f: InputFile) -> bool:
+    """gw_records from one OTLP file's client-request spans; its SGLang spans into engine_spans."""
+    rows: list[int] = []
+    errors: list[str | None] = []
+    recs: list[str | None] = []
+    engine: list[tuple] = []
+    spans_seen = other = 0
+    opener = f.path.open("rb")
+    if f.rel.lower().endswith(".gz"):
+        import gzip
+
+        opener = gzip.open(f.path, "rb")
+    with opener as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            if not raw.strip():
+                continue
+            try:
+                data = json.loads(raw)
+                if not isinstance(data, dict) or not isinstance(data.get("resourceSpans"), list):
+                    raise ValueError("no resourceSpans array")
+            except (ValueError, UnicodeDecodeError, RecursionError) as err:
+                spans_seen += 1
+                rows.append(spans_seen)
+                errors.append(f"line {lineno}: not an OTLP/JSON traces object: {str(err)[:80]}")
+                recs.append(None)
+                continue
+            for rs in data["resourceSpans"]:
+                resource = attributes(((rs or {}).get("resource") or {}).get("attributes"))
+                for ss in (rs or {}).get("scopeSpans") or []:
+                    for span in (ss or {}).get("spans") or []:
+                        spans_seen += 1
+                        kind = _classify(span, resource, lineno, f, engine)
+                        if kind is None:
+                            other += 1
+                            continue
+                        rows.append(spans_seen)
+                        errors.append(None)
+                        recs.append(json.dumps(kind))
+    table = pa.table({"row": pa.array(rows, pa.int64()), "parse_error": pa.array(errors, pa.string()),
+                      "rec": pa.array(recs, pa.string())})  # fmt: skip
+    with arrow_view(con, "otlp_records", table):
+        con.execute("CREATE OR REPLACE TEMP TABLE gw_records AS SELECT * FROM otlp_records")
+    if engine:
+        con.executemany("INSERT INTO engine_spans VALUES (?, ?, ?, ?, ?, ?, ?)", engine)
+    # spans that are no client request (engine spans, child spans): read and kept out of the gateway
+    f.rows_read += other
+    f.rows_loaded += other
+    f.notes.append(
+        f"{spans_seen} spans: {len(rows)} client requests, {len(engine)} SGLang request spans, {other} others"
+    )
+    return True
+
+
+def _classify(span: Any, resource: dict[str, Any], lineno: int, f: InputFile, engine: list[tuple]) -> dict | None:
+    """The flattened record of a client-request span, else None (an SGLang span is noted in `engine`)."""
+    if not isinstance(span, dict):
+        return None
+    attrs = attributes(span.get("attributes"))
+    trace = hex_id(span.get("traceId"), 32)
+    if "rid" in attrs and "bootstrap_room" in attrs:
+        name = str(span.get("name") or "")
+        role = name.split(" ", 1)[0].lower() if name else None
+        engine.append(
+            (trace, str(attrs["rid"]), room_of(attrs["bootstrap_room"]), role, resource.get("service.name"),
+             f.file_id, lineno)
+        )  # fmt: skip
+        return None
+    if span.get("parentSpanId") or span.get("kind") != SERVER or span.get("name") == "llm_request":
+        return None
+    start, end = _nanos(span.get("startTimeUnixNano")), _nanos(span.get("endTimeUnixNano"))
+    return {
+        "trace_id": trace,
+        "span_id": hex_id(span.get("spanId"), 16),
+        "name": span.get("name"),
+        "start_ns": str(start) if start is not None else span.get("startTimeUnixNano"),
+        "duration_ns": end - start if start is not None and end is not None else None,
+        "status_code": (span.get("status") or {}).get("code"),
+        "attributes": attrs,
+        "resource": resource,
+        "line": lineno,
+    }
+
+
+def _nanos(v: Any) -> int | None:
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        return None
