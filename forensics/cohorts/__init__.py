@@ -20,6 +20,16 @@ from forensics.errors import InputError
 from forensics.intake import parse_utc, read_toml
 
 MATCH_KEYS = {"accounts", "api_tokens", "client_cidrs", "user_agents", "headers", "models", "after", "before"}
+# the tenant-layer attributes other gateway formats carry (gateway.attrs; docs/gateway-formats.md):
+# match key -> the attributes it matches (a team by its id or its alias)
+ATTR_KEYS = {
+    "teams": ("team", "team_alias"),
+    "key_aliases": ("key_alias",),
+    "organizations": ("organization",),
+    "users": ("user",),
+    "end_users": ("end_user",),
+}
+MATCH_KEYS |= set(ATTR_KEYS) | {"tags"}
 COHORT_KEYS = {"name", "kind", "match"}
 KINDS = {"internal", "researcher", "other"}
 
@@ -138,6 +148,20 @@ def _predicate(rule: Rule, rule_id: int, params: list[Any]) -> str:
         if key in ("accounts", "api_tokens", "models"):
             col = {"accounts": "account_id", "api_tokens": "api_token_id", "models": "model"}[key]
             parts.append(f"list_contains(?::VARCHAR[], {col})")
+            params.append(value)
+        elif key in ATTR_KEYS:
+            parts.append(
+                "("
+                + " OR ".join("list_contains(?::VARCHAR[], json_extract_string(attrs, ?))" for _ in ATTR_KEYS[key])
+                + ")"
+            )
+            for attr in ATTR_KEYS[key]:
+                params.extend([value, f"$.{attr}"])
+        elif key == "tags":  # any tag of the record among the rule's
+            parts.append(
+                "CASE WHEN json_type(attrs, '$.tags') = 'ARRAY' THEN len(list_intersect(?::VARCHAR[], "
+                "CAST(json_extract(attrs, '$.tags') AS VARCHAR[]))) > 0 END"
+            )
             params.append(value)
         elif key == "user_agents":
             parts.append("(" + " OR ".join("coalesce(user_agent GLOB ?, false)" for _ in value) + ")")

@@ -46,6 +46,7 @@ class Mapping:
     headers_at: tuple[Key, ...] = ()  # where an object of request headers sits
     grouped: bool = False  # several lines per request (a reader groups them first)
     strict: bool = False  # the spec's contract: account_id and status required
+    empty: tuple[str, ...] = ("",)  # logged values that mean "not logged"
 
 
 def _p(*paths: str | Key) -> tuple[Key, ...]:
@@ -92,7 +93,7 @@ BUILTIN: tuple[Mapping, ...] = (
         tenant=LITELLM_TENANT,
         zone="UTC",
         status_map=LITELLM_STATUS,
-        status_fallback=_p("metadata.error_information.error_code"),
+        status_fallback=_p("metadata.error_information.error_code", "metadata.status_code"),
         duration_from=(("startTime",), ("endTime",)),
     ),
     Mapping(
@@ -179,7 +180,9 @@ BUILTIN: tuple[Mapping, ...] = (
         attrs={},
         tenant=("x-tenant-id", ("tenant.id",), "x-user-id"),
         header_prefix="x-",
-        header_skip=("x-request-id", "x-forwarded-for", "x-envoy-origin-path", "x-envoy-upstream-service-time"),
+        header_skip=("x-request-id", "x-forwarded-for", "x-envoy-"),  # "...-": every field it starts
+        status_map=(("0", ""),),  # no response was started (the client went away: flag DC)
+        empty=("", "-"),  # Envoy Gateway's default format writes "-" for an empty value
     ),
     Mapping(
         # OTLP/JSON traces (opentelemetry.io file exporter; opentelemetry-proto examples/trace.json),
@@ -189,7 +192,7 @@ BUILTIN: tuple[Mapping, ...] = (
         detect=("resourceSpans",),
         fields={
             "ts": _p("start_ns"),
-            "request_id": _p("attributes|http.request.header.x-request-id", "attributes|gen_ai.response.id", "span_id"),
+            "request_id": _p("attributes|http.request.header.x-request-id", "span_id"),
             "client_ip": _p("attributes|client.address"),
             "user_agent": _p("attributes|user_agent.original"),
             "model": _p("attributes|gen_ai.request.model", "attributes|gen_ai.response.model"),
@@ -200,7 +203,7 @@ BUILTIN: tuple[Mapping, ...] = (
             ),
             "duration_ms": _p("duration_ns"),
             "trace_id": _p("trace_id"),
-            "engine_id": _p("attributes|http.request.header.x-request-id"),
+            "engine_id": _p("attributes|http.request.header.x-request-id", "attributes|gen_ai.response.id"),
         },
         attrs={
             "user": _p("attributes|user.id", "resource|user.id"),
@@ -357,7 +360,8 @@ def _text(key: Key) -> str:
     full = f"json_extract_string(rec, {sql_literal(_json_path(key))})"
     if len(key) == 1:
         return f"nullif(trim({full}), '')"
-    inner = f"json_extract_string(json_extract_string(rec, {sql_literal(_json_path(key[:1]))}), {sql_literal(_json_path(key[1:]))})"
+    head, tail = sql_literal(_json_path(key[:1])), sql_literal(_json_path(key[1:]))
+    inner = f"json_extract_string(json_extract_string(rec, {head}), {tail})"
     return f"nullif(trim(coalesce({full}, {inner})), '')"
 
 
@@ -372,7 +376,8 @@ def _json_value(key: Key) -> str:
     """The JSON at a path (a JSON column held as text is parsed)."""
     j = f"json_extract(rec, {sql_literal(_json_path(key))})"
     if len(key) > 1:
-        j = f"coalesce({j}, json_extract(json_extract_string(rec, {sql_literal(_json_path(key[:1]))}), {sql_literal(_json_path(key[1:]))}))"
+        head, tail = sql_literal(_json_path(key[:1])), sql_literal(_json_path(key[1:]))
+        j = f"coalesce({j}, json_extract(json_extract_string(rec, {head}), {tail}))"
     return f"""CASE WHEN json_type({j}) = 'VARCHAR' AND json_valid({j} ->> '$') THEN ({j} ->> '$')::JSON
                     WHEN json_type({j}) IN ('OBJECT', 'ARRAY') THEN {j} END"""
 
@@ -382,7 +387,8 @@ def _ts(m: Mapping, zone: str | None) -> str:
     then rejects the row and shows it)."""
     v = _first(m.fields.get("ts", ()))
     if m.time == "rfc3339":
-        zoned = f"CASE WHEN regexp_matches({v}, '(Z|z|[+-][0-9]{{2}}(:?[0-9]{{2}})?)$') THEN TRY_CAST({v} AS TIMESTAMPTZ) END"
+        has_zone = f"regexp_matches({v}, '(Z|z|[+-][0-9]{{2}}(:?[0-9]{{2}})?)$')"
+        zoned = f"CASE WHEN {has_zone} THEN TRY_CAST({v} AS TIMESTAMPTZ) END"
         parsed = (
             zoned if zone is None else f"coalesce({zoned}, timezone({sql_literal(zone)}, TRY_CAST({v} AS TIMESTAMP)))"
         )
@@ -420,7 +426,8 @@ def _duration(m: Mapping) -> str:
     if m.duration_from is None:
         return direct
     start, end = (_ts(Mapping("x", "", (), {"ts": (k,)}, time=m.time, zone="UTC"), "UTC") for k in m.duration_from)
-    diff = f"CAST(round(epoch_ms(TRY_CAST({end} AS TIMESTAMPTZ)) - epoch_ms(TRY_CAST({start} AS TIMESTAMPTZ)), 3) AS VARCHAR)"
+    ms = "epoch_us(TRY_CAST({} AS TIMESTAMPTZ)) / 1000.0"
+    diff = f"CAST(round({ms.format(end)} - {ms.format(start)}, 3) AS VARCHAR)"
     return f"coalesce({direct}, {diff})"
 
 
@@ -442,10 +449,14 @@ def _tenant(m: Mapping, settings: GatewaySettings) -> str:
 def _headers(m: Mapping) -> str:
     parts = []
     if m.header_prefix:
-        skip = ", ".join(sql_literal(s) for s in m.header_skip) or "''"
+        exact = ", ".join(sql_literal(s) for s in m.header_skip if not s.endswith("-")) or "''"
+        prefixes = "".join(
+            f" AND NOT starts_with(lower(k), {sql_literal(s)})" for s in m.header_skip if s.endswith("-")
+        )
         pairs = (
-            f"list_transform(list_filter(json_keys(rec), k -> starts_with(lower(k), {sql_literal(m.header_prefix)}) "
-            f"AND lower(k) NOT IN ({skip})), k -> {{'k': lower(k), 'v': json_extract_string(rec, '$.\"' || k || '\"')}})"
+            f"list_transform(list_filter(json_keys(rec), lambda k: starts_with(lower(k), {sql_literal(m.header_prefix)}) "
+            f"AND lower(k) NOT IN ({exact}){prefixes}), "
+            "lambda k: {'k': lower(k), 'v': json_extract_string(rec, '$.\"' || k || '\"')})"
         )
         parts.append(f"CASE WHEN len({pairs}) > 0 THEN to_json(map_from_entries({pairs})) END")
     for key in m.headers_at:
@@ -473,7 +484,8 @@ def project(m: Mapping, settings: GatewaySettings) -> str:
     attr_sql = _attrs(m)
     tags = f"{_json_value(m.attrs['tags'][0])}" if "tags" in m.attrs else "NULL::JSON"
     attr_pairs = ", ".join(f"{sql_literal(a)}, {e}" for a, e in attr_sql.items())
-    attrs = f"json_merge_patch('{{}}', json_object({attr_pairs}{', ' if attr_pairs else ''}'tags', {tags}, 'format', {sql_literal(m.name)}))"
+    pairs = f"{attr_pairs}{', ' if attr_pairs else ''}'tags', {tags}, 'format', {sql_literal(m.name)}"
+    attrs = f"json_merge_patch('{{}}', json_object({pairs}))"
     cols = {
         "ts": _ts(m, zone),
         "request_id": _first(f.get("request_id", ())),
@@ -494,6 +506,10 @@ def project(m: Mapping, settings: GatewaySettings) -> str:
         "trace_id": f"lower({_first(f.get('trace_id', ()))})",
         "attrs": f"CAST({attrs} AS VARCHAR)",
     }
+    blanks = ", ".join(sql_literal(b) for b in m.empty if b)
+    if blanks:  # values the format writes for "not logged"
+        cols = {c: e if c in ("headers", "attrs") else f"CASE WHEN ({e}) IN ({blanks}) THEN NULL ELSE ({e}) END"
+                for c, e in cols.items()}  # fmt: skip
     body = ",\n".join(f"CASE WHEN parse_error IS NULL THEN {e} END AS {c}" for c, e in cols.items())
     return f"row, parse_error,\n{body}"
 

@@ -7,7 +7,7 @@ Each span is flattened (its attributes and its resource's into objects of plain 
   python/sglang/srt/observability/trace.py) goes to engine_spans: trace id -> rid and room, which the
   gateway join uses;
 - a vLLM `llm_request` span names a request id only: kept out, counted;
-- a client request is a root SERVER span (no parent) that is neither: it becomes a gateway record
+- a client request is a root SERVER or CLIENT span (no parent) that is neither: it becomes a gateway record
   (gw_records), numbered by its place among the file's spans.
 Reads: gateway/*.jsonl with resourceSpans. Writes: gw_records, engine_spans.
 """
@@ -25,7 +25,7 @@ import pyarrow as pa
 from forensics.db import arrow_view
 from forensics.intake import InputFile
 
-SERVER = 2  # SpanKind (opentelemetry-proto trace.proto): 1 INTERNAL, 2 SERVER, 3 CLIENT
+REQUEST_KINDS = (2, 3)  # SpanKind (opentelemetry-proto trace.proto): 1 INTERNAL, 2 SERVER, 3 CLIENT
 
 
 def any_value(v: Any) -> Any:
@@ -150,7 +150,9 @@ def _classify(span: Any, resource: dict[str, Any], lineno: int, f: InputFile, en
              f.file_id, lineno)
         )  # fmt: skip
         return None
-    if span.get("parentSpanId") or span.get("kind") != SERVER or span.get("name") == "llm_request":
+    # a gateway's span of the request: SERVER where it serves the client, CLIENT where it calls upstream
+    # (Envoy AI Gateway's "chat <model>" span); vLLM's llm_request is the engine's own
+    if span.get("parentSpanId") or span.get("kind") not in REQUEST_KINDS or span.get("name") == "llm_request":
         return None
     start, end = _nanos(span.get("startTimeUnixNano")), _nanos(span.get("endTimeUnixNano"))
     return {

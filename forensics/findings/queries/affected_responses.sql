@@ -4,8 +4,11 @@
 -- signature response is empty: how many of its slots held others' data the logs cannot say. A response
 -- a late transfer may have written into, on a node without page telemetry (late_write_responses), is
 -- indeterminate, kind foreign_write.
+-- A response the page events show exposed whose room no gateway record names (the record missing,
+-- rejected, or unjoined) is still reported: its request id is then the rid the decode node logged for
+-- the room (else "room:<room>"), its account empty (unknown) and its reason says so.
 -- grain: request_id; reads: exposures, recipient_slots, room_requests, room_flags, missing_rooms,
---        signature_responses, late_write_responses; params: none
+--        signature_responses, late_write_responses, engine_requests; params: none
 CREATE OR REPLACE TABLE affected_responses AS
 WITH seg AS (  -- distinct slots per recipient, whatever their source (recipient_slots: the union of its
                -- ranges on each node)
@@ -65,4 +68,20 @@ SELECT l.request_id, any_value(l.account_id), any_value(l.cohort), 'indeterminat
 FROM late_write_responses l
 WHERE l.request_id NOT IN (SELECT request_id FROM signature_responses)
   AND l.request_id NOT IN (SELECT request_id FROM page_based)
-GROUP BY l.request_id;
+GROUP BY l.request_id
+UNION ALL  -- exposed, with no gateway record: the account is unknown, never dropped
+SELECT coalesce(er.rid, 'room:' || x.recipient_room) AS request_id, NULL AS account_id, 'customer' AS cohort,
+       CASE WHEN bool_or(x.status = 'confirmed') THEN 'confirmed' ELSE 'indeterminate' END, 'pages',
+       string_agg(DISTINCT x.kind, ';' ORDER BY x.kind), min(x.first_exposed_at), any_value(s.slots),
+       (count(DISTINCT x.source_request_id) FILTER (WHERE x.source_request_id <> '')
+         + count(DISTINCT x.source_room) FILTER (WHERE x.source_request_id = ''))::VARCHAR,
+       NULL, NULL, x.node, NULL, x.recipient_room,
+       'no gateway record names room ' || x.recipient_room || ' on ' || x.node
+       || ': the account is unknown; the request id is the rid its decode node logged' AS reason
+FROM exposures x
+LEFT JOIN recipient_slots s ON s.node = x.node AND s.recipient_room = x.recipient_room
+LEFT JOIN (SELECT node, room, min(rid) AS rid FROM engine_requests
+           WHERE room IS NOT NULL AND rid IS NOT NULL AND rid <> '' GROUP BY node, room) er
+       ON er.node = x.node AND er.room = x.recipient_room
+WHERE x.recipient_request_id = ''
+GROUP BY x.node, x.recipient_room, er.rid;
