@@ -42,6 +42,12 @@ def simulate(
     ),
     prefill_nodes: int | None = typer.Option(None, "--prefill-nodes", help="Prefill nodes (default 2)."),
     decode_nodes: int | None = typer.Option(None, "--decode-nodes", help="Decode nodes (default 3)."),
+    gateway_format: str | None = typer.Option(
+        None,
+        "--gateway-format",
+        help="Gateway log as written by: kvf (the spec's, default), litellm_spendlogs, litellm_payload, smg, "
+        "envoy, otlp.",
+    ),
 ) -> None:
     """Write a simulated incident bundle and its ground truth."""
     from forensics.errors import InputError
@@ -70,6 +76,7 @@ def simulate(
             dark_aborts=dark_aborts or None,
             prefill_count=prefill_nodes,
             decode_count=decode_nodes,
+            gateway_format=gateway_format,
         )
     except ValueError as err:  # an option the user can correct
         raise InputError(f"simulate: {err}") from err

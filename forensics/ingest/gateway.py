@@ -18,14 +18,14 @@ import pyarrow as pa
 
 from forensics.contract import GATEWAY_FIELDS
 from forensics.db import arrow_view, ident, run_query, sql_literal
-from forensics.ingest.formats import FORMAT_NAMES, FORMATS, SPEC_FORMAT, GatewaySettings, detect
 from forensics.ingest.other_formats import load_other_format, sample_fields
 from forensics.ingest.rawtext import JSON_OBJECT_LINES, load_lines
 from forensics.ingest.staged import InPlace, validate_staged
 from forensics.intake import InputFile
+from forensics.intake.gateway_formats import FORMAT_NAMES, FORMATS, SPEC_FORMAT, GatewaySettings, detect
 
 FIELDS = GATEWAY_FIELDS
-# the columns only other formats fill (forensics.ingest.formats); the spec's log has none of them
+# the columns only other formats fill (forensics.intake.gateway_formats); the spec's log has none of them
 SPEC_EXTRAS = "NULL::VARCHAR AS engine_id, NULL::VARCHAR AS trace_id, NULL::VARCHAR AS attrs"
 
 
@@ -150,9 +150,9 @@ def load_gateway_file(
     if sample is None:
         return
     names, first = sample
-    fmt = settings.format or detect(names, settings.mapping)
+    fmt = settings.format or _vote([detect(n, settings.mapping) for n in names])
     if fmt is None:
-        shown = ", ".join(sorted(names)[:25]) or "none"
+        shown = ", ".join(sorted(set().union(*names))[:25]) or "none"
         f.error = (
             f"matches no known gateway format (its fields: {shown}); name one in bundle.toml [gateway] format "
             f"({', '.join(FORMAT_NAMES)}) or give a mapping (docs/gateway-formats.md)"
@@ -166,6 +166,15 @@ def load_gateway_file(
     mapping = settings.mapping if fmt == "mapping" else FORMATS[fmt]
     assert mapping is not None
     load_other_format(con, f, mapping, settings, first)
+
+
+def _vote(found: list[str | None]) -> str | None:
+    """The format most of a file's first records have (ties: the first record's), None if none has one."""
+    known = [x for x in found if x is not None]
+    if not known:
+        return None
+    best = max(known.count(x) for x in known)
+    return next(x for x in known if known.count(x) == best)
 
 
 def _load_spec_file(con: duckdb.DuckDBPyConnection, f: InputFile, in_place: InPlace) -> None:

@@ -1,4 +1,4 @@
-"""Ingest stage, gateway logs in other formats than the spec's (forensics.ingest.formats): each file's
+"""Ingest stage, gateway logs in other formats than the spec's (forensics.intake.gateway_formats): each file's
 records as JSON text (gw_records: row, parse_error, rec), then the format's projection into the spec's
 text columns (gw_stage), then the same typing and validation as the spec's log.
 
@@ -19,12 +19,14 @@ import pyarrow as pa
 
 from forensics.db import arrow_view, run_query, scalar, sql_literal
 from forensics.ingest import otlp
-from forensics.ingest.formats import GatewaySettings, Mapping, needs_zone, project
+from forensics.ingest.formats import needs_zone, project
 from forensics.ingest.rawtext import JSON_OBJECT_LINES, load_lines
 from forensics.ingest.staged import validate_staged
 from forensics.intake import InputFile
+from forensics.intake.gateway_formats import GatewaySettings, Mapping
 
-SAMPLE_LINES = 200  # lines looked at to find a file's first record (blank or broken lines before it)
+SAMPLE_LINES = 200  # lines looked at to find a file's first records (blank or broken lines among them)
+SAMPLE_RECORDS = 20  # records whose fields vote on the format: one malformed record does not decide it
 
 KEEP = """INSERT INTO gateway_text
     SELECT request_id, ts_v, account_id, api_token_id, client_ip, user_agent, model, status_v, prompt_v,
@@ -63,29 +65,32 @@ def _is_array(f: InputFile) -> bool:
     return head.startswith(b"[")
 
 
-def sample_fields(con: duckdb.DuckDBPyConnection, f: InputFile) -> tuple[set[str], dict | None] | None:
-    """The field names a gateway file's format is recognised by: a table's columns, or the keys of its
-    first JSON record (with that record). None (f.error set) when the file cannot be read at all."""
+def sample_fields(con: duckdb.DuckDBPyConnection, f: InputFile) -> tuple[list[set[str]], dict | None] | None:
+    """The field names a gateway file's format is recognised by: a table's columns, or the keys of each
+    of its first JSON records (up to SAMPLE_RECORDS), with the first record. None (f.error set) when the
+    file cannot be read at all."""
     kind = _kind(f)
     try:
         if kind in ("parquet", "csv"):
             reader = f"read_parquet({sql_literal(f.path)})" if kind == "parquet" else _csv_reader(f)
             names = {r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {reader}").fetchall()}
             first = con.execute(f"SELECT to_json(t)::VARCHAR FROM (SELECT * FROM {reader} LIMIT 1) t").fetchone()
-            return names, (json.loads(first[0]) if first else None)
+            return [names], (json.loads(first[0]) if first else None)
         if _is_array(f):
-            records = _array_records(f)
-            first = records[0] if records and isinstance(records[0], dict) else None
-            return (set(first) if first else set()), first
-        with _open_text(f) as fh:
-            for _, raw in zip(range(SAMPLE_LINES), fh, strict=False):
-                try:
-                    rec = json.loads(raw)
-                except (ValueError, UnicodeDecodeError, RecursionError):
-                    continue
-                if isinstance(rec, dict):
-                    return set(rec), rec
-        return set(), None
+            records = [r for r in _array_records(f)[:SAMPLE_RECORDS] if isinstance(r, dict)]
+        else:
+            records = []
+            with _open_text(f) as fh:
+                for _, raw in zip(range(SAMPLE_LINES), fh, strict=False):
+                    try:
+                        rec = json.loads(raw)
+                    except (ValueError, UnicodeDecodeError, RecursionError):
+                        continue
+                    if isinstance(rec, dict):
+                        records.append(rec)
+                        if len(records) == SAMPLE_RECORDS:
+                            break
+        return [set(r) for r in records], (records[0] if records else None)
     except (duckdb.Error, OSError, EOFError, zlib.error, ValueError) as err:
         f.error = f"cannot read: {str(err).splitlines()[0].replace(str(f.path), f.rel)[:200]}"
         return None

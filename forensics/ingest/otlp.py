@@ -25,6 +25,7 @@ import pyarrow as pa
 from forensics.db import arrow_view
 from forensics.intake import InputFile
 
+HEADER = "http.request.header."
 REQUEST_KINDS = (2, 3)  # SpanKind (opentelemetry-proto trace.proto): 1 INTERNAL, 2 SERVER, 3 CLIENT
 
 
@@ -163,6 +164,8 @@ def _classify(span: Any, resource: dict[str, Any], lineno: int, f: InputFile, en
         "duration_ns": end - start if start is not None and end is not None else None,
         "status_code": (span.get("status") or {}).get("code"),
         "attributes": attrs,
+        # request headers the gateway recorded (semconv http.request.header.<name>, a string array)
+        "headers": {k[len(HEADER) :]: v for k, v in attrs.items() if k.startswith(HEADER) and isinstance(v, str)},
         "resource": resource,
         "line": lineno,
     }

@@ -17,6 +17,7 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from forensics.errors import InputError
+from forensics.intake.gateway_formats import GatewaySettings, gateway_settings
 
 ENGINE_VERSION = re.compile(r"\d+\.\d+(?:\.\d+)?(?:\.?(?:post|rc|dev)\d+)?")
 GATEWAY_SUFFIXES = (".jsonl", ".jsonl.gz", ".csv", ".csv.gz", ".parquet")
@@ -29,7 +30,7 @@ PAGE_SUFFIXES = (".parquet", ".jsonl", ".jsonl.gz")
 BUNDLE_KEYS: dict[str, set[str]] = {
     "incident": {"id", "title", "discovered_at", "contact"},
     "engine": {"log_timezone", "version"},
-    "gateway": {"format", "tenant", "timezone", "mapping"},  # forensics.ingest.formats.gateway_settings
+    "gateway": {"format", "tenant", "timezone", "mapping"},  # forensics.intake.gateway_formats.gateway_settings
     "report": {"version", "phase", "supersedes"},
     # the disclosure fields a person must supply (forensics.report.disclosure says which are missing)
     "disclosure": {
@@ -68,7 +69,7 @@ class InputFile:
     notes: list[str] = field(default_factory=list)
     skipped: str | None = None  # not read at all: a partition outside --since/--until
     rows_outside_window: int = 0  # read, valid, but stamped outside --since/--until
-    format: str | None = None  # a gateway file's format (forensics.ingest.formats)
+    format: str | None = None  # a gateway file's format (forensics.intake.gateway_formats)
 
     def manifest_entry(self) -> dict[str, Any]:
         entry: dict[str, Any] = {
@@ -120,7 +121,7 @@ class BundleConfig:
     engine_version: str | None = None  # the SGLang release the nodes ran ([engine] version)
     report: ReportVersion = field(default_factory=ReportVersion)  # [report]: which filing this is
     disclosure: dict[str, Any] = field(default_factory=dict)  # [disclosure], checked by _disclosure
-    gateway: Any = None  # [gateway]: forensics.ingest.formats.GatewaySettings
+    gateway: GatewaySettings = field(default_factory=GatewaySettings)  # [gateway] of bundle.toml
 
 
 @dataclass(frozen=True)
@@ -298,14 +299,8 @@ def load_bundle_config(bundle: Path) -> BundleConfig:
         version,
         _report_version(path, data),
         _disclosure(path, data.get("disclosure", {})),
-        _gateway(path, data.get("gateway", {})),
+        gateway_settings(path, data.get("gateway", {})),
     )
-
-
-def _gateway(path: Path, data: dict[str, Any]) -> Any:
-    from forensics.ingest.formats import gateway_settings  # the formats live with their readers
-
-    return gateway_settings(path, data)
 
 
 DISCLOSURE_ROLES = ("processor", "controller")

@@ -71,6 +71,10 @@ class SimConfig:
     read_delay_ms: float = 0.0  # decode reads a landed transfer after this to twice this (0: 0.2 to 2 ms)
     prefill_count: int = 2  # prefill nodes (prefill-0 ..)
     decode_count: int = 3  # decode nodes (decode-0 ..)
+    # the gateway log's format (forensics.simulate.formats): kvf (the spec's), litellm_spendlogs,
+    # litellm_payload, smg, envoy, otlp (docs/gateway-formats.md); kvf_noroom: the spec's without
+    # bootstrap_room and the nodes, joined through the x-request-id the engines' request logs record
+    gateway_format: str = "kvf"
     preset: str = "default"
     incident_id: str = "INC-SIM-0001"
     incident_title: str = "Simulated KV-cache exposure via prefill placeholder and aborted transfers"
@@ -141,6 +145,7 @@ def default_nodes(
 
 
 REUSE = ("coalesce", "lifo", "deferred")
+GATEWAY_FORMATS = ("kvf", "kvf_noroom", "litellm_spendlogs", "litellm_payload", "smg", "envoy", "otlp")
 
 
 def build_config(preset: str = "default", **overrides: object) -> SimConfig:
@@ -190,6 +195,10 @@ def build_config(preset: str = "default", **overrides: object) -> SimConfig:
         cfg.discovered_at = end.strftime("%Y-%m-%dT%H:%M:%SZ")
     if cfg.decode_reuse not in REUSE:
         raise ValueError(f"unknown decode page reuse {cfg.decode_reuse!r} (expected one of {', '.join(REUSE)})")
+    if cfg.gateway_format not in GATEWAY_FORMATS:
+        raise ValueError(
+            f"unknown gateway format {cfg.gateway_format!r} (expected one of {', '.join(GATEWAY_FORMATS)})"
+        )
     if cfg.prefill_count < 1 or cfg.decode_count < 1:
         raise ValueError("the simulated cluster needs at least one prefill and one decode node")
     if no_tel_default is not None and no_tel_default not in {f"decode-{i}" for i in range(cfg.decode_count)}:

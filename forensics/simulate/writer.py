@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from forensics.contract import GATEWAY_FIELDS, PAGE_SCHEMA
+from forensics.simulate import formats
 from forensics.simulate.cluster import Node
 from forensics.simulate.cohorts import Cohort, exclusions_toml
 from forensics.simulate.config import SimConfig
@@ -71,7 +72,7 @@ def bundle_toml(cfg: SimConfig) -> str:
         f'[incident]\nid = "{cfg.incident_id}"\ntitle = {json.dumps(cfg.incident_title)}\n'
         f'discovered_at = "{cfg.discovered_at}"\ncontact = "privacy@example.com"\n\n'
         '[engine]\nlog_timezone = "UTC"\n'
-    )
+    ) + formats.gateway_toml(cfg)
 
 
 def gateway_record(r: Request, cfg: SimConfig) -> dict[str, object]:
@@ -93,6 +94,8 @@ def gateway_record(r: Request, cfg: SimConfig) -> dict[str, object]:
     }
     if r.headers:
         rec["headers"] = r.headers
+    if cfg.gateway_format == "kvf_noroom":  # as real gateways: the router made the room, none logged it
+        rec.update(bootstrap_room=None, prefill_node=None, decode_node=None)
     return rec
 
 
@@ -158,7 +161,10 @@ def node_startup(node: Node, cfg: SimConfig, t0_node: int) -> list[tuple[int, st
     ]
 
 
-def write_engine(root: Path, nodes: dict[str, Node], cfg: SimConfig) -> None:
+def write_engine(
+    root: Path, nodes: dict[str, Node], cfg: SimConfig, headers: dict[int, dict[str, str]] | None = None
+) -> None:
+    """headers: room -> the request headers the engines' request logs record (formats.engine_headers)."""
     t_start = cfg.start_us - 600_000_000
     for name in sorted(nodes):
         node = nodes[name]
@@ -168,21 +174,23 @@ def write_engine(root: Path, nodes: dict[str, Node], cfg: SimConfig) -> None:
         write_bytes(root / "engine" / name / "server.log", text.encode())
         out = []
         for t, j in node.jsonl:
-            rec = {
+            rec: dict[str, object] = {
                 "timestamp": iso_us(t),
                 "event": "request.finished",
                 "rid": j["rid"],
                 "obj": {"rid": j["rid"], "bootstrap_room": j["room"], "bootstrap_port": 8998},
-                "out": {
-                    "meta_info": {
-                        "id": j["rid"],
-                        "finish_reason": j["finish_reason"],
-                        "prompt_tokens": j["prompt_tokens"],
-                        "completion_tokens": j["completion_tokens"],
-                        "cached_tokens": j["cached_tokens"],
-                        "e2e_latency": j["e2e_latency"],
-                    }
-                },
+            }
+            if headers is not None and j["room"] in headers:
+                rec["headers"] = headers[j["room"]]
+            rec["out"] = {
+                "meta_info": {
+                    "id": j["rid"],
+                    "finish_reason": j["finish_reason"],
+                    "prompt_tokens": j["prompt_tokens"],
+                    "completion_tokens": j["completion_tokens"],
+                    "cached_tokens": j["cached_tokens"],
+                    "e2e_latency": j["e2e_latency"],
+                }
             }
             out.append(json.dumps(rec) + "\n")
         write_bytes(root / "engine" / name / "requests.jsonl", "".join(out).encode())
@@ -230,8 +238,12 @@ def write_bundle(
 ) -> None:
     write_bytes(root / "bundle.toml", bundle_toml(cfg).encode())
     write_bytes(root / "exclusions.toml", exclusions_toml(cohorts).encode())
-    write_gateway(root, reqs, cfg)
-    write_engine(root, nodes, cfg)
+    if cfg.gateway_format in ("kvf", "kvf_noroom"):
+        write_gateway(root, reqs, cfg)
+        formats.write_ids(root, None)
+    else:
+        formats.write_gateway_format(root, cfg, reqs, nodes)
+    write_engine(root, nodes, cfg, formats.engine_headers(cfg, reqs))
     for name in sorted(nodes):
         if nodes[name].spec.telemetry:
             write_pages(root, nodes[name], kept_rows[name])

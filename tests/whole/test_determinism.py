@@ -32,7 +32,9 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     tmp = tmp_path_factory.mktemp("determinism")
     simulate(tmp / "sim", build_config("default", seed=11, requests=150))
     bundle = tmp / "sim" / "bundle"
-    (bundle / "gateway" / "zz-junk.jsonl").write_text('not json\n{"request_id": 1}\n')  # rejected rows too
+    (bundle / "gateway" / "zz-junk.jsonl").write_text(  # rejected rows too
+        'not json\n{"ts": "yesterday", "request_id": 1, "account_id": "a", "status": 200}\n'
+    )
     outs = []
     for i, threads in enumerate((1, 2, 2)):
         out = tmp / f"run{i}"

@@ -9,6 +9,8 @@
 -- prompt length lies in the leak window of its prefill/decode pair (forensics.engines.sglang), the
 -- response is `indeterminate`: such a prompt is replaced by a placeholder, and nothing in the evidence
 -- clears it; the reason says the prefill line is missing.
+-- Delivery: the gateway's HTTP 2xx and its completion tokens; a gateway format without token counts
+-- (SMG) leaves the decode node's own output length as the count (the reason names the line).
 -- first_exposed_at: the start of decode's forward pass on the decode node's clock (its Req Time Stats
 -- line's time minus forward_duration); without one, the gateway's receive time (earlier than any
 -- exposure, so never late).
@@ -30,6 +32,7 @@ WITH prefill_rooms AS (  -- rid -> room on the prefill node, then the over-lengt
     SELECT g.request_id, g.account_id, coalesce(c.cohort, 'customer') AS cohort, g.decode_node AS node,
            g.prefill_node AS logged_prefill, min(p.node) AS placeholder_node, g.bootstrap_room AS room,
            g.status AS http_status, g.completion_tokens, g.ts, d.decode_input, d.forward_start, d.decode_why,
+           d.decode_output, d.output_place,
            g.prompt_tokens, string_agg(DISTINCT p.why, '; ' ORDER BY p.why) AS prefill_why
     FROM gateway g
     JOIN placeholder p ON p.room = g.bootstrap_room AND (g.prefill_node IS NULL OR p.node = g.prefill_node)
@@ -46,6 +49,7 @@ WITH prefill_rooms AS (  -- rid -> room on the prefill node, then the over-lengt
     SELECT g.request_id, g.account_id, coalesce(c.cohort, 'customer') AS cohort, g.decode_node AS node,
            g.prefill_node AS logged_prefill, NULL AS placeholder_node, g.bootstrap_room AS room,
            g.status AS http_status, g.completion_tokens, g.ts, d.decode_input, d.forward_start, d.decode_why,
+           d.decode_output, d.output_place,
            g.prompt_tokens,
            'the gateway logged a prompt of ' || g.prompt_tokens || ' tokens, inside the leak window [' || p.max_in
            || ', ' || dl.max_in || ') of ' || g.prefill_node || ' -> ' || g.decode_node
@@ -68,7 +72,7 @@ WITH prefill_rooms AS (  -- rid -> room on the prefill node, then the over-lengt
 SELECT request_id, account_id, cohort, node, coalesce(logged_prefill, placeholder_node) AS prefill_node, room,
        http_status, completion_tokens, ts, decode_input,
        -- the prompt length alone proves no placeholder: a prefill line must show it for `confirmed`
-       CASE WHEN NOT window_only AND decode_input > 1 AND http_status BETWEEN 200 AND 299 AND completion_tokens > 0
+       CASE WHEN NOT window_only AND decode_input > 1 AND http_status BETWEEN 200 AND 299 AND delivered > 0
             THEN 'confirmed' ELSE 'indeterminate' END AS status,
        coalesce(forward_start, ts) AS first_exposed_at,
        concat_ws('; ', prefill_why, decode_why,
@@ -76,6 +80,13 @@ SELECT request_id, account_id, cohort, node, coalesce(logged_prefill, placeholde
                       || node || ' names room ' || room || ' (its log may be lost or cut)' END,
                  CASE WHEN http_status BETWEEN 200 AND 299 AND completion_tokens > 0
                       THEN 'delivered: HTTP ' || http_status || ', ' || completion_tokens || ' completion tokens'
+                      WHEN http_status BETWEEN 200 AND 299 AND delivered > 0
+                      THEN 'delivered: HTTP ' || http_status || ', ' || delivered || ' completion tokens by the decode '
+                           || 'node''s log (' || output_place || '; the gateway logs no token counts)'
                       ELSE 'missing: delivery not shown (HTTP ' || coalesce(http_status::VARCHAR, 'unknown') || ', '
                            || coalesce(completion_tokens::VARCHAR, 'unknown') || ' completion tokens)' END) AS why
-FROM found;
+FROM (SELECT *,
+             -- tokens the client got: the gateway's count; where its format logs none (SGLang's router), the
+             -- decode node's own count of the tokens it generated for the response the gateway returned
+             coalesce(completion_tokens, decode_output) AS delivered
+      FROM found);

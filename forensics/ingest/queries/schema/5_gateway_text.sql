@@ -9,7 +9,3 @@ CREATE TABLE IF NOT EXISTS gateway_text (
     user_agent VARCHAR, model VARCHAR, status INTEGER, prompt_tokens BIGINT, completion_tokens BIGINT,
     duration_ms DOUBLE, bootstrap_room BIGINT, prefill_node VARCHAR, decode_node VARCHAR, headers JSON,
     engine_id VARCHAR, trace_id VARCHAR, attrs JSON, file_id INTEGER, row BIGINT);
--- the SGLang spans of OTLP trace files (forensics.ingest.otlp): trace id -> rid and room, for the join
--- of gateway records without a room (ingest/queries/gateway_join.sql)
-CREATE TABLE IF NOT EXISTS engine_spans (
-    trace_id VARCHAR, rid VARCHAR, room BIGINT, role VARCHAR, service VARCHAR, file_id INTEGER, line BIGINT);

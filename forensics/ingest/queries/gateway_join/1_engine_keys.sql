@@ -1,0 +1,21 @@
+-- Gateway records without bootstrap_room (real gateways do not log it: docs/gateway-formats.md), joined
+-- to the engines' request logs: the record's request_id or engine_id equals a rid the engines logged
+-- (Req Time Stats, Receive/Finish, request.received/finished) or the x-request-id a request log
+-- recorded (engine_requests.forwarded_id), or its trace id is an SGLang span's (engine_spans). The room
+-- so found gives the nodes: the prefill and the decode node whose logs name it (one of each, else the
+-- node stays unknown). A record whose keys name no room, or more than one, is not joined: it is listed
+-- in gateway_unjoined with the reason, and stays a record (of a request no engine log shows).
+-- grain: key, room: the ids the engines know each room by; reads: engine_requests, engine_spans; params: none
+CREATE OR REPLACE TEMP TABLE engine_keys AS
+WITH rid_room AS (  -- a rid's room, from any of its lines on that node
+    SELECT node, rid, any_value(room) AS room FROM engine_requests
+    WHERE rid IS NOT NULL AND rid <> '' AND room IS NOT NULL GROUP BY node, rid
+)
+SELECT DISTINCT rid AS key, room, 'engine rid' AS how FROM rid_room
+UNION
+SELECT DISTINCT e.forwarded_id, coalesce(e.room, r.room), 'x-request-id in an engine request log'
+FROM engine_requests e LEFT JOIN rid_room r ON r.node = e.node AND r.rid = e.rid
+WHERE e.forwarded_id IS NOT NULL AND coalesce(e.room, r.room) IS NOT NULL
+UNION
+SELECT DISTINCT 'trace:' || trace_id, room, 'trace id of an SGLang span' FROM engine_spans
+WHERE trace_id IS NOT NULL AND room IS NOT NULL;
