@@ -150,7 +150,9 @@ def load_gateway_file(
     if sample is None:
         return
     names, first = sample
-    fmt = settings.format or _vote([detect(n, settings.mapping) for n in names])
+    # a JSON-lines file without a single JSON record is read as the spec's log: each line is then
+    # rejected with its own reason (not JSON, empty, not UTF-8) rather than the file as a whole
+    fmt = settings.format or (SPEC_FORMAT if not names else _vote([detect(n, settings.mapping) for n in names]))
     if fmt is None:
         shown = ", ".join(sorted(set().union(*names))[:25]) or "none"
         f.error = (

@@ -242,7 +242,7 @@ def garbage_cases(seed: int = 8) -> list[Case]:
             "gateway: Parquet with a wrong schema",
             "gateway/zz-wrong.parquet",
             _parquet([{"when": 1, "who": "x"}]),
-            unreadable="wrong columns",
+            unreadable="matches no known gateway format",
         ),
         Case(
             "gateway: gzip that is not gzip",
