@@ -346,60 +346,67 @@ def _parse_message(msg: str, base: dict[str, Any], rows: EngineRows) -> str | No
     return None
 
 
+def parse_text_line(raw: bytes, node: str, file_id: int, lineno: int, tz: ZoneInfo, rows: EngineRows) -> bool:
+    """One line of an SGLang text log into `rows` (its engine_lines row, and the request or config rows
+    it gives). False when the line is rejected (the reason is in rows.rejected). investigate reads
+    whole files through this; forensics watch feeds it line by line as the files grow."""
+    if b"\x00" in raw:
+        rows.rejected.append((file_id, lineno, "binary data (NUL bytes) in a text log line"))
+        return False
+    try:
+        text = raw.decode("utf-8").rstrip("\r\n")
+    except UnicodeDecodeError:
+        text = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+    m = PREFIX.match(text)
+    ts = rank = None
+    res = None
+    msg = text
+    if m:
+        try:
+            ts = _local_to_utc(m.group("ts"), m.group("ms"), tz)
+        except (ValueError, OverflowError):
+            rows.rejected.append((file_id, lineno, f"bad timestamp in line prefix: {m.group('ts')}"))
+            return False
+        res = 1 if m.group("ms") else 1000
+        rank = m.group("rank").strip() or None
+        msg = m.group("msg")
+    base = {"node": node, "file_id": file_id, "line": lineno, "ts": ts}
+    try:
+        kind = _parse_message(msg, base, rows)
+    except (ValueError, OverflowError) as err:
+        rows.rejected.append((file_id, lineno, f"SGLang message with unusable fields ({err}): {msg[:120]}"))
+        return False
+    if kind is None and any(k in msg for k in MARKERS):
+        rows.rejected.append(
+            (
+                file_id,
+                lineno,
+                "looks like an SGLang message the analysis reads, but its fields could not be parsed: " + msg[:120],
+            )
+        )
+        return False
+    rows.lines.append(
+        {
+            "node": node,
+            "file_id": file_id,
+            "line": lineno,
+            "ts": ts,
+            "ts_resolution_ms": res,
+            "rank": rank,
+            "kind": kind,
+            "message": msg[:4000],
+        }
+    )
+    return True
+
+
 def parse_log(f: InputFile, tz: ZoneInfo, rows: EngineRows) -> None:
     assert f.node is not None
     with f.path.open("rb") as fh:
         for lineno, raw in enumerate(fh, start=1):
             f.rows_read += 1
-            if b"\x00" in raw:
-                rows.rejected.append((f.file_id, lineno, "binary data (NUL bytes) in a text log line"))
-                continue
-            try:
-                text = raw.decode("utf-8").rstrip("\r\n")
-            except UnicodeDecodeError:
-                text = raw.decode("utf-8", errors="replace").rstrip("\r\n")
-            m = PREFIX.match(text)
-            ts = rank = None
-            res = None
-            msg = text
-            if m:
-                try:
-                    ts = _local_to_utc(m.group("ts"), m.group("ms"), tz)
-                except (ValueError, OverflowError):
-                    rows.rejected.append((f.file_id, lineno, f"bad timestamp in line prefix: {m.group('ts')}"))
-                    continue
-                res = 1 if m.group("ms") else 1000
-                rank = m.group("rank").strip() or None
-                msg = m.group("msg")
-            base = {"node": f.node, "file_id": f.file_id, "line": lineno, "ts": ts}
-            try:
-                kind = _parse_message(msg, base, rows)
-            except (ValueError, OverflowError) as err:
-                rows.rejected.append((f.file_id, lineno, f"SGLang message with unusable fields ({err}): {msg[:120]}"))
-                continue
-            if kind is None and any(k in msg for k in MARKERS):
-                rows.rejected.append(
-                    (
-                        f.file_id,
-                        lineno,
-                        "looks like an SGLang message the analysis reads, "
-                        "but its fields could not be parsed: " + msg[:120],
-                    )
-                )
-                continue
-            rows.lines.append(
-                {
-                    "node": f.node,
-                    "file_id": f.file_id,
-                    "line": lineno,
-                    "ts": ts,
-                    "ts_resolution_ms": res,
-                    "rank": rank,
-                    "kind": kind,
-                    "message": msg[:4000],
-                }
-            )
-            f.rows_loaded += 1
+            if parse_text_line(raw, f.node, f.file_id, lineno, tz, rows):
+                f.rows_loaded += 1
     f.rows_rejected = f.rows_read - f.rows_loaded
 
 
@@ -418,40 +425,46 @@ def _forwarded(rec: dict[str, Any]) -> str | None:
     return None
 
 
+def parse_request_line(raw: bytes, node: str, file_id: int, lineno: int, tz: ZoneInfo, rows: EngineRows) -> bool:
+    """One --log-requests-format json record into `rows`: a request.received or request.finished row;
+    other events are read and kept out. False when the record is rejected (reason in rows.rejected)."""
+    try:
+        rec = json.loads(raw)
+        if not isinstance(rec, dict):
+            raise ValueError("not a JSON object")
+    except (ValueError, UnicodeDecodeError, RecursionError) as err:
+        rows.rejected.append((file_id, lineno, f"not a JSON object: {str(err)[:80]}"))
+        return False
+    event = rec.get("event")
+    if event not in ("request.received", "request.finished"):
+        return True  # other events: read and kept out of the request table
+    try:
+        ts = datetime.fromisoformat(str(rec["timestamp"]))
+        ts = (ts.replace(tzinfo=tz) if ts.tzinfo is None else ts).astimezone(UTC)
+        base = {"node": node, "ts": ts, "file_id": file_id, "line": lineno, "forwarded_id": _forwarded(rec)}
+        obj = rec.get("obj") or {}
+        if event == "request.received":
+            ids = obj.get("input_ids")
+            # a truncated list holds the string "..." (utils/request_logger): its length is unknown
+            n = len(ids) if isinstance(ids, list) and all(_json_int(i) for i in ids) else None
+            rows.requests.extend(_received(base, rec.get("rid"), obj.get("bootstrap_room"), n))
+        else:
+            meta = (rec.get("out") or {}).get("meta_info")
+            rows.requests.append(_finished(base, rec.get("rid"), obj.get("bootstrap_room"), meta))
+        return True
+    except (KeyError, ValueError, TypeError, AttributeError, OverflowError) as err:
+        rows.rejected.append((file_id, lineno, f"{event} record unusable: {str(err)[:120]}"))
+        return False
+
+
 def parse_requests_jsonl(f: InputFile, tz: ZoneInfo, rows: EngineRows) -> None:
-    """--log-requests-format json: a request.received and a request.finished record per request (other
-    events are kept as read)."""
+    """--log-requests-format json: a request.received and a request.finished record per request."""
     assert f.node is not None
     with f.path.open("rb") as fh:
         for lineno, raw in enumerate(fh, start=1):
             f.rows_read += 1
-            try:
-                rec = json.loads(raw)
-                if not isinstance(rec, dict):
-                    raise ValueError("not a JSON object")
-            except (ValueError, UnicodeDecodeError, RecursionError) as err:
-                rows.rejected.append((f.file_id, lineno, f"not a JSON object: {str(err)[:80]}"))
-                continue
-            event = rec.get("event")
-            if event not in ("request.received", "request.finished"):
-                f.rows_loaded += 1  # other events: read and kept out of the request table
-                continue
-            try:
-                ts = datetime.fromisoformat(str(rec["timestamp"]))
-                ts = (ts.replace(tzinfo=tz) if ts.tzinfo is None else ts).astimezone(UTC)
-                base = {"node": f.node, "ts": ts, "file_id": f.file_id, "line": lineno, "forwarded_id": _forwarded(rec)}
-                obj = rec.get("obj") or {}
-                if event == "request.received":
-                    ids = obj.get("input_ids")
-                    # a truncated list holds the string "..." (utils/request_logger): its length is unknown
-                    n = len(ids) if isinstance(ids, list) and all(_json_int(i) for i in ids) else None
-                    rows.requests.extend(_received(base, rec.get("rid"), obj.get("bootstrap_room"), n))
-                else:
-                    meta = (rec.get("out") or {}).get("meta_info")
-                    rows.requests.append(_finished(base, rec.get("rid"), obj.get("bootstrap_room"), meta))
+            if parse_request_line(raw, f.node, f.file_id, lineno, tz, rows):
                 f.rows_loaded += 1
-            except (KeyError, ValueError, TypeError, AttributeError, OverflowError) as err:
-                rows.rejected.append((f.file_id, lineno, f"{event} record unusable: {str(err)[:120]}"))
     f.rows_rejected = f.rows_read - f.rows_loaded
 
 

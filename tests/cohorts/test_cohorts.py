@@ -134,3 +134,49 @@ def test_hostile_request_id_does_not_reach_terminal_raw(tmp_path: Path) -> None:
     (tmp_path / "x.toml").write_text(ONE_RULE)
     text = as_text(preview(tmp_path / "b", tmp_path / "x.toml"))
     assert "\x1b" not in text and "evil?[2Jid" in text
+
+
+TENANT_RULES = """
+[[cohort]]
+name = "ci"
+kind = "internal"
+[[cohort.match]]
+tags = ["test"]
+[[cohort.match]]
+key_aliases = ["ci-smoke"]
+[[cohort]]
+name = "team-a"
+kind = "other"
+[[cohort.match]]
+teams = ["team-a"]
+[[cohort]]
+name = "bob"
+kind = "researcher"
+[[cohort.match]]
+users = ["user-bob"]
+"""
+
+
+@pytest.mark.parametrize("fixture", ["litellm_spendlogs.csv", "litellm_payload.jsonl"])
+def test_rules_over_the_tenant_layer(tmp_path: Path, fixture: str) -> None:
+    """teams (id or alias), key aliases, users and tags of a LiteLLM log, with the same before/after
+    accounting; the expected cohort of each record follows from the fixture's expected attributes."""
+    src = Path(__file__).parent.parent / "fixtures" / "gateway"
+    (tmp_path / "b" / "gateway").mkdir(parents=True)
+    (tmp_path / "b" / "gateway" / fixture).write_bytes((src / fixture).read_bytes())
+    (tmp_path / "b" / "exclusions.toml").write_text(TENANT_RULES)
+    result = preview(tmp_path / "b")
+    want: dict[str, int] = {}
+    for rec in json.loads((src / "expected.json").read_text())[fixture]:
+        a = rec["attrs"]
+        cohort = (
+            "ci" if "test" in a.get("tags", []) or a.get("key_alias") == "ci-smoke"
+            else "team-a" if "team-a" in (a.get("team"), a.get("team_alias"))
+            else "bob" if a.get("user") == "user-bob"
+            else "customer"
+        )  # fmt: skip
+        want[cohort] = want.get(cohort, 0) + 1
+    assert len(want) >= 3  # the fixture exercises several rules
+    assert {c["cohort"]: c["requests"] for c in result["cohorts"]} == want
+    assert result["requests_before"] == sum(want.values())
+    assert result["requests_after"] == want.get("customer", 0)

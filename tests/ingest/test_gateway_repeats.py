@@ -10,10 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from tests import support
+from forensics.simulate import build_config, simulate
 from tests.support.analysis import Findings
 
-SAMPLE = support.SAMPLE
 FIELDS = (
     "request_id, account_id, api_token_id, client_ip, user_agent, model, status, prompt_tokens, "
     "completion_tokens, duration_ms, bootstrap_room, prefill_node, decode_node"
@@ -23,8 +22,16 @@ AFFECTED = "SELECT * FROM affected_responses ORDER BY ALL"
 
 
 @pytest.fixture(scope="module")
-def clean() -> Findings:
-    return Findings(SAMPLE)
+def sample(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A small simulated incident (the bundled sample takes 25 s per analysis; this one 3 s)."""
+    out = tmp_path_factory.mktemp("repeats")
+    simulate(out, build_config("default", seed=4, requests=500))
+    return out / "bundle"
+
+
+@pytest.fixture(scope="module")
+def clean(sample: Path) -> Findings:
+    return Findings(sample)
 
 
 def _count(f: Findings, query: str, rid: str) -> int:
@@ -43,11 +50,11 @@ def _record(f: Findings, request_id: str, shift_ms: int) -> dict:
 
 
 @pytest.mark.parametrize("shift_ms", [0, 1])
-def test_a_request_logged_twice_counts_once(tmp_path: Path, clean: Findings, shift_ms: int) -> None:
+def test_a_request_logged_twice_counts_once(tmp_path: Path, sample: Path, clean: Findings, shift_ms: int) -> None:
     # the recipient with the most exposure pairs: a doubled count would show in its slots
     rid = clean.rows("SELECT recipient_request_id FROM exposures GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT 1")[0][0]
     bundle = tmp_path / "bundle"
-    shutil.copytree(SAMPLE, bundle)
+    shutil.copytree(sample, bundle)
     (bundle / "gateway" / "gw-repeat.jsonl").write_text(json.dumps(_record(clean, rid, shift_ms)) + "\n")
     f = Findings(bundle)
     assert f.rows(EXPOSURES) == clean.rows(EXPOSURES)
@@ -73,7 +80,9 @@ def _report_counts(f: Findings) -> dict[str, list[dict]]:
     return {q: rows(f.con, q) for q in ("exclusion_totals", "cohort_counts", "blast_nodes", "scope_status")}
 
 
-def test_a_request_in_two_records_naming_two_accounts_counts_once(tmp_path: Path, clean: Findings) -> None:
+def test_a_request_in_two_records_naming_two_accounts_counts_once(
+    tmp_path: Path, sample: Path, clean: Findings
+) -> None:
     """Two records of one request id that name different accounts: both accounts are shown (either may
     be the request's), but every count of requests and of affected responses takes the request once."""
     from forensics.findings import headline
@@ -81,7 +90,7 @@ def test_a_request_in_two_records_naming_two_accounts_counts_once(tmp_path: Path
     rid = clean.rows("SELECT recipient_request_id FROM exposures GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT 1")[0][0]
     account = clean.con.execute("SELECT account_id FROM gateway WHERE request_id = ?", [rid]).fetchall()[0][0]
     bundle = tmp_path / "bundle"
-    shutil.copytree(SAMPLE, bundle)
+    shutil.copytree(sample, bundle)
     record = {**_record(clean, rid, 0), "account_id": "acct-second-record"}
     (bundle / "gateway" / "gw-repeat.jsonl").write_text(json.dumps(record) + "\n")
     f = Findings(bundle)

@@ -14,6 +14,7 @@ import pytest
 
 from forensics.errors import InputError
 from forensics.pipeline import ingest_bundle
+from forensics.simulate import build_config, simulate
 from tests import support
 from tests.support.bundlekit import Node, engine_log, gw, write_gateway_csv, write_jsonl, write_pages, write_parquet
 
@@ -359,7 +360,8 @@ def test_self_contained_database_opens_without_the_bundle(tmp_path: Path) -> Non
     the page events and gateway rows in, and the database then answers the same without the bundle."""
     from forensics.pipeline import investigate
 
-    sample = support.SAMPLE
+    simulate(tmp_path / "sim", build_config("default", seed=2, requests=400))  # Parquet pages and gateway
+    sample = tmp_path / "sim" / "bundle"
     q = """SELECT (SELECT count(*) FROM page_events), (SELECT count(*) FROM gateway),
                   (SELECT count(*) FROM timeline), (SELECT count(*) FROM exposures)"""
     got = {}

@@ -99,3 +99,38 @@ def test_same_findings_as_the_spec_log(tmp_path: Path, spec_runs: dict[str, tupl
     assert all(reason.startswith("no engine request log names") for _, reason in unjoined)
     affected_ids = {r[0] for r in ref_aff}
     assert not affected_ids & {status_id for status_id, _ in unjoined}
+
+
+def test_an_exposed_response_without_a_gateway_record_is_reported(tmp_path: Path) -> None:
+    """A recipient the page events show exposed, whose gateway record is missing: still an affected
+    response, named by the rid its decode node logged, its account empty (unknown) and said so."""
+    simulate(tmp_path / "sim", build_config("default", seed=7, requests=400))
+    bundle = tmp_path / "sim" / "bundle"
+    before = Findings(bundle)
+    rows = before.rows(
+        """SELECT a.request_id, a.room, a.decode_node, a.status, a.kinds, a.exposed_slots FROM affected_responses a
+           JOIN gateway g USING (request_id) JOIN files f USING (file_id)
+           WHERE a.evidence = 'pages' AND f.path LIKE '%.jsonl' ORDER BY a.request_id LIMIT 1"""
+    )
+    rid = before.rows(
+        f"SELECT min(rid) FROM engine_requests WHERE node = '{rows[0][2]}' AND room = {rows[0][1]} AND rid <> ''"
+    )[0][0]
+    others = set(before.rows("SELECT * FROM affected_responses")) - set(
+        before.rows(f"SELECT * FROM affected_responses WHERE request_id = '{rows[0][0]}'")
+    )
+    before.con.close()
+    victim = rows[0]
+    for path in (bundle / "gateway").glob("*.jsonl"):
+        lines = path.read_text().splitlines(keepends=True)
+        path.write_text("".join(x for x in lines if f'"request_id": "{victim[0]}"' not in x))
+    after = Findings(bundle)
+    got = after.rows(
+        f"""SELECT request_id, account_id, status, kinds, exposed_slots, reason FROM affected_responses
+            WHERE room = {victim[1]}"""
+    )
+    assert got == [(rid, None, victim[3], victim[4], victim[5], got[0][5])]
+    assert "no gateway record names room" in got[0][5] and "the account is unknown" in got[0][5]
+    # the other responses are as before, but for those whose source was the missing request
+    rest = set(after.rows(f"SELECT * FROM affected_responses WHERE room <> {victim[1]}"))
+    assert {r[0] for r in rest} == {r[0] for r in others}
+    after.con.close()

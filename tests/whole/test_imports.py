@@ -30,6 +30,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("forensics.findings",),
     ("forensics.report",),
     ("forensics.catalog",),  # the database's public views and comments, made at the end of a run
+    ("forensics.watch",),  # the live detector: the engine-line parsers of ingest, fed as files grow
     ("forensics.pipeline",),
     ("forensics.cli", "forensics.__main__"),
 )
