@@ -11,6 +11,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -73,9 +74,16 @@ class EngineRows:
     rejected: list[tuple[int, int, str]] = field(default_factory=list)
 
 
+@lru_cache(maxsize=4096)
+def _second_to_utc(ts: str, tz: ZoneInfo) -> datetime:
+    """A local 'YYYY-MM-DD HH:MM:SS' in UTC: a log writes many lines per second, so each second is
+    converted once (a zone's offset changes only on a whole second)."""
+    return datetime.fromisoformat(ts).replace(tzinfo=tz).astimezone(UTC)
+
+
 def _local_to_utc(ts: str, ms: str | None, tz: ZoneInfo) -> datetime:
-    naive = datetime.strptime(ts + (ms or ".0"), "%Y-%m-%d %H:%M:%S.%f")
-    return naive.replace(tzinfo=tz).astimezone(UTC)
+    base = _second_to_utc(ts, tz)
+    return base.replace(microsecond=int(ms[1:].ljust(6, "0"))) if ms else base
 
 
 def _unix(text: str) -> datetime | None:

@@ -1,0 +1,289 @@
+"""Watch, detection: engine log lines fed one at a time, alerts out.
+
+Each line is parsed by the same functions `investigate` reads whole files with
+(forensics.ingest.engine.parse_text_line, parse_request_line), and the rules are the signatures the
+findings use, applied as soon as their last line arrives:
+- placeholder_signature: prefill replaced the prompt with one token (its over-length line for the rid,
+  or input length 1 for the room) and decode ran the same room at its full length: the response is
+  decoded over KV its request never wrote (findings/queries/signature_responses.sql);
+- late_transfer: decode gave an aborted room's pages back (`Decode transfer failed`), and prefill's
+  transfer of that room may have landed after that: its landing (the prefill's Req Time Stats line,
+  moved onto the decode node's clock) is not provably before the abort. As in node_lifecycle.sql, the
+  rooms both nodes finished bound the two clocks' offset (prefill minus decode) to
+  [p_t - t_land, p_t + p_res - t_land], t_land = decode's line time less its forward and queue
+  durations; until a finished room bounds it the offset is unknown and the landing may be late. The
+  write may land in pages another request holds (findings/queries/late_write_responses.sql);
+- pool_smaller_than_context: a server's KV pool holds fewer tokens than its context length, so a
+  full-context request cannot fit (forensics.engines.sglang.max_req_input_len; forensics.audit);
+- exposure (page events, forensics.watch.pages): a read of slots another room wrote.
+Alerts are deduplicated per (kind, room), per (kind, node) for the start-up check. A room is forgotten
+once both sides are done with it, or an hour of log time after its last line: memory stays bounded by
+the rooms in flight.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from forensics.ingest.engine import EngineRows, parse_request_line, parse_text_line
+
+# the lines the rules read (a cheap test before the parser: most lines of a busy server are batch logs);
+# investigate reads more kinds (forensics.ingest.engine.MARKERS), the rules need only these
+TEXT_MARKERS = re.compile(
+    rb"Req ?Time ?Stats\(|Input length \(|failed for request rank=|server_args=ServerArgs\(|KV Cache"
+    rb"|max_total_num_tokens="
+)
+JSON_MARKER = b'"request.finished"'
+KINDS = ("placeholder_signature", "late_transfer", "pool_smaller_than_context", "exposure")
+ROOM_TTL_S = 3600.0  # log-time seconds after its last line that an unfinished room is kept
+EVIDENCE_CHARS = 500
+
+
+@dataclass
+class Alert:
+    kind: str
+    node: str
+    room: int | None
+    request_ids: list[str]
+    evidence: list[dict[str, Any]]  # {file, line, text}, the lines that make the alert
+    log_time: str | None  # the deciding line's time (UTC, on its node's clock)
+    detected_at: str = ""
+    summary: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _iso(ts: datetime | None) -> str | None:
+    return ts.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z") if ts else None
+
+
+def _ev(path: str, line: int, raw: bytes) -> dict[str, Any]:
+    return {"file": path, "line": line, "text": raw.decode("utf-8", "replace").rstrip("\r\n")[:EVIDENCE_CHARS]}
+
+
+@dataclass
+class Room:
+    """What the lines seen so far say of one room (JSON-serializable for the state file)."""
+
+    placeholder: list[dict[str, Any]] = field(default_factory=list)  # prefill's evidence of a 1-token prompt
+    prefill_node: str | None = None
+    prefill_done: float | None = None  # prefill's Req Time Stats time (epoch s, its clock): transfer done
+    prefill_ev: dict[str, Any] | None = None
+    prefill_res: float = 0.001  # the prefill line's time resolution (s)
+    decode: dict[str, Any] | None = None  # decode's full-length line
+    decode_node: str | None = None
+    decode_input: int | None = None
+    decode_done: bool = False
+    aborted: dict[str, Any] | None = None  # decode's transfer-failed line
+    abort_ts: float | None = None
+    rids: list[str] = field(default_factory=list)
+    last_seen: float = 0.0
+
+
+@dataclass
+class NodeFacts:
+    role: str | None = None
+    pool: int | None = None
+    context: int | None = None
+    evidence: list[dict[str, Any]] = field(default_factory=list)
+
+
+class Detector:
+    def __init__(self, tz: ZoneInfo = ZoneInfo("UTC")) -> None:
+        self.tz = tz
+        self.nodes: dict[str, NodeFacts] = {}
+        self.rooms: dict[int, Room] = {}
+        self.overlength: dict[str, dict[str, Any]] = {}  # "node\trid" -> the over-length line (no room yet)
+        self.alerted: dict[str, float] = {}  # "kind\troom|node" -> log time: the dedupe set
+        self.offsets: dict[str, list[float]] = {}  # "prefill\tdecode" -> [lo, hi] of prefill minus decode clock
+        self.clock = 0.0  # the latest log time seen (epoch s)
+
+    # ---- state file --------------------------------------------------------------------------------
+
+    def dump(self) -> dict[str, Any]:
+        return {
+            "nodes": {n: asdict(f) for n, f in self.nodes.items()},
+            "rooms": {str(r): asdict(s) for r, s in self.rooms.items()},
+            "overlength": self.overlength,
+            "alerted": self.alerted,
+            "offsets": self.offsets,
+            "clock": self.clock,
+        }
+
+    def load(self, data: dict[str, Any]) -> None:
+        self.nodes = {n: NodeFacts(**f) for n, f in data.get("nodes", {}).items()}
+        self.rooms = {int(r): Room(**s) for r, s in data.get("rooms", {}).items()}
+        self.overlength = dict(data.get("overlength", {}))
+        self.alerted = dict(data.get("alerted", {}))
+        self.offsets = {k: list(v) for k, v in data.get("offsets", {}).items()}
+        self.clock = float(data.get("clock", 0.0))
+
+    # ---- feeding -----------------------------------------------------------------------------------
+
+    def feed(self, node: str, path: str, lineno: int, raw: bytes, jsonl: bool) -> list[Alert]:
+        """One line of `path` (relative to the watched folder) on `node`: the alerts it completes."""
+        if (JSON_MARKER not in raw) if jsonl else (TEXT_MARKERS.search(raw) is None):
+            return []
+        rows = EngineRows()
+        parse = parse_request_line if jsonl else parse_text_line
+        if not parse(raw, node, 0, lineno, self.tz, rows):
+            return []
+        if not rows.requests and not rows.config:
+            return []
+        ev = _ev(path, lineno, raw)
+        out: list[Alert] = []
+        for c in rows.config:
+            out += self._config(node, c, ev)
+        res_ms = rows.lines[0].get("ts_resolution_ms") if rows.lines else None
+        res = (res_ms or 1) / 1000.0
+        for r in rows.requests:
+            ts = r.get("ts")
+            t = ts.timestamp() if ts else self.clock
+            self.clock = max(self.clock, t)
+            out += self._request(node, r, ev, t, res)
+        return out
+
+    def _config(self, node: str, c: dict[str, Any], ev: dict[str, Any]) -> list[Alert]:
+        facts = self.nodes.setdefault(node, NodeFacts())
+        if c.get("role") and c["role"] != "null":
+            facts.role = c["role"]
+        pool = c.get("pool_tokens") or c.get("max_total_num_tokens")
+        if c.get("pool_tokens") or (facts.pool is None and pool):
+            facts.pool = pool
+            facts.evidence.append(ev)
+        if c.get("context_len"):
+            facts.context = c["context_len"]
+            facts.evidence.append(ev)
+        facts.evidence = facts.evidence[-4:]
+        if facts.pool is not None and facts.context is not None and facts.pool < facts.context:
+            key = f"pool_smaller_than_context\t{node}"
+            if key not in self.alerted:
+                self.alerted[key] = self.clock
+                return [
+                    Alert(
+                        "pool_smaller_than_context", node, None, [], list(facts.evidence), None,
+                        summary=f"{node}: the KV pool holds {facts.pool} tokens, the context length is "
+                        f"{facts.context}: a prompt of {facts.pool - 5} tokens or more cannot fit, and a "
+                        "prefill server replaces it with a 1-token placeholder",
+                    )
+                ]  # fmt: skip
+        return []
+
+    def _role(self, node: str, r: dict[str, Any]) -> str | None:
+        if r["kind"] == "time_stats" and r.get("detail") in ("prefill", "decode"):
+            return r["detail"]
+        return self.nodes.get(node, NodeFacts()).role
+
+    def _request(self, node: str, r: dict[str, Any], ev: dict[str, Any], t: float, res: float) -> list[Alert]:
+        kind, rid, room = r["kind"], r.get("rid"), r.get("room")
+        if kind == "overlength" and rid:
+            self.overlength[f"{node}\t{rid}"] = ev
+            return []
+        if room is None:
+            return []
+        role = self._role(node, r)
+        s = self.rooms.setdefault(room, Room())
+        s.last_seen = t
+        if rid and rid not in s.rids:
+            s.rids.append(rid)
+        if kind.startswith("decode_") and kind.endswith("_failed"):
+            s.aborted, s.abort_ts, s.decode_node = ev, t, node
+            return self._late(room, s, ev)
+        if kind not in ("time_stats", "finished") or role not in ("prefill", "decode"):
+            return []
+        if role == "prefill":
+            s.prefill_node = node
+            pending = self.overlength.pop(f"{node}\t{rid}", None) if rid else None
+            if pending is not None:
+                s.placeholder.append(pending)
+            if r.get("input_len") == 1 and ev not in s.placeholder:
+                s.placeholder.append(ev)
+            if kind == "time_stats":
+                s.prefill_done, s.prefill_ev, s.prefill_res = t, ev, res
+            out = self._signature(room, s, ev) + self._late(room, s, ev)
+        else:
+            s.decode_node = node
+            if kind == "finished" and '"abort"' in (r.get("detail") or ""):
+                return []  # an aborted request's finish record: decode never ran it (a late_transfer case)
+            if (r.get("input_len") or 0) > 1:
+                s.decode, s.decode_input = ev, r["input_len"]
+            if kind == "time_stats" and not s.decode_done:
+                self._bound_offset(s, r, t, res)
+            s.decode_done = s.decode_done or kind == "time_stats"
+            out = self._signature(room, s, ev)
+        if s.decode_done and s.prefill_done is not None and s.aborted is None:
+            del self.rooms[room]  # both sides are done with it
+        return out
+
+    def _once(self, kind: str, room: int) -> bool:
+        key = f"{kind}\t{room}"
+        if key in self.alerted:
+            return False
+        self.alerted[key] = self.clock
+        return True
+
+    def _signature(self, room: int, s: Room, ev: dict[str, Any]) -> list[Alert]:
+        if not (s.placeholder and s.decode is not None and s.aborted is None):
+            return []
+        if not self._once("placeholder_signature", room):
+            return []
+        return [
+            Alert(
+                "placeholder_signature", s.decode_node or "", room, list(s.rids), [*s.placeholder, s.decode],
+                _iso(datetime.fromtimestamp(s.last_seen, UTC)),
+                summary=f"room {room}: prefill ({s.prefill_node}) ran a 1-token placeholder, decode ({s.decode_node}) "
+                f"ran {s.decode_input} tokens: the response is decoded over KV its request never wrote",
+            )
+        ]  # fmt: skip
+
+    def _bound_offset(self, s: Room, r: dict[str, Any], t_end: float, res: float) -> None:
+        """A room both nodes finished bounds their clocks' offset (node_lifecycle.sql)."""
+        fwd, queue = r.get("forward_s"), r.get("queue_s")
+        if s.prefill_done is None or s.prefill_node is None or fwd is None:
+            return
+        t_land = t_end - fwd - (queue or 0.0)
+        lo, hi = s.prefill_done - t_land - res, s.prefill_done + s.prefill_res - t_land + res
+        key = f"{s.prefill_node}\t{s.decode_node}"
+        cur = self.offsets.get(key)
+        self.offsets[key] = [lo, hi] if cur is None else [max(cur[0], lo), min(cur[1], hi)]
+
+    def _landing_hi(self, s: Room) -> float:
+        """The latest the room's transfer may have landed, on the decode node's clock (inf: unknown)."""
+        bounds = self.offsets.get(f"{s.prefill_node}\t{s.decode_node}")
+        if s.prefill_done is None or bounds is None or bounds[0] > bounds[1]:
+            return float("inf")  # no finished room bounds the clocks yet, or their bounds disagree
+        return s.prefill_done + s.prefill_res - bounds[0]
+
+    def _late(self, room: int, s: Room, ev: dict[str, Any]) -> list[Alert]:
+        if s.aborted is None or s.prefill_done is None or s.abort_ts is None or self._landing_hi(s) < s.abort_ts:
+            return []
+        if not self._once("late_transfer", room):
+            return []
+        assert s.prefill_ev is not None
+        return [
+            Alert(
+                "late_transfer", s.decode_node or "", room, list(s.rids), [s.aborted, s.prefill_ev],
+                _iso(datetime.fromtimestamp(max(s.prefill_done, s.abort_ts), UTC)),
+                summary=f"room {room}: decode ({s.decode_node}) gave its pages back at a transfer failure, and "
+                f"the transfer from prefill ({s.prefill_node}) may have landed after that (the clocks' bounds do not "
+                "put it before): the write may land in pages another request holds",
+            )
+        ]  # fmt: skip
+
+    def sweep(self) -> int:
+        """Forget rooms unheard of for ROOM_TTL_S of log time, and dedupe keys as old: bounded memory."""
+        horizon = self.clock - ROOM_TTL_S
+        old = [r for r, s in self.rooms.items() if s.last_seen < horizon]
+        for r in old:
+            del self.rooms[r]
+        for k in [k for k, t in self.alerted.items() if t < horizon and not k.startswith("pool_")]:
+            del self.alerted[k]
+        if len(self.overlength) > 100_000:  # over-length lines whose room never came: keep the newest
+            for k in list(self.overlength)[: len(self.overlength) - 100_000]:
+                del self.overlength[k]
+        return len(old)
