@@ -1,15 +1,30 @@
-"""`forensics simulate`: write a simulated incident bundle and its ground truth (see forensics.simulate)."""
+"""`forensics simulate`: write a simulated incident bundle and its ground truth (see forensics.simulate);
+with --live, then replay its engine logs into a folder over real time (forensics.simulate.live)."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import cast
 
 import typer
 
 from forensics.cli.app import app
 
+SIMULATE_EXAMPLES = (
+    "--live TARGET: after the simulation, write OUT/bundle's engine logs (engine/<node>/server.log and "
+    "requests.jsonl; with --live-pages also pages/*.jsonl) into TARGET as a running cluster would: start-up lines "
+    "at once, then each line when its log time comes, --speed times faster, in log-time order across files; exit "
+    "when all are written. The default preset's 10 minutes of traffic take about 10 s at --speed 60.\n\n"
+    "OUT/truth/live.jsonl (--live-truth) records when each deciding line (start-up, Req Time Stats, transfer "
+    "failure, over-length) was written, to measure a watcher's detection latency (format: "
+    "forensics/simulate/live.py).\n\n"
+    "Examples:\n\n"
+    "  forensics simulate sim --requests 150 --live live   (then follow live/ with forensics watch)\n\n"
+    "  forensics simulate sim --live live2 --reuse --speed 0 --rotate-every 500   (the same bundle again, at once)"
+)
 
-@app.command()
+
+@app.command(epilog=SIMULATE_EXAMPLES)
 def simulate(
     out: Path = typer.Argument(..., help="Output folder: OUT/bundle and OUT/truth are written."),  # noqa: B008
     seed: int = typer.Option(0, "--seed", help="RNG seed; same seed and options give byte-identical files."),
@@ -21,6 +36,9 @@ def simulate(
     decode_pool: int | None = typer.Option(None, "--decode-pool", help="Decode KV pool size in token slots."),
     abort_rate: float | None = typer.Option(None, "--abort-rate", help="Share of requests the client aborts."),
     long_rate: float | None = typer.Option(None, "--long-rate", help="Share of customer prompts too long for prefill."),
+    researcher_rate: float | None = typer.Option(
+        None, "--researcher-rate", help="Share of requests from the researcher reproducing the leak."
+    ),
     no_telemetry: str | None = typer.Option(None, "--no-telemetry", help="Decode node without page events ('' none)."),
     gap_node: str | None = typer.Option(None, "--gap-node", help="Node whose page events lose a block."),
     gap_events: int = typer.Option(0, "--gap-events", help="Consecutive page events dropped on --gap-node."),
@@ -48,41 +66,116 @@ def simulate(
         help="Gateway log as written by: kvf (the spec's, default), litellm_spendlogs, litellm_payload, smg, "
         "envoy, otlp.",
     ),
+    live: Path | None = typer.Option(
+        None,
+        "--live",
+        help="Then replay OUT/bundle's engine logs into this folder over real time (for forensics watch); "
+        "it must be new or empty.",
+    ),
+    speed: float = typer.Option(60.0, "--speed", help="With --live: log seconds per wall second (0: at once)."),
+    rotate_every: int | None = typer.Option(
+        None, "--rotate-every", help="With --live: rename server.log to server.log.1 every N lines."
+    ),
+    live_pages: bool = typer.Option(False, "--live-pages", help="With --live: replay pages/*.jsonl too."),
+    start_delay: float = typer.Option(
+        0.5, "--start-delay", help="With --live: seconds between the start-up lines and the first traffic line."
+    ),
+    live_truth: Path | None = typer.Option(
+        None,
+        "--live-truth",
+        help="With --live: when each deciding engine line was written, JSON lines (default OUT/truth/live.jsonl).",
+    ),
+    reuse: bool = typer.Option(
+        False,
+        "--reuse",
+        help="With --live: replay the OUT/bundle already there instead of simulating (the simulation options "
+        "are then ignored).",
+    ),
 ) -> None:
-    """Write a simulated incident bundle and its ground truth."""
+    """Write a simulated incident bundle and its ground truth; with --live, then replay its engine logs live."""
     from forensics.errors import InputError
     from forensics.simulate import build_config
     from forensics.simulate import simulate as run
 
-    try:
-        cfg = build_config(
-            preset,
-            seed=seed,
-            requests=requests,
-            page_size=page_size,
-            context_len=context_len,
-            prefill_pool=prefill_pool,
-            decode_pool=decode_pool,
-            abort_rate=abort_rate,
-            long_rate=long_rate,
-            no_telemetry=no_telemetry,
-            gap_node=gap_node,
-            gap_events=gap_events,
-            gap_at=gap_at,
-            clock_skew_ms=clock_skew,
-            late_clear_ms=late_clear,
-            read_delay_ms=read_delay,
-            decode_reuse=decode_reuse,
-            dark_aborts=dark_aborts or None,
-            prefill_count=prefill_nodes,
-            decode_count=decode_nodes,
-            gateway_format=gateway_format,
+    if live is None:
+        given = [n for n, v in (("--rotate-every", rotate_every), ("--live-truth", live_truth)) if v is not None]
+        given += [n for n, v in (("--live-pages", live_pages), ("--reuse", reuse)) if v]
+        if given:
+            raise InputError(f"simulate: {', '.join(given)} only go(es) with --live TARGET")
+    else:  # before simulating: a mistake shows at once
+        _check_live(live, speed, rotate_every, start_delay)
+    if reuse and not (out / "bundle" / "engine").is_dir():
+        raise InputError(f"simulate: --reuse: no {out}/bundle/engine to replay (run without --reuse first)")
+    if not reuse:
+        try:
+            cfg = build_config(
+                preset,
+                seed=seed,
+                requests=requests,
+                page_size=page_size,
+                context_len=context_len,
+                prefill_pool=prefill_pool,
+                decode_pool=decode_pool,
+                abort_rate=abort_rate,
+                long_rate=long_rate,
+                researcher_rate=researcher_rate,
+                no_telemetry=no_telemetry,
+                gap_node=gap_node,
+                gap_events=gap_events,
+                gap_at=gap_at,
+                clock_skew_ms=clock_skew,
+                late_clear_ms=late_clear,
+                read_delay_ms=read_delay,
+                decode_reuse=decode_reuse,
+                dark_aborts=dark_aborts or None,
+                prefill_count=prefill_nodes,
+                decode_count=decode_nodes,
+                gateway_format=gateway_format,
+            )
+        except ValueError as err:  # an option the user can correct
+            raise InputError(f"simulate: {err}") from err
+        s = run(out, cfg)
+        typer.echo(
+            f"wrote {out}/bundle and {out}/truth: {s['requests']} requests, {s['placeholders']} placeholders, "
+            f"{s['aborts']} aborts, {s['exposed_responses']} exposed responses, "
+            f"{s['affected_customer_responses']} affected customer responses"
         )
-    except ValueError as err:  # an option the user can correct
-        raise InputError(f"simulate: {err}") from err
-    s = run(out, cfg)
+    if live is not None:
+        _live(out, live, speed, rotate_every, live_pages, start_delay, live_truth or out / "truth" / "live.jsonl")
+
+
+def _check_live(target: Path, speed: float, rotate_every: int | None, start_delay: float) -> None:
+    from forensics.errors import InputError
+    from forensics.simulate.live import check_target
+
+    if speed < 0:
+        raise InputError(f"simulate: --speed must be 0 (as fast as possible) or positive, not {speed}")
+    if rotate_every is not None and rotate_every < 1:
+        raise InputError(f"simulate: --rotate-every must be at least 1, not {rotate_every}")
+    if start_delay < 0:
+        raise InputError(f"simulate: --start-delay must not be negative, not {start_delay}")
+    try:
+        check_target(target)
+    except ValueError as err:
+        raise InputError(f"simulate: --live: {err}") from err
+
+
+def _live(
+    out: Path, target: Path, speed: float, rotate_every: int | None, pages: bool, start_delay: float, truth: Path
+) -> None:
+    """Replay OUT/bundle's engine logs into target over real time (forensics.simulate.live.replay)."""
+    from forensics.errors import InputError
+    from forensics.simulate.live import replay
+
+    truth.parent.mkdir(parents=True, exist_ok=True)
+    if speed > 0:
+        typer.echo(f"replaying {out}/bundle into {target} at {speed:g}x", err=True)
+    try:
+        r = replay(out / "bundle", target, speed, start_delay, rotate_every, pages, truth=truth)
+    except ValueError as err:  # not a bundle, or TARGET written meanwhile
+        raise InputError(f"simulate: --live: {err}") from err
+    rot = sum(cast(dict[str, int], r["rotations"]).values())
     typer.echo(
-        f"wrote {out}/bundle and {out}/truth: {s['requests']} requests, {s['placeholders']} placeholders, "
-        f"{s['aborts']} aborts, {s['exposed_responses']} exposed responses, "
-        f"{s['affected_customer_responses']} affected customer responses"
+        f"replayed {r['lines']} lines into {target} in {r['elapsed_s']:.1f} s ({r['log_span_s']:.0f} s of logs, "
+        f"{rot} rotations, latest line {r['max_lag_s']:.3f} s behind); {r['truth_records']} truth records in {truth}"
     )
