@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import shutil
 import subprocess
 import sys
@@ -46,17 +45,19 @@ def interleave(bundle: Path, per_line: int) -> None:
 
 
 def measure(bundle: Path, work: Path) -> dict[str, float]:
-    cmd = ["taskset", "-c", "0"] if shutil.which("taskset") else []
+    cmd = ["/usr/bin/time", "-f", "maxrss_kb=%M"] if Path("/usr/bin/time").exists() else []
+    cmd += ["taskset", "-c", "0"] if shutil.which("taskset") else []
     cmd += [sys.executable, "-m", "forensics", "watch", str(bundle), "--once", "--alerts", str(work / "alerts.jsonl")]
     (work / "alerts.jsonl").unlink(missing_ok=True)
     t = time.perf_counter()
     done = subprocess.run(cmd, capture_output=True, text=True, check=True, cwd=ROOT)
     wall = time.perf_counter() - t
-    lines = int(done.stderr.strip().rsplit("watch: ", 1)[1].split()[0])
-    rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    summary = done.stderr.rsplit("watch: ", 1)[1].split()
+    lines, rooms = int(summary[0]), int(summary[5])
+    rss = next((int(x.split("=")[1]) / 1024 for x in done.stderr.split() if x.startswith("maxrss_kb=")), float("nan"))
     alerts = sum(1 for _ in (work / "alerts.jsonl").open())
     return {"lines": lines, "seconds": round(wall, 2), "lines_per_s": round(lines / wall), "alerts": alerts,
-            "peak_rss_mb": round(rss)}  # fmt: skip
+            "rooms_open_at_end": rooms, "peak_rss_mb": round(rss)}  # fmt: skip
 
 
 def main() -> None:

@@ -63,4 +63,4 @@ def watch(
     )  # fmt: skip
     if server is not None:
         server.shutdown()
-    print(f"watch: {w.lines} lines read, {w.count} alerts", file=sys.stderr)
+    print(f"watch: {w.lines} lines read, {w.count} alerts, {len(w.detector.rooms)} rooms open", file=sys.stderr)

@@ -27,7 +27,7 @@ from typing import IO, Any
 from zoneinfo import ZoneInfo
 
 from forensics.intake import load_bundle_config
-from forensics.watch.detector import KINDS, Alert, Detector
+from forensics.watch.detector import JSON_MARKER_RE, KINDS, TEXT_MARKERS, Alert, Detector, candidates
 from forensics.watch.follow import Follower, lag_bytes
 from forensics.watch.pages import PageWatch
 
@@ -202,15 +202,20 @@ class Watch:
         """Read what was written since the last poll; returns the lines read."""
         n = 0
         per_node: dict[str, int] = {}
-        for f, lineno, raw in self.follower.poll():
-            n += 1
-            per_node[f.node] = per_node.get(f.node, 0) + 1
+        for f, before, data in self.follower.poll_chunks():
+            k = data.count(b"\n")
+            n += k
+            per_node[f.node] = per_node.get(f.node, 0) + k
             if f.source == "pages":
-                found = self.pages.feed(f.rel, lineno, raw) if self.pages is not None else []
-            else:
-                found = self.detector.feed(f.node, f.rel, lineno, raw, f.source == "jsonl")
-            for a in found:
-                self._emit(a)
+                lines = enumerate(data.splitlines(keepends=True), start=before + 1) if self.pages is not None else ()
+                for lineno, raw in lines:
+                    for a in self.pages.feed(f.rel, lineno, raw):  # type: ignore[union-attr]
+                        self._emit(a)
+                continue
+            jsonl = f.source == "jsonl"
+            for lineno, raw in candidates(data, before, JSON_MARKER_RE if jsonl else TEXT_MARKERS):
+                for a in self.detector.feed(f.node, f.rel, lineno, raw, jsonl):
+                    self._emit(a)
         self.out.flush()
         for note in self.follower.notes:
             print(f"watch: {note}", file=sys.stderr)

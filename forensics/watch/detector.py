@@ -24,6 +24,7 @@ the rooms in flight.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -38,6 +39,23 @@ TEXT_MARKERS = re.compile(
     rb"|max_total_num_tokens="
 )
 JSON_MARKER = b'"request.finished"'
+JSON_MARKER_RE = re.compile(re.escape(JSON_MARKER))
+
+
+def candidates(data: bytes, before: int, marker: re.Pattern[bytes]) -> Iterator[tuple[int, bytes]]:
+    """The lines of a run of whole lines (`before` lines precede it in its file) that hold a marker,
+    with their line numbers: the regex scans the run in C, and only those lines cost a Python step."""
+    line, pos, last = before, 0, -1
+    for m in marker.finditer(data):
+        start = data.rfind(b"\n", 0, m.start()) + 1
+        if start <= last:
+            continue  # a second marker on a line already taken
+        line += data.count(b"\n", pos, start) + 1
+        end = data.index(b"\n", m.start())
+        yield line, data[start : end + 1]
+        pos, last = end + 1, start
+
+
 KINDS = ("placeholder_signature", "late_transfer", "pool_smaller_than_context", "exposure")
 ROOM_TTL_S = 3600.0  # log-time seconds after its last line that an unfinished room is kept
 EVIDENCE_CHARS = 500

@@ -68,6 +68,14 @@ class Follower:
 
     def poll(self) -> Iterator[tuple[Followed, int, bytes]]:
         """Every whole line written since the last poll: (file, line number, bytes with newline)."""
+        for f, before, data in self.poll_chunks():
+            for i, line in enumerate(data.splitlines(keepends=True), start=before + 1):
+                yield f, i, line
+
+    def poll_chunks(self) -> Iterator[tuple[Followed, int, bytes]]:
+        """What was written since the last poll, as runs of whole lines: (file, lines before the run,
+        the run's bytes, ending in a newline). A caller that wants few of the lines finds them in the
+        run without a Python step per line."""
         self._discover()
         for f in list(self.files.values()):
             yield from self._read(f)
@@ -114,7 +122,7 @@ class Follower:
                 if f.tail:  # the last line of the rotated file, without its newline: it is whole now
                     f.line += 1
                     f.offset += len(f.tail)
-                    yield f, f.line, f.tail + b"\n"
+                    yield f, f.line - 1, f.tail + b"\n"
                 self.notes.append(f"{f.rel}: rotated; following the new file")
                 f.fh.close()
                 f.fh = (self.root / f.rel).open("rb")
@@ -136,13 +144,11 @@ class Follower:
                 f.tail = data
                 continue
             f.tail = data[cut + 1 :]
-            start = 0
-            while start <= cut:
-                end = data.index(b"\n", start)
-                f.line += 1
-                f.offset += end + 1 - start
-                yield f, f.line, data[start : end + 1]
-                start = end + 1
+            run = data[: cut + 1]
+            before = f.line
+            f.line += run.count(b"\n")
+            f.offset += len(run)
+            yield f, before, run
 
     def close(self) -> None:
         for f in self.files.values():
