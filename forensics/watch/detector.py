@@ -57,7 +57,8 @@ def candidates(data: bytes, before: int, marker: re.Pattern[bytes]) -> Iterator[
 
 
 KINDS = ("placeholder_signature", "late_transfer", "pool_smaller_than_context", "exposure")
-ROOM_TTL_S = 3600.0  # log-time seconds after its last line that an unfinished room is kept
+ROOM_TTL_S = 3600.0
+CLOSED_KEPT = 20_000  # log-time seconds after its last line that an unfinished room is kept
 EVIDENCE_CHARS = 500
 
 
@@ -120,6 +121,9 @@ class Detector:
         self.alerted: dict[str, float] = {}  # "kind\troom|node" -> log time: the dedupe set
         self.offsets: dict[str, list[float]] = {}  # "prefill\tdecode" -> [lo, hi] of prefill minus decode clock
         self.clock = 0.0  # the latest log time seen (epoch s)
+        # rooms closed lately: a room's other lines (its JSON record beside its text line) come after it
+        # closed, and must not open it again; the oldest are dropped past CLOSED_KEPT
+        self.closed: dict[int, None] = {}
 
     # ---- state file --------------------------------------------------------------------------------
 
@@ -130,6 +134,7 @@ class Detector:
             "overlength": self.overlength,
             "alerted": self.alerted,
             "offsets": self.offsets,
+            "closed": list(self.closed),
             "clock": self.clock,
         }
 
@@ -139,6 +144,7 @@ class Detector:
         self.overlength = dict(data.get("overlength", {}))
         self.alerted = dict(data.get("alerted", {}))
         self.offsets = {k: list(v) for k, v in data.get("offsets", {}).items()}
+        self.closed = dict.fromkeys(int(r) for r in data.get("closed", []))
         self.clock = float(data.get("clock", 0.0))
 
     # ---- feeding -----------------------------------------------------------------------------------
@@ -204,6 +210,8 @@ class Detector:
             return []
         if room is None:
             return []
+        if room in self.closed:
+            return []
         role = self._role(node, r)
         s = self.rooms.setdefault(room, Room())
         s.last_seen = t
@@ -211,7 +219,10 @@ class Detector:
             s.rids.append(rid)
         if kind.startswith("decode_") and kind.endswith("_failed"):
             s.aborted, s.abort_ts, s.decode_node = ev, t, node
-            return self._late(room, s, ev)
+            out = self._late(room, s, ev)
+            if s.prefill_done is not None:
+                self._close(room)
+            return out
         if kind not in ("time_stats", "finished") or role not in ("prefill", "decode"):
             return []
         if role == "prefill":
@@ -234,9 +245,15 @@ class Detector:
                 self._bound_offset(s, r, t, res)
             s.decode_done = s.decode_done or kind == "time_stats"
             out = self._signature(room, s, ev)
-        if s.decode_done and s.prefill_done is not None and s.aborted is None:
-            del self.rooms[room]  # both sides are done with it
+        if s.prefill_done is not None and (s.decode_done or s.aborted is not None):
+            self._close(room)  # both sides are done with it (an aborted room: its transfer judged)
         return out
+
+    def _close(self, room: int) -> None:
+        del self.rooms[room]
+        self.closed[room] = None
+        if len(self.closed) > CLOSED_KEPT:
+            del self.closed[next(iter(self.closed))]
 
     def _once(self, kind: str, room: int) -> bool:
         key = f"{kind}\t{room}"
