@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from forensics.contract import GATEWAY_FIELDS
 from forensics.db import arrow_view, ident, run_query, sql_literal
-from forensics.ingest.other_formats import load_other_format, sample_fields
+from forensics.ingest.other_formats import load_other_format, sample_fields, type_and_keep
 from forensics.ingest.rawtext import JSON_OBJECT_LINES, load_lines
 from forensics.ingest.staged import InPlace, validate_staged
 from forensics.intake import InputFile
@@ -133,12 +133,6 @@ def _typed_parquet(con: duckdb.DuckDBPyConnection, f: InputFile, reader: str, in
     return True
 
 
-KEEP = """INSERT INTO gateway_text
-    SELECT request_id, ts_v, account_id, api_token_id, client_ip, user_agent, model, status_v, prompt_v,
-           completion_v, duration_v, room_v, prefill_node, decode_node, headers_v, engine_id, trace_id, attrs, $1, row
-    FROM gw_typed WHERE row NOT IN (SELECT row FROM rejected WHERE file_id = $1)"""
-
-
 def load_gateway_file(
     con: duckdb.DuckDBPyConnection, f: InputFile, in_place: InPlace, settings: GatewaySettings | None = None
 ) -> None:
@@ -211,18 +205,7 @@ def _load_spec_file(con: duckdb.DuckDBPyConnection, f: InputFile, in_place: InPl
         ok = _stage_jsonl(con, f)
     if not ok:
         return
-    kind = "VIEW" if name.endswith(".parquet") else "TABLE"
-    run_query(con, "ingest", "gateway_typed")
-    validate_staged(
-        con,
-        f,
-        "gateway_validate",
-        "gw_stage",
-        "gateway_text",
-        f"DROP VIEW IF EXISTS gw_typed; DROP {kind} IF EXISTS gw_stage",
-        "cannot read rows",
-        KEEP,
-    )
+    type_and_keep(con, f, "VIEW" if name.endswith(".parquet") else "TABLE")
 
 
 def define_gateway(con: duckdb.DuckDBPyConnection, in_place: InPlace) -> None:

@@ -171,6 +171,12 @@ def load_other_format(
     con.execute(f"CREATE OR REPLACE TEMP TABLE gw_stage AS SELECT {project(m, settings)} FROM gw_records")
     con.execute("DROP TABLE gw_records")
     con.execute("SET VARIABLE gw_strict = false")
+    type_and_keep(con, f)
+
+
+def type_and_keep(con: duckdb.DuckDBPyConnection, f: InputFile, stage: str = "TABLE") -> None:
+    """Type the staged text columns (gw_stage, a TABLE or VIEW), reject the bad rows, keep the good ones
+    in gateway_text: every text-staged gateway file, in any format, goes through this."""
     run_query(con, "ingest", "gateway_typed")
     validate_staged(
         con,
@@ -178,7 +184,7 @@ def load_other_format(
         "gateway_validate",
         "gw_stage",
         "gateway_text",
-        "DROP VIEW IF EXISTS gw_typed; DROP TABLE IF EXISTS gw_stage",
+        f"DROP VIEW IF EXISTS gw_typed; DROP {stage} IF EXISTS gw_stage",
         "cannot read rows",
         KEEP,
     )
