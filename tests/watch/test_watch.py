@@ -189,3 +189,29 @@ def test_metrics_endpoint(tmp_path: Path) -> None:
         assert f'kind="{a["kind"]}",node="{a["node"]}"' in counted
     assert "# TYPE kvf_watch_lag_seconds gauge" in body and "kvf_watch_open_rooms" in body
     assert "kvf_watch_lines_total" in body
+
+
+def test_webhook_receives_each_alert(tmp_path: Path) -> None:
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    got: list[dict] = []
+
+    class Hook(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802
+            got.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            return
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Hook)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    simulate(tmp_path / "sim", build_config("default", seed=12, requests=300, **DARK))
+    try:
+        run(tmp_path / "sim" / "bundle", once=True, alerts=tmp_path / "a.jsonl",
+            webhook=f"http://127.0.0.1:{server.server_address[1]}/hook")  # fmt: skip
+    finally:
+        server.shutdown()
+    assert got and got == _alerts(tmp_path / "a.jsonl")
