@@ -4,16 +4,13 @@ their room, on a bundle where one request's events were removed from its decode 
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import duckdb
 import pyarrow.parquet as pq
 
-from tests import support
+from forensics.simulate import build_config, simulate
 from tests.support.analysis import Findings
-
-SAMPLE = support.SAMPLE
 
 DEFINITION = """
 WITH served AS (
@@ -37,8 +34,8 @@ ORDER BY ALL
 
 
 def test_missing_rooms_per_node_match_the_definition(tmp_path: Path) -> None:
-    bundle = tmp_path / "bundle"
-    shutil.copytree(SAMPLE, bundle)
+    simulate(tmp_path / "sim", build_config("default", seed=9, requests=500))  # decode-0's pages are Parquet
+    bundle = tmp_path / "sim" / "bundle"
     pages = bundle / "pages" / "decode-0.parquet"
     events = pq.read_table(pages)
     # a served request on decode-0 whose own events there are then removed (the room's transfer stays)
