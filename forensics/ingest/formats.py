@@ -42,26 +42,28 @@ def _json_value(key: Key) -> str:
                     WHEN json_type({j}) IN ('OBJECT', 'ARRAY') THEN {j} END"""
 
 
+def _parsed_time(v: str, kind: str, zone: str | None) -> str:
+    """The TIMESTAMPTZ of time text `v` written as `kind` (TIME_KINDS or a strptime format); NULL when it
+    does not parse. `zone`: the zone of values written without one (None: such values do not parse)."""
+    if kind == "rfc3339":
+        has_zone = f"regexp_matches({v}, '(Z|z|[+-][0-9]{{2}}(:?[0-9]{{2}})?)$')"
+        zoned = f"CASE WHEN {has_zone} THEN TRY_CAST({v} AS TIMESTAMPTZ) END"
+        return (
+            zoned if zone is None else f"coalesce({zoned}, timezone({sql_literal(zone)}, TRY_CAST({v} AS TIMESTAMP)))"
+        )
+    if kind.startswith("epoch_"):
+        per_us = {"epoch_s": "* 1000000", "epoch_ms": "* 1000", "epoch_us": "", "epoch_ns": "/ 1000"}[kind]
+        num = f"TRY_CAST({v} AS HUGEINT)" if kind == "epoch_ns" else f"TRY_CAST({v} AS DOUBLE)"
+        return f"make_timestamptz(TRY_CAST(round({num} {per_us}) AS BIGINT))"
+    naive = f"TRY_STRPTIME({v}, {sql_literal(kind)})"
+    return naive if "%z" in kind or "%Z" in kind else f"timezone({sql_literal(zone or 'UTC')}, {naive}::TIMESTAMP)"
+
+
 def _ts(m: Mapping, zone: str | None) -> str:
     """The record's time as RFC 3339 text in UTC when it parses; else its text as logged (the validation
     then rejects the row and shows it)."""
     v = _first(m.fields.get("ts", ()))
-    if m.time == "rfc3339":
-        has_zone = f"regexp_matches({v}, '(Z|z|[+-][0-9]{{2}}(:?[0-9]{{2}})?)$')"
-        zoned = f"CASE WHEN {has_zone} THEN TRY_CAST({v} AS TIMESTAMPTZ) END"
-        parsed = (
-            zoned if zone is None else f"coalesce({zoned}, timezone({sql_literal(zone)}, TRY_CAST({v} AS TIMESTAMP)))"
-        )
-    elif m.time.startswith("epoch_"):
-        per_us = {"epoch_s": "* 1000000", "epoch_ms": "* 1000", "epoch_us": "", "epoch_ns": "/ 1000"}[m.time]
-        num = f"TRY_CAST({v} AS HUGEINT)" if m.time == "epoch_ns" else f"TRY_CAST({v} AS DOUBLE)"
-        parsed = f"make_timestamptz(TRY_CAST(round({num} {per_us}) AS BIGINT))"
-    else:
-        naive = f"TRY_STRPTIME({v}, {sql_literal(m.time)})"
-        parsed = (
-            naive if "%z" in m.time or "%Z" in m.time else f"timezone({sql_literal(zone or 'UTC')}, {naive}::TIMESTAMP)"
-        )
-    return f"coalesce(strftime(({parsed}) AT TIME ZONE 'UTC', '%Y-%m-%dT%H:%M:%S.%fZ'), {v})"
+    return f"coalesce(strftime(({_parsed_time(v, m.time, zone)}) AT TIME ZONE 'UTC', '%Y-%m-%dT%H:%M:%S.%fZ'), {v})"
 
 
 def _status(m: Mapping) -> str:
@@ -85,15 +87,13 @@ def _duration(m: Mapping) -> str:
     )
     if m.duration_from is None:
         return direct
-    start, end = (_ts(Mapping("x", "", (), {"ts": (k,)}, time=m.time, zone="UTC"), "UTC") for k in m.duration_from)
-    ms = "epoch_us(TRY_CAST({} AS TIMESTAMPTZ)) / 1000.0"
-    diff = f"CAST(round({ms.format(end)} - {ms.format(start)}, 3) AS VARCHAR)"
+    start, end = (f"epoch_us({_parsed_time(_first((k,)), m.time, 'UTC')}) / 1000.0" for k in m.duration_from)
+    diff = f"CAST(round({end} - {start}, 3) AS VARCHAR)"
     return f"coalesce({direct}, {diff})"
 
 
 def _attrs(m: Mapping) -> dict[str, str]:
-    out = {a: _first(paths) for a, paths in m.attrs.items() if a != "tags"}
-    return out
+    return {a: _first(paths) for a, paths in m.attrs.items() if a != "tags"}
 
 
 def _tenant(m: Mapping, settings: GatewaySettings) -> str:

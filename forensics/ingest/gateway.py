@@ -12,6 +12,8 @@ Reads: gateway/*. Writes: gateway_text, gateway (view), rejected.
 
 from __future__ import annotations
 
+from collections import Counter
+
 import duckdb
 import numpy as np
 import pyarrow as pa
@@ -166,11 +168,8 @@ def load_gateway_file(
 
 def _vote(found: list[str | None]) -> str | None:
     """The format most of a file's first records have (ties: the first record's), None if none has one."""
-    known = [x for x in found if x is not None]
-    if not known:
-        return None
-    best = max(known.count(x) for x in known)
-    return next(x for x in known if known.count(x) == best)
+    known = Counter(x for x in found if x is not None)  # counts in first-seen order: ties go to the first
+    return known.most_common(1)[0][0] if known else None
 
 
 def _load_spec_file(con: duckdb.DuckDBPyConnection, f: InputFile, in_place: InPlace) -> None:

@@ -10,7 +10,6 @@ Reads: gateway/*. Writes: gateway_text, engine_spans, rejected.
 
 from __future__ import annotations
 
-import gzip
 import json
 import zlib
 
@@ -20,7 +19,7 @@ import pyarrow as pa
 from forensics.db import arrow_view, run_query, scalar, sql_literal
 from forensics.ingest import otlp
 from forensics.ingest.formats import needs_zone, project
-from forensics.ingest.rawtext import JSON_OBJECT_LINES, load_lines
+from forensics.ingest.rawtext import JSON_OBJECT_LINES, load_lines, open_bytes
 from forensics.ingest.staged import validate_staged
 from forensics.intake import InputFile
 from forensics.intake.gateway_formats import GatewaySettings, Mapping
@@ -50,15 +49,10 @@ def _csv_reader(f: InputFile) -> str:
     )
 
 
-def _open_text(f: InputFile):  # noqa: ANN202 (a text stream)
-    raw = gzip.open(f.path, "rb") if f.rel.lower().endswith(".gz") else f.path.open("rb")
-    return raw
-
-
 def _is_array(f: InputFile) -> bool:
     """A JSON file whose first character (after blanks) opens an array: /spend/logs and other exports."""
     try:
-        with _open_text(f) as fh:
+        with open_bytes(f) as fh:
             head = fh.read(4096).lstrip()
     except (OSError, EOFError, zlib.error):
         return False
@@ -80,7 +74,7 @@ def sample_fields(con: duckdb.DuckDBPyConnection, f: InputFile) -> tuple[list[se
             records = [r for r in _array_records(f)[:SAMPLE_RECORDS] if isinstance(r, dict)]
         else:
             records = []
-            with _open_text(f) as fh:
+            with open_bytes(f) as fh:
                 for _, raw in zip(range(SAMPLE_LINES), fh, strict=False):
                     try:
                         rec = json.loads(raw)
@@ -97,7 +91,7 @@ def sample_fields(con: duckdb.DuckDBPyConnection, f: InputFile) -> tuple[list[se
 
 
 def _array_records(f: InputFile) -> list:
-    with _open_text(f) as fh:
+    with open_bytes(f) as fh:
         data = json.load(fh)
     if not isinstance(data, list):
         raise ValueError("a JSON file that is not an array of records")

@@ -23,6 +23,7 @@ import duckdb
 import pyarrow as pa
 
 from forensics.db import arrow_view
+from forensics.ingest.rawtext import open_bytes
 from forensics.intake import InputFile
 
 HEADER = "http.request.header."
@@ -91,12 +92,7 @@ def stage_spans(con: duckdb.DuckDBPyConnection, f: InputFile) -> bool:
     recs: list[str | None] = []
     engine: list[tuple] = []
     spans_seen = other = 0
-    opener = f.path.open("rb")
-    if f.rel.lower().endswith(".gz"):
-        import gzip
-
-        opener = gzip.open(f.path, "rb")
-    with opener as fh:
+    with open_bytes(f) as fh:
         for lineno, raw in enumerate(fh, start=1):
             if not raw.strip():
                 continue

@@ -12,6 +12,7 @@ import gzip
 import tempfile
 import zlib
 from pathlib import Path
+from typing import IO
 
 import duckdb
 
@@ -20,6 +21,11 @@ from forensics.intake import InputFile
 
 MAX_LINE = 64 << 20
 BAD_LINE = "\x1f"  # starts a marker line (never valid JSON): the rest says why the line was unusable
+
+
+def open_bytes(f: InputFile) -> IO[bytes]:
+    """A file of the bundle opened for reading, decompressed when its name ends in .gz."""
+    return gzip.open(f.path, "rb") if f.rel.lower().endswith(".gz") else f.path.open("rb")  # type: ignore[return-value]
 
 
 def _load(con: duckdb.DuckDBPyConnection, path: Path, table: str) -> None:

@@ -207,10 +207,10 @@ class Watch:
             n += k
             per_node[f.node] = per_node.get(f.node, 0) + k
             if f.source == "pages":
-                lines = enumerate(data.splitlines(keepends=True), start=before + 1) if self.pages is not None else ()
-                for lineno, raw in lines:
-                    for a in self.pages.feed(f.rel, lineno, raw):  # type: ignore[union-attr]
-                        self._emit(a)
+                if self.pages is not None:
+                    for lineno, raw in enumerate(data.splitlines(keepends=True), start=before + 1):
+                        for a in self.pages.feed(f.rel, lineno, raw):
+                            self._emit(a)
                 continue
             jsonl = f.source == "jsonl"
             for lineno, raw in candidates(data, before, JSON_MARKER_RE if jsonl else TEXT_MARKERS):

@@ -90,9 +90,10 @@ class PageWatch:
         elif op == "transfer":
             w[a:b] = room
             held = r[a:b][(r[a:b] != room) & (r[a:b] != NONE)]
-            for holder in np.unique(held).tolist():
+            if held.size:  # the lowest holder; the others' reads of these slots see the write as stale
+                holder = int(held.min())
                 hit = int((held == holder).sum())
-                return self._alert(target, int(holder), "foreign_write", np.array([room]), hit, ev, e.get("ts"))
+                return self._alert(target, holder, "foreign_write", np.array([room]), hit, ev, e.get("ts"))
         return []
 
     def _alert(
