@@ -26,6 +26,7 @@ from forensics.db import check_memory_limit, connect, timed
 from forensics.errors import InputError
 from forensics.findings import OUTPUTS, compute_findings, write_findings
 from forensics.findings import headline as findings_headline
+from forensics.findings import source_tier as findings_source_tier
 from forensics.ingest import copy_in_place, in_place_note, ingest_gateway, ingest_into, node_summary
 from forensics.ingest.gateway import gateway_join_summary
 from forensics.intake import BundleConfig, InputFile, Window, load_bundle_config, parse_utc, sha256_file
@@ -72,6 +73,7 @@ class InvestigationResult:
     headline: dict[str, int]
     tasks: dict[str, int] | None = None  # per-node tasks run and reused, when they ran apart
     self_contained: bool = False
+    source_tiers: dict[str, Any] | None = None  # what the evidence measured of the likely subset (source_tier)
 
     def summary(self) -> str:
         h = self.headline
@@ -82,6 +84,13 @@ class InvestigationResult:
             f"Exposure pairs: {h['pairs']}; hazards: {self.counts.get('hazards.csv', 0)}; "
             f"rejected input rows: {self.counts.get('rejected.csv', 0)}",
         ]
+        tier = self.source_tiers or {}
+        if tier.get("reason"):
+            lines.append(
+                f"Possible sources: likely subset printed ({tier['reason']})"
+                if tier["likely_printed"]
+                else f"Possible sources: no likely count ({tier['reason']})"
+            )
         if self.tasks:
             lines.append(f"Per-node tasks: {self.tasks['tasks_run']} run, {self.tasks['reused']} reused from the cache")
         lines += [f"Findings written to {self.out}/", f"Report: {self.out / 'report.html'}"]
@@ -97,6 +106,7 @@ class InvestigationResult:
                 "headline": self.headline,
                 "rows": self.counts,
                 "per_node_tasks": self.tasks,
+                "source_tiers": self.source_tiers,
                 "self_contained": self.self_contained,
             },
             sort_keys=True,
@@ -301,6 +311,7 @@ def _investigate(
         with timed("write_findings"):
             counts = write_findings(con, out)
         headline = findings_headline(con)
+        tiers = findings_source_tier(con)
         from forensics.report import render_report
 
         with timed("report"):
@@ -339,7 +350,7 @@ def _investigate(
     shutil.rmtree(Path(str(db_path) + ".tmp"), ignore_errors=True)
     make_private(db_path)
     tasks = {k: execution.stats[k] for k in ("tasks_run", "reused")} if "tasks_run" in execution.stats else None
-    return InvestigationResult(out, counts, headline, tasks)
+    return InvestigationResult(out, counts, headline, tasks, source_tiers=tiers)
 
 
 def ingest_bundle(bundle: Path, db: Path, exclusions: Path | None = None, self_contained: bool = False) -> IngestResult:

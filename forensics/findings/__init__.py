@@ -160,6 +160,14 @@ def write_findings(con: duckdb.DuckDBPyConnection, out: Path) -> dict[str, int]:
     return {name: write_csv(con, load_query("findings", query), out / name) for name, query in OUTPUTS.items()}
 
 
+def source_tier(con: duckdb.DuckDBPyConnection) -> dict[str, object]:
+    """What the bundle's evidence measured of the allocator model's likely subset (the source_tier table
+    forensics.findings.likelihood writes): whether the headline prints it, and why."""
+    cur = con.execute("SELECT * FROM source_tier")
+    names = [d[0] for d in cur.description]
+    return dict(zip(names, cur.fetchone() or [None] * len(names), strict=True))
+
+
 def headline(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
     """affected, confirmed, indeterminate, customer (responses) and pairs (exposure rows)."""
     return query_rows(con, "findings", "headline")[0]

@@ -14,11 +14,18 @@ page allocator, replayed over the request lifecycle its logs give (forensics.own
 3. The likelihood. A pair found by h of the members gets a rate for h learned where the truth is in the
    bundle: the same walk on the instrumented decode nodes (their lifecycles from their logs only),
    scored against the pairs their page evidence proves, for their placeholder responses. Without an
-   instrumented decode node it is (h + 1/2) / (MEMBERS + 1), said to be uncalibrated.
+   instrumented decode node nothing calibrates it: no likelihood is given (the replays that found a pair
+   are listed, and rank nothing).
+4. The tier. The likely subset (likelihood >= LIKELY) is printed only where its precision, measured on
+   the calibration nodes (each held out from the rates the others give, where there are two), reaches
+   MIN_PRECISION; else the headline says why the logs cannot rank the sources. A model that scored well
+   on one simulator scored an empty likely tier on another's incidents: only the bundle's own page
+   evidence may vouch for it.
 
 Reads node_lifecycle (node_lifecycle.sql). Writes: source_likelihood (node, recipient_room, source_room, hits),
 likelihood_map (node, hits, likelihood), model_rooms (node, room), allocator_model (one row per node),
-and the macro is_likely(likelihood): the likely subset.
+source_tier (one row: what the evidence measured of the likely subset), and the macros likely_tier()
+(whether the likely subset is printed) and is_likely(likelihood): the likely subset.
 """
 
 from __future__ import annotations
@@ -42,6 +49,10 @@ MEMBERS = 8
 # a possible pair at least this likely is in the likely subset (the is_likely macro the findings and
 # report queries read)
 LIKELY = 0.5
+# the headline prints the likely subset only where the bundle's own page evidence measured its precision
+# at least this high, on at least this many true pairs (else it says why the logs cannot rank sources)
+MIN_PRECISION = 0.8
+MIN_TRUE_PAIRS = 20
 # candidate policies: name -> (policy, coalescing window in pages); see forensics.ownership.kernels.allocator
 POLICIES = {
     "lifo": (alloc.LIFO, 0),  # SGLang 0.4.9: freed pages prepended to the free list, taken first
@@ -294,15 +305,78 @@ def _isotonic(rate: np.ndarray, weight: np.ndarray) -> np.ndarray:
 
 @dataclass
 class Calibration:
-    true: np.ndarray  # per hit count 0..MEMBERS: true pairs
-    total: np.ndarray  # ... and candidate pairs
-    nodes: list[str]
+    """The walk scored against page evidence, per calibration node: per hit count 0..MEMBERS, the true
+    pairs and the candidate pairs."""
 
-    def rates(self) -> np.ndarray:
+    nodes: list[str]
+    true: dict[str, np.ndarray]
+    total: dict[str, np.ndarray]
+
+    def counts(self, nodes: list[str] | None = None) -> tuple[np.ndarray, np.ndarray]:
+        pick = self.nodes if nodes is None else nodes
+        zero = np.zeros(MEMBERS + 1, dtype=np.int64)
+        return sum((self.true[n] for n in pick), zero), sum((self.total[n] for n in pick), zero)
+
+    def rates(self, nodes: list[str] | None = None) -> np.ndarray | None:
+        """The calibrated likelihood per hit count (from `nodes`, default all), or None: nothing to
+        calibrate on. A prior of (h + 1/2) / (MEMBERS + 1) weighs 2 pairs per bucket, so that an empty
+        bucket is not 0 or 1."""
+        true, total = self.counts(nodes)
+        if not total.sum():
+            return None
         prior = (np.arange(MEMBERS + 1) + 0.5) / (MEMBERS + 1)
-        if not self.total.sum():
-            return prior
-        return _isotonic((self.true + 2 * prior) / (self.total + 2), self.total + 2)
+        return _isotonic((true + 2 * prior) / (total + 2), total + 2)
+
+
+@dataclass
+class Tier:
+    """What the bundle's own evidence measured of the likely subset (likelihood >= LIKELY): its precision
+    and recall on the calibration nodes' true pairs, held out by node where there are two or more (each
+    node scored with the rates the others give), and whether the headline may print it."""
+
+    calibrated: bool
+    printed: bool
+    held_out: bool
+    precision: float | None
+    recall: float | None
+    likely_pairs: int
+    true_pairs: int
+    reason: str
+
+
+def _measure_tier(cal: Calibration) -> Tier:
+    if not cal.nodes:
+        return Tier(False, False, False, None, None, 0, 0, (
+            "no decode node with page telemetry and placeholder responses to calibrate the allocator model "
+            "on: its replays are not a likelihood, and the logs alone cannot rank the possible sources"
+        ))  # fmt: skip
+    held_out = len(cal.nodes) > 1
+    hit = likely = true = 0
+    for node in cal.nodes:
+        rates = cal.rates([n for n in cal.nodes if n != node] if held_out else None)
+        if rates is None:  # the other nodes gave nothing to calibrate on
+            continue
+        t, n = cal.counts([node])
+        top = rates >= LIKELY
+        hit, likely, true = hit + int(t[top].sum()), likely + int(n[top].sum()), true + int(t.sum())
+    precision = hit / likely if likely else None
+    recall = hit / true if true else None
+    where = f"{'held out by node' if held_out else 'in sample, one node'} on {', '.join(cal.nodes)}"
+    if true < MIN_TRUE_PAIRS:
+        why = f"too few true pairs to measure the likely subset ({true:,} on {', '.join(cal.nodes)}, {MIN_TRUE_PAIRS} needed)"
+    elif precision is None:
+        why = f"no pair reaches likelihood {LIKELY} ({where}): the replays do not single sources out"
+    elif precision < MIN_PRECISION:
+        why = (
+            f"the likely subset's measured precision is {precision:.2f} ({where}; {MIN_PRECISION} needed): the "
+            "allocator model cannot tell these sources apart"
+        )
+    else:
+        return Tier(True, True, held_out, precision, recall, likely, true, (
+            f"measured precision {precision:.2f} and recall {recall or 0:.2f} of the likely subset against "
+            f"{true:,} true pairs ({where})"
+        ))  # fmt: skip
+    return Tier(True, False, held_out, precision, recall, likely, true, why)
 
 
 def _calibrate(
@@ -311,12 +385,13 @@ def _calibrate(
     """The walk on each instrumented decode node, from its logs and the prefills' transfers alone, against
     the pairs its page evidence proves for its placeholder responses (exposures), bucket by hit count.
     A candidate is every room pre-allocated before the recipient's decode ended."""
-    cal = Calibration(np.zeros(MEMBERS + 1, dtype=np.int64), np.zeros(MEMBERS + 1, dtype=np.int64), [])
+    cal = Calibration([], {}, {})
     for node, ps, n_pages in nodes:
         lc = _lifecycle(con, node)
         placeholder = lc.placeholder
         if not placeholder.any():
             continue
+        true_b, total_b = np.zeros(MEMBERS + 1, dtype=np.int64), np.zeros(MEMBERS + 1, dtype=np.int64)
         w = _walk_node(con, node, lc, ps, n_pages, policies)
         truth = con.execute(
             "SELECT DISTINCT recipient_room, source_room FROM exposures WHERE node = ? AND source_room IS NOT NULL",
@@ -332,14 +407,15 @@ def _calibrate(
         mine = placeholder[w.recipient]
         keys, hits = w.recipient[mine] * n + w.source[mine], w.hits[mine]
         is_true = np.isin(keys, true_keys)
-        np.add.at(cal.total, hits, 1)
-        np.add.at(cal.true, hits[is_true], 1)
-        cal.true[0] += len(true_keys) - int(is_true.sum())
+        np.add.at(total_b, hits, 1)
+        np.add.at(true_b, hits[is_true], 1)
+        true_b[0] += len(true_keys) - int(is_true.sum())
         allocs = np.sort(lc.times["t_alloc"])
         ends = lc.times["t_end"][placeholder]
         candidates = int(np.searchsorted(allocs, ends, side="right").sum()) - int(placeholder.sum())
-        cal.total[0] += max(candidates - len(keys), 0)
+        total_b[0] += max(candidates - len(keys), 0)
         cal.nodes.append(node)
+        cal.true[node], cal.total[node] = true_b, total_b
     return cal
 
 
@@ -366,8 +442,10 @@ def source_likelihood(con: duckdb.DuckDBPyConnection) -> None:
     ][:LEARN_NODES]
     best, policy_basis = _choose_policy(con, instrumented) if dark else (None, "")
     policies = [POLICIES[best]] if best else list(POLICIES.values())
-    cal = _calibrate(con, instrumented, policies) if dark else Calibration(np.zeros(0), np.zeros(0), [])
-    rates = cal.rates() if dark else np.zeros(0)
+    cal = _calibrate(con, instrumented, policies) if dark else Calibration([], {}, {})
+    rates = cal.rates()  # None: nothing calibrates the model, so its replays give no likelihood
+    tier = _measure_tier(cal)
+    true, total = cal.counts()
     pairs: dict[str, list[np.ndarray]] = {k: [] for k in ("node", "recipient_room", "source_room", "hits")}
     rooms: dict[str, list[np.ndarray]] = {"node": [], "room": []}
     model: dict[str, list[object]] = {k: [] for k in ("node", "policy", "basis", "members", "calibration")}
@@ -391,11 +469,11 @@ def source_likelihood(con: duckdb.DuckDBPyConnection) -> None:
         model["policy"].append(best or "all candidates")
         model["basis"].append(policy_basis)
         model["calibration"].append(
-            f"calibrated on {', '.join(cal.nodes)}: {int(cal.true.sum()):,} true pairs of their placeholder "
-            f"responses among {int(cal.total.sum()):,} candidates"
+            f"calibrated on {', '.join(cal.nodes)}: {int(true.sum()):,} true pairs of their placeholder "
+            f"responses among {int(total.sum()):,} candidates; {tier.reason}"
             if cal.nodes
-            else "uncalibrated: no decode node with page telemetry and placeholder responses to learn from; "
-            f"(h + 1/2) / ({MEMBERS} + 1)"
+            else f"uncalibrated: {tier.reason}; possible_sources.model_replays says how many of the {MEMBERS} "
+            "replays found each pair, which ranks nothing"
         )
 
     def table(cols: dict[str, list[np.ndarray]], types: dict[str, pa.DataType]) -> pa.Table:
@@ -406,13 +484,30 @@ def source_likelihood(con: duckdb.DuckDBPyConnection) -> None:
     i64, s = pa.int64(), pa.string()
     found = table(pairs, {"node": s, "recipient_room": i64, "source_room": i64, "hits": i64})
     replayed = table(rooms, {"node": s, "room": i64})
-    rate = pa.table({"hits": np.arange(len(rates)), "likelihood": rates})
+    rate = pa.table(
+        {"hits": np.arange(MEMBERS + 1 if rates is not None else 0), "likelihood": rates if rates is not None else []},
+        schema=pa.schema({"hits": i64, "likelihood": pa.float64()}),
+    )
+    tiers = pa.table(
+        {
+            "calibrated": [tier.calibrated],
+            "likely_printed": [tier.printed],
+            "held_out": [tier.held_out],
+            "calibration_nodes": [", ".join(cal.nodes) or None],
+            "measured_precision": [None if tier.precision is None else round(tier.precision, 3)],
+            "measured_recall": [None if tier.recall is None else round(tier.recall, 3)],
+            "measured_likely_pairs": [tier.likely_pairs],
+            "measured_true_pairs": [tier.true_pairs],
+            "reason": [tier.reason if dark else None],
+        }
+    )
     runs = pa.table({k: pa.array(v, type=i64 if k == "members" else s) for k, v in model.items()})
     with (
         arrow_view(con, "likelihood_pairs", found),
         arrow_view(con, "likelihood_rooms", replayed),
         arrow_view(con, "likelihood_rates", rate),
         arrow_view(con, "likelihood_model", runs),
+        arrow_view(con, "likelihood_tier", tiers),
     ):
         con.execute("CREATE OR REPLACE TABLE source_likelihood AS SELECT * FROM likelihood_pairs")
         con.execute("CREATE OR REPLACE TABLE model_rooms AS SELECT * FROM likelihood_rooms")
@@ -420,4 +515,7 @@ def source_likelihood(con: duckdb.DuckDBPyConnection) -> None:
             SELECT m.node, r.hits, r.likelihood FROM likelihood_model m CROSS JOIN likelihood_rates r
             WHERE m.policy IS NOT NULL""")
         con.execute("CREATE OR REPLACE TABLE allocator_model AS SELECT * FROM likelihood_model")
-    con.execute(f"CREATE OR REPLACE MACRO is_likely(likelihood) AS likelihood >= {LIKELY!r}")
+        con.execute("CREATE OR REPLACE TABLE source_tier AS SELECT * FROM likelihood_tier")
+    # the likely subset exists only where the tier was measured good enough to print (source_tier)
+    con.execute(f"""CREATE OR REPLACE MACRO likely_tier() AS (SELECT likely_printed FROM source_tier);
+        CREATE OR REPLACE MACRO is_likely(likelihood) AS likelihood >= {LIKELY!r} AND likely_tier()""")

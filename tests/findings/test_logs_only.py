@@ -50,15 +50,19 @@ def test_signatures_confirmed_and_possible_sources_cover_the_truth(tmp_path: Pat
     assert c.possible_account_recall == 1.0
     assert c.possible_pairs >= c.dark_truth_pairs
     assert c.missed == [] and c.false_confirmed == [] and c.bad_indeterminate == []
-    # the allocator model, learned from the instrumented decode nodes and calibrated on them
+    # the allocator model, learned from the instrumented decode nodes and calibrated on them: the tier it
+    # prints holds against the truth, and the precision it measured there is near what the truth gives
+    assert c.likely_printed
     assert c.likely_precision >= 0.8 and c.likely_recall >= 0.8, (c.likely_precision, c.likely_recall)
+    assert c.tool_precision is not None and abs(c.tool_precision - c.likely_precision) <= 0.15
     assert 0.7 * c.dark_truth_pairs <= c.likelihood_sum <= 1.5 * c.dark_truth_pairs, c.likelihood_sum
 
 
 def test_without_any_page_events_the_declared_engine_release_names_the_policy(tmp_path: Path) -> None:
     """Every node dark (pages/ removed): with bundle.toml's [engine] version the model takes SGLang's
-    own rule for that release (0.5.4+: freed pages deferred, merged sorted), and its likely subset
-    matches the true pairs of every signature response; without it, every candidate in turn."""
+    own rule for that release (0.5.4+: freed pages deferred, merged sorted); without it, every candidate
+    in turn. Either way no page evidence calibrates it: no pair gets a likelihood, none is likely, the
+    replays that found each pair are listed, and source_tier says why nothing is ranked."""
     simulate(tmp_path / "sim", build_config("default", seed=52, requests=900, page_size=8, decode_reuse="deferred"))
     bundle = tmp_path / "sim" / "bundle"
     shutil.rmtree(bundle / "pages")
@@ -74,11 +78,14 @@ def test_without_any_page_events_the_declared_engine_release_names_the_policy(tm
     assert len(truth) > 50, "the incident must hold exposures for the check to mean something"
     policies = {r[0] for r in f.rows("SELECT policy FROM allocator_model")}
     assert policies == {"sorted-deferred"}
-    rows = f.rows("SELECT recipient_request_id, source_request_id, likelihood FROM possible_sources")
-    assert truth <= {(r, s) for r, s, _ in rows}
-    likely = {(r, s) for r, s, lik in rows if lik is not None and lik >= 0.5}
-    assert len(likely & truth) >= 0.8 * len(likely) and len(likely & truth) >= 0.8 * len(truth)
-    assert all(lik is None or 0.001 <= lik <= 1 for _, _, lik in rows)
+    rows = f.rows("SELECT recipient_request_id, source_request_id, likelihood, model_replays FROM possible_sources")
+    assert truth <= {(r, s) for r, s, _, _ in rows}
+    assert {lik for _, _, lik, _ in rows} == {None}
+    assert {h for *_, h in rows} - {None} <= set(range(9)) and any(h for *_, h in rows)
+    assert f.rows("SELECT count(*) FROM possible_sources WHERE is_likely(likelihood)") == [(0,)]
+    tier = f.rows("SELECT calibrated, likely_printed, reason FROM source_tier")[0]
+    assert tier[:2] == (False, False) and "cannot rank" in tier[2]
+    assert f.rows("SELECT count(*) FROM accounts WHERE requests_likely_exposed IS NOT NULL") == [(0,)]
 
     toml.write_text(toml.read_text().replace('version = "0.5.11"\n', ""))
     g = Findings(bundle)

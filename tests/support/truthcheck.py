@@ -25,12 +25,14 @@ class Comparison:
     possible_account_recall: float = 1.0  # true source accounts among the possible sources' accounts
     possible_pairs: int = 0
     dark_truth_pairs: int = 0
-    # the likely subset (likelihood >= 0.5) against the true pairs, and the sum of the likelihoods
+    # the likely subset (is_likely: printed, likelihood >= 0.5) against the true pairs, and the sum of the likelihoods
     likely_pairs: int = 0
     likely_precision: float = 1.0
     likely_recall: float = 1.0
     likelihood_sum: float = 0.0
     likelihood_missing: int = 0  # possible pairs without a likelihood (the model replayed not both rooms)
+    likely_printed: bool = False  # the tool's own verdict: its likely subset measured good enough to print
+    tool_precision: float | None = None  # ... and the precision it measured on the calibration nodes
 
 
 def _read(path: Path) -> list[dict[str, str]]:
@@ -100,7 +102,8 @@ def compare(sim_out: Path) -> Comparison:
     true_accounts = {account.get(src) for _, src in dark}
     found_accounts = {account.get(src) for _, src in possible}
     c.possible_account_recall = len(true_accounts & found_accounts) / len(true_accounts) if true_accounts else 1.0
-    likely = {(r, s) for r, s, lik in rows if lik is not None and lik >= 0.5}
+    likely = set(f.rows("SELECT recipient_request_id, source_request_id FROM possible_sources WHERE is_likely(likelihood)"))
+    c.likely_printed, c.tool_precision = f.rows("SELECT likely_printed, measured_precision FROM source_tier")[0]
     c.likely_pairs = len(likely)
     c.likely_precision = len(likely & dark) / len(likely) if likely else 1.0
     c.likely_recall = len(likely & dark) / len(dark) if dark else 1.0

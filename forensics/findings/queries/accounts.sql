@@ -2,7 +2,9 @@
 -- data others attended (confirmed, or possibly: possible_sources of responses without page evidence).
 -- The contract's accounts.csv. roles: which of these apply (received_confirmed, received_indeterminate,
 -- exposed_confirmed, exposed_indeterminate, possibly_exposed, likely_exposed), so that no tier is lost in
--- a total. requests_likely_exposed: the possible sources in the allocator model's likely subset.
+-- a total. requests_likely_exposed: the possible sources in the allocator model's likely subset; empty
+-- (unknown, never 0) where the bundle's evidence did not measure that subset good enough to print
+-- (source_tier), or the account has no possible source.
 -- grain: account_id; reads: affected_responses, exposures, possible_sources, request_cohort; params: none
 CREATE OR REPLACE TABLE accounts AS
 WITH recv AS (
@@ -28,7 +30,7 @@ SELECT account_id, cohort.cohort, coalesce(recv.responses_affected, 0) AS respon
        coalesce(recv.responses_indeterminate, 0) AS responses_indeterminate,
        coalesce(src.requests_exposed_confirmed, 0) AS requests_exposed_confirmed,
        coalesce(poss.requests_possibly_exposed, 0) AS requests_possibly_exposed,
-       coalesce(poss.requests_likely_exposed, 0) AS requests_likely_exposed,
+       CASE WHEN likely_tier() THEN coalesce(poss.requests_likely_exposed, 0) END AS requests_likely_exposed,
        concat_ws(';', CASE WHEN recv.responses_confirmed > 0 THEN 'received_confirmed' END,
                  CASE WHEN recv.responses_indeterminate > 0 THEN 'received_indeterminate' END,
                  CASE WHEN src.requests_exposed_confirmed > 0 THEN 'exposed_confirmed' END,

@@ -11,9 +11,11 @@
 --     no later than the response's start_time: a start empties the pool. Never for an aborted source,
 --     whose late transfer may land after its last line.
 -- The pool's capacity proves nothing gone (a freed page can stay unreused for days), so it is not used.
--- likelihood: the allocator model's (forensics.findings.likelihood) for the share of its replays that
--- found the pair, where the model replayed both rooms, at least 0.001 (a possible pair is never ruled
--- out by a model); else empty (unknown, never 0).
+-- likelihood: the allocator model's (forensics.findings.likelihood) calibrated rate for the number of its
+-- replays that found the pair, where the model replayed both rooms and page evidence calibrated it, at
+-- least 0.001 (a possible pair is never ruled out by a model); else empty (unknown, never 0).
+-- model_replays: how many of the model's replays found the pair (0 where it replayed both rooms and none
+-- did; empty where it did not replay them): without calibration it ranks nothing.
 -- A response a late transfer may have written into (late_write_responses) and no placeholder: only the
 -- aborted rooms whose transfers may have landed while it held pages (its own transfer filled its pages
 -- before it read them).
@@ -63,7 +65,9 @@ FROM late_write_responses w
 WHERE w.request_id NOT IN (SELECT request_id FROM signature_responses)
 )
 SELECT p.recipient_request_id, p.source_request_id, p.recipient_account_id, p.source_account_id, p.node, p.basis,
-       CASE WHEN mr.room IS NOT NULL AND ms.room IS NOT NULL THEN round(greatest(m.likelihood, 0.001), 3) END AS likelihood,
+       CASE WHEN mr.room IS NOT NULL AND ms.room IS NOT NULL AND m.likelihood IS NOT NULL
+            THEN round(greatest(m.likelihood, 0.001), 3) END AS likelihood,
+       CASE WHEN mr.room IS NOT NULL AND ms.room IS NOT NULL THEN coalesce(l.hits, 0) END AS model_replays,
        p.recipient_cohort, p.source_cohort, p.recipient_room, p.source_room
 FROM pairs p
 LEFT JOIN source_likelihood l ON l.node = p.node AND l.recipient_room = p.recipient_room AND l.source_room = p.source_room

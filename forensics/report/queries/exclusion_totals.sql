@@ -4,8 +4,11 @@
 -- Where responses have no page evidence (evidence signature), the confirmed sources are a lower bound:
 -- unknown_source_responses counts those responses, and possible_* the customer requests and accounts
 -- that the confirmed and the possible sources (possible_sources) reach together: the upper bound;
--- likely_*: the confirmed sources and the possible ones in the allocator model's likely subset (is_likely).
--- grain: one row; reads: request_cohort, gateway_repeats, report_affected, exposures, possible_sources; params: none
+-- likely_*: the confirmed sources and the possible ones in the allocator model's likely subset (is_likely),
+-- empty where that subset is not printed (source_tier: its measured precision too low, or nothing
+-- calibrated it); likely_printed says which, likely_reason why.
+-- grain: one row; reads: request_cohort, gateway_repeats, report_affected, exposures, possible_sources,
+--        source_tier; params: none
 WITH rep AS (SELECT request_id, cohort FROM request_cohort SEMI JOIN gateway_repeats USING (request_id))
 SELECT (SELECT count(*) FROM request_cohort) - (SELECT count(*) - count(DISTINCT request_id) FROM rep) AS requests_before,
        (SELECT count(*) FROM request_cohort WHERE cohort = 'customer')
@@ -31,14 +34,18 @@ SELECT (SELECT count(*) FROM request_cohort) - (SELECT count(*) - count(DISTINCT
            SELECT source_request_id, source_account_id, source_cohort FROM exposures
            UNION ALL SELECT source_request_id, source_account_id, source_cohort FROM possible_sources)
          WHERE source_request_id <> '' AND coalesce(source_cohort, 'customer') = 'customer') AS possible_customer_source_accounts,
-       (SELECT count(DISTINCT source_request_id) FROM (
+       CASE WHEN likely_tier() THEN (SELECT count(DISTINCT source_request_id) FROM (
            SELECT source_request_id, source_cohort FROM exposures
            UNION ALL SELECT source_request_id, source_cohort FROM possible_sources WHERE is_likely(likelihood))
-         WHERE source_request_id <> '' AND coalesce(source_cohort, 'customer') = 'customer') AS likely_customer_sources,
-       (SELECT count(DISTINCT source_account_id) FROM (
+         WHERE source_request_id <> '' AND coalesce(source_cohort, 'customer') = 'customer') END AS likely_customer_sources,
+       CASE WHEN likely_tier() THEN (SELECT count(DISTINCT source_account_id) FROM (
            SELECT source_request_id, source_account_id, source_cohort FROM exposures
            UNION ALL SELECT source_request_id, source_account_id, source_cohort FROM possible_sources
            WHERE is_likely(likelihood))
-         WHERE source_request_id <> '' AND coalesce(source_cohort, 'customer') = 'customer') AS likely_customer_source_accounts,
+         WHERE source_request_id <> '' AND coalesce(source_cohort, 'customer') = 'customer') END AS likely_customer_source_accounts,
        (SELECT count(*) FROM possible_sources WHERE is_likely(likelihood)) AS likely_pairs,
-       (SELECT count(*) FROM possible_sources WHERE likelihood IS NULL) AS possible_pairs_unmodelled;
+       (SELECT count(*) FROM possible_sources WHERE likelihood IS NULL) AS possible_pairs_unmodelled,
+       coalesce(likely_tier(), false) AS likely_printed,
+       (SELECT reason FROM source_tier) AS likely_reason,
+       (SELECT measured_precision FROM source_tier) AS likely_precision,
+       (SELECT measured_recall FROM source_tier) AS likely_recall;

@@ -1,8 +1,8 @@
 -- One row per customer account to notify, both directions: responses it received that held others'
 -- data, and its requests whose data others attended (with the recipients' cohorts).
 -- Accounts whose requests are only possible sources (of responses without page evidence) are listed
--- too, with that count and how many of them the allocator model finds likely: a notification list built
--- from it may be too long, never too short.
+-- too, with that count and how many of them the allocator model finds likely (empty where the likely
+-- subset is not printed, source_tier): a notification list built from it may be too long, never too short.
 -- grain: account_id; reads: report_affected, exposures, possible_sources; params: none
 WITH recv AS (
     SELECT account_id, count(DISTINCT request_id) AS responses_received,
@@ -34,5 +34,5 @@ SELECT account_id, coalesce(responses_received, 0) AS responses_received,
        coalesce(exposed_request_ids, '') AS exposed_request_ids, exposed_first_at, exposed_last_at,
        coalesce(recipient_cohorts, '') AS recipient_cohorts,
        coalesce(requests_possibly_exposed, 0) AS requests_possibly_exposed,
-       coalesce(requests_likely_exposed, 0) AS requests_likely_exposed
+       CASE WHEN likely_tier() THEN coalesce(requests_likely_exposed, 0) END AS requests_likely_exposed
 FROM recv FULL JOIN src USING (account_id) FULL JOIN poss USING (account_id) ORDER BY account_id;
