@@ -48,8 +48,10 @@ def score(sim: Path, out: Path, summary: dict, all_dark: bool) -> dict[str, obje
         lik = r.get("likelihood", "")
         possible[(r["recipient_request_id"], r["source_request_id"])] = float(lik) if lik else None
     tiers = summary.get("source_tiers") or {}
-    printed = bool(tiers.get("likely_printed", False)) if tiers else any(
-        v is not None and v >= 0.5 for v in possible.values()
+    printed = (
+        bool(tiers.get("likely_printed", False))
+        if tiers
+        else any(v is not None and v >= 0.5 for v in possible.values())
     )
     likely = {k for k, v in possible.items() if v is not None and v >= 0.5} if printed else set()
     lsum = sum(v for v in possible.values() if v is not None)

@@ -14,3 +14,8 @@ PAGE_SCHEMA = pa.schema(
     [("node", pa.string()), ("seq", pa.int64()), ("ts", pa.timestamp("us", tz="UTC")), ("op", pa.string()),
      ("room", pa.int64()), ("start", pa.int64()), ("end", pa.int64()), ("peer", pa.string()), ("src", pa.string())]
 )  # fmt: skip
+
+# possible_sources.csv expands every (response, possible source) pair: written when there are at most this
+# many (about 400 MB of CSV), or when asked for (--possible-pairs); else possible_source_windows.csv and
+# the database's view possible_sources hold them (forensics.findings.possible_pairs_plan)
+POSSIBLE_PAIRS_LIMIT = 2_000_000

@@ -24,7 +24,7 @@ from forensics.cohorts import assign_cohorts, exclusion_rules
 from forensics.cohorts.preview import preview
 from forensics.db import check_memory_limit, connect, timed
 from forensics.errors import InputError
-from forensics.findings import OUTPUTS, compute_findings, write_findings
+from forensics.findings import OUTPUTS, compute_findings, possible_pairs_plan, write_findings
 from forensics.findings import headline as findings_headline
 from forensics.findings import source_tier as findings_source_tier
 from forensics.ingest import copy_in_place, in_place_note, ingest_gateway, ingest_into, node_summary
@@ -74,6 +74,7 @@ class InvestigationResult:
     tasks: dict[str, int] | None = None  # per-node tasks run and reused, when they ran apart
     self_contained: bool = False
     source_tiers: dict[str, Any] | None = None  # what the evidence measured of the likely subset (source_tier)
+    possible_pairs: dict[str, Any] | None = None  # the possible pairs counted, and whether their CSV was written
 
     def summary(self) -> str:
         h = self.headline
@@ -91,6 +92,13 @@ class InvestigationResult:
                 if tier["likely_printed"]
                 else f"Possible sources: no likely count ({tier['reason']})"
             )
+        pairs = self.possible_pairs or {}
+        if pairs.get("pairs"):
+            lines.append(
+                f"Possible (response, source) pairs: {pairs['pairs']:,}; possible_sources.csv "
+                + ("written" if pairs["written"] else "not written")
+                + f" ({pairs['why']})"
+            )
         if self.tasks:
             lines.append(f"Per-node tasks: {self.tasks['tasks_run']} run, {self.tasks['reused']} reused from the cache")
         lines += [f"Findings written to {self.out}/", f"Report: {self.out / 'report.html'}"]
@@ -107,6 +115,7 @@ class InvestigationResult:
                 "rows": self.counts,
                 "per_node_tasks": self.tasks,
                 "source_tiers": self.source_tiers,
+                "possible_pairs": self.possible_pairs,
                 "self_contained": self.self_contained,
             },
             sort_keys=True,
@@ -220,6 +229,7 @@ def investigate(
     force: bool = False,
     custody: Custody | None = None,
     parquet: bool = False,
+    possible_pairs: bool | None = None,
 ) -> InvestigationResult:
     check_options(as_of, memory_limit, threads)
     check_out(out, bundle, force)
@@ -229,7 +239,16 @@ def investigate(
     try:
         with private_files():
             result = _investigate(
-                bundle, out, exclusions, as_of, memory_limit, threads, execution, window or Window(), self_contained
+                bundle,
+                out,
+                exclusions,
+                as_of,
+                memory_limit,
+                threads,
+                execution,
+                window or Window(),
+                self_contained,
+                possible_pairs,
             )
             if parquet:
                 result.counts.update(_export_parquet(out))
@@ -294,6 +313,7 @@ def _investigate(
     execution: Execution,
     window: Window,
     self_contained: bool,
+    possible_pairs: bool | None = None,
 ) -> InvestigationResult:
     out.mkdir(parents=True, exist_ok=True)
     db_path = out / "incident.duckdb"
@@ -308,8 +328,9 @@ def _investigate(
             files, config, rules, excl = analyze(con, bundle, exclusions, execution, window)
         finally:
             shutil.rmtree(work, ignore_errors=True)
+        plan = possible_pairs_plan(con, possible_pairs)
         with timed("write_findings"):
-            counts = write_findings(con, out)
+            counts = write_findings(con, out, plan)
         headline = findings_headline(con)
         tiers = findings_source_tier(con)
         from forensics.report import render_report
@@ -335,6 +356,7 @@ def _investigate(
             ],
             "outputs": counts,
             "gateway_join": gateway_join_summary(con),
+            "possible_sources": plan,
             "window": window.describe() if window.active else None,
             "self_contained": self_contained,  # False: incident.duckdb reads the bundle's Parquet files in place
             "execution": {k: v for k, v in execution.stats.items() if k != "tasks"} or None,
@@ -350,7 +372,7 @@ def _investigate(
     shutil.rmtree(Path(str(db_path) + ".tmp"), ignore_errors=True)
     make_private(db_path)
     tasks = {k: execution.stats[k] for k in ("tasks_run", "reused")} if "tasks_run" in execution.stats else None
-    return InvestigationResult(out, counts, headline, tasks, source_tiers=tiers)
+    return InvestigationResult(out, counts, headline, tasks, source_tiers=tiers, possible_pairs=plan)
 
 
 def ingest_bundle(bundle: Path, db: Path, exclusions: Path | None = None, self_contained: bool = False) -> IngestResult:

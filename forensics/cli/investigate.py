@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from forensics.cli.app import app
+from forensics.contract import POSSIBLE_PAIRS_LIMIT
 
 SELF_CONTAINED = typer.Option(
     False,
@@ -92,6 +93,12 @@ def investigate(
     parquet: bool = typer.Option(
         False, "--parquet", help="Also write the large findings tables, typed, as OUT/parquet/<table>.parquet."
     ),
+    possible_pairs: bool | None = typer.Option(
+        None,
+        "--possible-pairs/--no-possible-pairs",
+        help="Write possible_sources.csv, every (response, possible source) pair, whatever their number "
+        f"(default: up to {POSSIBLE_PAIRS_LIMIT:,} pairs; the windows file and the database's view hold them always).",
+    ),
     quiet: bool = QUIET,
 ) -> None:
     """Ingest, rebuild page ownership and provenance, write findings and the disclosure report."""
@@ -124,5 +131,6 @@ def investigate(
             force=force,
             custody=custody,
             parquet=parquet,
+            possible_pairs=possible_pairs,
         )
     typer.echo(result.to_json() if as_json else result.summary())

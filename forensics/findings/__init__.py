@@ -15,8 +15,10 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
+from forensics.contract import POSSIBLE_PAIRS_LIMIT
 from forensics.db import arrow_view, query_rows, run_query, run_steps, telemetry_node_names
 from forensics.findings.likelihood import source_likelihood
+from forensics.findings.possible import possible_reach
 from forensics.outputs import write_csv
 from forensics.ownership.kernels.envelope import envelope
 from forensics.paths import load_query
@@ -134,6 +136,7 @@ STEPS = (
     "affected_responses",
     source_likelihood,  # an allocator model replayed over the logs of the nodes without page telemetry
     "possible_sources",  # every request whose KV a response without page evidence could have attended
+    possible_reach,  # ... counted per source and per response without expanding the pairs
     "hazards",
     "coverage",
     "accounts",
@@ -149,6 +152,7 @@ OUTPUTS = {
     "coverage.csv": "coverage_csv",
     "rejected.csv": "rejected_csv",
     "gateway_join.csv": "gateway_join_csv",
+    "possible_source_windows.csv": "possible_source_windows_csv",
 }
 
 
@@ -156,8 +160,31 @@ def compute_findings(con: duckdb.DuckDBPyConnection) -> None:
     run_steps(con, "findings", STEPS)
 
 
-def write_findings(con: duckdb.DuckDBPyConnection, out: Path) -> dict[str, int]:
-    return {name: write_csv(con, load_query("findings", query), out / name) for name, query in OUTPUTS.items()}
+def possible_pairs_plan(con: duckdb.DuckDBPyConnection, asked: bool | None) -> dict[str, object]:
+    """How many possible pairs there are (counted, not expanded) and whether possible_sources.csv is written:
+    `asked` True or False decides; None writes it up to POSSIBLE_PAIRS_LIMIT pairs."""
+    row = con.execute("""SELECT (SELECT coalesce(sum(sources), 0) FROM possible_windows)
+        + (SELECT count(*) FROM possible_extra)""").fetchone()
+    n = int(row[0]) if row else 0
+    write = asked if asked is not None else n <= POSSIBLE_PAIRS_LIMIT
+    if asked is True:
+        why = "asked for (--possible-pairs)"
+    elif asked is False:
+        why = "not asked for (--no-possible-pairs)"
+    else:
+        why = f"{'at most' if write else 'more than'} {POSSIBLE_PAIRS_LIMIT:,} pairs"
+    if not write:
+        why += ": possible_source_windows.csv and the view possible_sources of incident.duckdb hold them"
+    return {"pairs": n, "written": write, "why": why}
+
+
+def write_findings(con: duckdb.DuckDBPyConnection, out: Path, plan: dict[str, object]) -> dict[str, int]:
+    (out / "possible_sources.csv").unlink(missing_ok=True)
+    return {
+        name: write_csv(con, load_query("findings", query), out / name)
+        for name, query in OUTPUTS.items()
+        if plan["written"] or name != "possible_sources.csv"
+    }
 
 
 def source_tier(con: duckdb.DuckDBPyConnection) -> dict[str, object]:

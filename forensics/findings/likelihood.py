@@ -363,7 +363,10 @@ def _measure_tier(cal: Calibration) -> Tier:
     recall = hit / true if true else None
     where = f"{'held out by node' if held_out else 'in sample, one node'} on {', '.join(cal.nodes)}"
     if true < MIN_TRUE_PAIRS:
-        why = f"too few true pairs to measure the likely subset ({true:,} on {', '.join(cal.nodes)}, {MIN_TRUE_PAIRS} needed)"
+        why = (
+            f"too few true pairs to measure the likely subset ({true:,} on {', '.join(cal.nodes)}, "
+            f"{MIN_TRUE_PAIRS} needed)"
+        )
     elif precision is None:
         why = f"no pair reaches likelihood {LIKELY} ({where}): the replays do not single sources out"
     elif precision < MIN_PRECISION:

@@ -262,7 +262,8 @@ def notification_rows(notifications: list[dict[str, Any]]) -> list[dict[str, Any
                 possible,
                 "its data may have been exposed",
                 "unknown (no page evidence)",
-                "possible; the logs cannot rank which" if likely is None
+                "possible; the logs cannot rank which"
+                if likely is None
                 else f"possible; {likely:,} rated likely by the allocator model",
                 f"Up to {_n(possible, 'request')} of yours may have been in memory that other responses were "
                 "computed over, on a server that kept no page records: we cannot confirm which.",

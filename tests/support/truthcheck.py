@@ -102,7 +102,9 @@ def compare(sim_out: Path) -> Comparison:
     true_accounts = {account.get(src) for _, src in dark}
     found_accounts = {account.get(src) for _, src in possible}
     c.possible_account_recall = len(true_accounts & found_accounts) / len(true_accounts) if true_accounts else 1.0
-    likely = set(f.rows("SELECT recipient_request_id, source_request_id FROM possible_sources WHERE is_likely(likelihood)"))
+    likely = set(
+        f.rows("SELECT recipient_request_id, source_request_id FROM possible_sources WHERE is_likely(likelihood)")
+    )
     c.likely_printed, c.tool_precision = f.rows("SELECT likely_printed, measured_precision FROM source_tier")[0]
     c.likely_pairs = len(likely)
     c.likely_precision = len(likely & dark) / len(likely) if likely else 1.0

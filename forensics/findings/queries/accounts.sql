@@ -5,7 +5,8 @@
 -- a total. requests_likely_exposed: the possible sources in the allocator model's likely subset; empty
 -- (unknown, never 0) where the bundle's evidence did not measure that subset good enough to print
 -- (source_tier), or the account has no possible source.
--- grain: account_id; reads: affected_responses, exposures, possible_sources, request_cohort; params: none
+-- grain: account_id; reads: affected_responses, exposures, possible_source_requests, possible_modelled,
+--        request_cohort; params: none
 CREATE OR REPLACE TABLE accounts AS
 WITH recv AS (
     SELECT account_id, count(DISTINCT request_id) AS responses_affected,  -- a request id in two records: once
@@ -17,9 +18,12 @@ WITH recv AS (
            count(DISTINCT source_request_id) FILTER (WHERE status = 'confirmed') AS requests_exposed_confirmed
     FROM exposures WHERE source_account_id IS NOT NULL GROUP BY 1
 ), poss AS (
-    SELECT source_account_id AS account_id, count(DISTINCT source_request_id) AS requests_possibly_exposed,
-           count(DISTINCT source_request_id) FILTER (WHERE is_likely(likelihood)) AS requests_likely_exposed
-    FROM possible_sources WHERE source_account_id IS NOT NULL AND source_request_id <> '' GROUP BY 1
+    SELECT account_id, count(DISTINCT source_request_id) AS requests_possibly_exposed,
+           count(DISTINCT source_request_id) FILTER (WHERE likely) AS requests_likely_exposed
+    FROM (SELECT source_account_id AS account_id, source_request_id, false AS likely FROM possible_source_requests
+          UNION ALL
+          SELECT source_account_id, source_request_id, is_likely(likelihood) FROM possible_modelled)
+    WHERE account_id IS NOT NULL AND source_request_id <> '' GROUP BY 1
 ), cohort AS (
     -- request_cohort has every gateway record (forensics.cohorts), with its account
     SELECT account_id, string_agg(DISTINCT cohort, ';' ORDER BY cohort) AS cohort FROM request_cohort GROUP BY 1

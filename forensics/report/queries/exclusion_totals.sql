@@ -7,8 +7,8 @@
 -- likely_*: the confirmed sources and the possible ones in the allocator model's likely subset (is_likely),
 -- empty where that subset is not printed (source_tier: its measured precision too low, or nothing
 -- calibrated it); likely_printed says which, likely_reason why.
--- grain: one row; reads: request_cohort, gateway_repeats, report_affected, exposures, possible_sources,
---        source_tier; params: none
+-- grain: one row; reads: request_cohort, gateway_repeats, report_affected, exposures, possible_source_requests,
+--        possible_modelled, possible_windows, possible_extra, source_tier; params: none
 WITH rep AS (SELECT request_id, cohort FROM request_cohort SEMI JOIN gateway_repeats USING (request_id))
 SELECT (SELECT count(*) FROM request_cohort) - (SELECT count(*) - count(DISTINCT request_id) FROM rep) AS requests_before,
        (SELECT count(*) FROM request_cohort WHERE cohort = 'customer')
@@ -28,23 +28,23 @@ SELECT (SELECT count(*) FROM request_cohort) - (SELECT count(*) - count(DISTINCT
        (SELECT count(DISTINCT request_id) FROM report_affected WHERE evidence = 'signature') AS unknown_source_responses,
        (SELECT count(DISTINCT source_request_id) FROM (
            SELECT source_request_id, source_cohort FROM exposures
-           UNION ALL SELECT source_request_id, source_cohort FROM possible_sources)
+           UNION ALL SELECT source_request_id, source_cohort FROM possible_source_requests)
          WHERE source_request_id <> '' AND coalesce(source_cohort, 'customer') = 'customer') AS possible_customer_sources,
        (SELECT count(DISTINCT source_account_id) FROM (
            SELECT source_request_id, source_account_id, source_cohort FROM exposures
-           UNION ALL SELECT source_request_id, source_account_id, source_cohort FROM possible_sources)
+           UNION ALL SELECT source_request_id, source_account_id, source_cohort FROM possible_source_requests)
          WHERE source_request_id <> '' AND coalesce(source_cohort, 'customer') = 'customer') AS possible_customer_source_accounts,
        CASE WHEN likely_tier() THEN (SELECT count(DISTINCT source_request_id) FROM (
            SELECT source_request_id, source_cohort FROM exposures
-           UNION ALL SELECT source_request_id, source_cohort FROM possible_sources WHERE is_likely(likelihood))
+           UNION ALL SELECT source_request_id, source_cohort FROM possible_modelled WHERE is_likely(likelihood))
          WHERE source_request_id <> '' AND coalesce(source_cohort, 'customer') = 'customer') END AS likely_customer_sources,
        CASE WHEN likely_tier() THEN (SELECT count(DISTINCT source_account_id) FROM (
            SELECT source_request_id, source_account_id, source_cohort FROM exposures
-           UNION ALL SELECT source_request_id, source_account_id, source_cohort FROM possible_sources
+           UNION ALL SELECT source_request_id, source_account_id, source_cohort FROM possible_modelled
            WHERE is_likely(likelihood))
          WHERE source_request_id <> '' AND coalesce(source_cohort, 'customer') = 'customer') END AS likely_customer_source_accounts,
-       (SELECT count(*) FROM possible_sources WHERE is_likely(likelihood)) AS likely_pairs,
-       (SELECT count(*) FROM possible_sources WHERE likelihood IS NULL) AS possible_pairs_unmodelled,
+       (SELECT count(*) FROM possible_modelled WHERE is_likely(likelihood)) AS likely_pairs,
+       (SELECT coalesce(sum(sources), 0) FROM possible_windows) + (SELECT count(*) FROM possible_extra) AS possible_pairs,
        coalesce(likely_tier(), false) AS likely_printed,
        (SELECT reason FROM source_tier) AS likely_reason,
        (SELECT measured_precision FROM source_tier) AS likely_precision,

@@ -3,7 +3,7 @@
 -- Accounts whose requests are only possible sources (of responses without page evidence) are listed
 -- too, with that count and how many of them the allocator model finds likely (empty where the likely
 -- subset is not printed, source_tier): a notification list built from it may be too long, never too short.
--- grain: account_id; reads: report_affected, exposures, possible_sources; params: none
+-- grain: account_id; reads: report_affected, exposures, possible_source_requests, possible_modelled; params: none
 WITH recv AS (
     SELECT account_id, count(DISTINCT request_id) AS responses_received,
            count(DISTINCT request_id) FILTER (WHERE status = 'confirmed') AS responses_received_confirmed,
@@ -20,10 +20,13 @@ WITH recv AS (
     WHERE coalesce(source_cohort, 'customer') = 'customer' AND source_request_id <> '' AND source_account_id IS NOT NULL
     GROUP BY 1
 ), poss AS (
-    SELECT source_account_id AS account_id, count(DISTINCT source_request_id) AS requests_possibly_exposed,
-           count(DISTINCT source_request_id) FILTER (WHERE is_likely(likelihood)) AS requests_likely_exposed
-    FROM possible_sources
-    WHERE coalesce(source_cohort, 'customer') = 'customer' AND source_request_id <> '' AND source_account_id IS NOT NULL
+    SELECT account_id, count(DISTINCT source_request_id) AS requests_possibly_exposed,
+           count(DISTINCT source_request_id) FILTER (WHERE likely) AS requests_likely_exposed
+    FROM (SELECT source_account_id AS account_id, source_request_id, source_cohort, false AS likely
+          FROM possible_source_requests
+          UNION ALL
+          SELECT source_account_id, source_request_id, source_cohort, is_likely(likelihood) FROM possible_modelled)
+    WHERE coalesce(source_cohort, 'customer') = 'customer' AND source_request_id <> '' AND account_id IS NOT NULL
     GROUP BY 1
 )
 SELECT account_id, coalesce(responses_received, 0) AS responses_received,

@@ -1,0 +1,54 @@
+-- Possible sources, the pairs (a view): the pairs (spec section 7) of every response without page evidence: every
+-- request whose KV could have been in the slots it attended. That is KV written on its decode node (a
+-- request decoded there, sent there by the gateway, or aborted there with a transfer that may land late)
+-- and not provably gone before the response allocated. A superset by construction: a pair is left out
+-- only when the node's own clock proves it impossible:
+--   - the source entered the node's scheduler (its Req Time Stats start_time) after the response's
+--     decode finished (its Req Time Stats line), so nothing of it was in the pool while the response
+--     attended it;
+--   - a server start-up on the node lies after the source's last line there and no later than the
+--     response's start_time (possible_pool.gone_at): a start empties the pool. Never for an aborted
+--     source, whose late transfer may land after its last line.
+-- The pool's capacity proves nothing gone (a freed page can stay unreused for days), so it is not used.
+-- A VIEW: the pairs grow as recipients x requests in their windows (billions at a large cluster's
+-- volume), so they are materialised only when asked for (possible_sources.csv, or a query).
+-- likelihood: the allocator model's (forensics.findings.likelihood) calibrated rate for the number of its
+-- replays that found the pair, where the model replayed both rooms and page evidence calibrated it, at
+-- least 0.001 (a possible pair is never ruled out by a model); else empty (unknown, never 0).
+-- model_replays: how many of the model's replays found the pair (0 where it replayed both rooms and none
+-- did; empty where it did not replay them): without calibration it ranks nothing.
+-- grain: recipient request, source request (or engine rid without a gateway record), node;
+-- reads: possible_windows, possible_pool, possible_extra, source_likelihood, likelihood_map, model_rooms;
+-- params: none
+CREATE OR REPLACE VIEW possible_sources AS
+WITH pairs AS (
+SELECT r.recipient_request_id, coalesce(s.request_id, '') AS source_request_id, r.recipient_account_id,
+       s.account_id AS source_account_id, r.node,
+       CASE WHEN s.aborted THEN 'aborted on ' || r.node || ' (' || s.place || '): its transfer may have landed late'
+            WHEN s.started IS NOT NULL THEN 'decoded on ' || r.node || ' (' || s.place || '), entered its scheduler at '
+                 || strftime(s.started, '%Y-%m-%dT%H:%M:%S.%gZ') || ' on the node''s clock, '
+                 || CASE WHEN r.finished IS NULL THEN 'the response''s decode end is not logged'
+                         ELSE 'before the response''s decode ended (' || strftime(r.finished, '%Y-%m-%dT%H:%M:%S.%gZ') || ')' END
+            WHEN s.place IS NOT NULL THEN 'logged on ' || r.node || ' (' || s.place || ') without a start time'
+            ELSE 'sent to ' || r.node || ' by the gateway; no line of its log names the room: its KV may have been written at any time'
+       END || CASE WHEN s.request_id IS NULL THEN '; no gateway record (engine rid ' || coalesce(s.rid, '?') || ')' ELSE '' END
+           || '; no start-up of ' || r.node || ' in between' AS basis,
+       r.recipient_cohort, s.cohort AS source_cohort, r.recipient_room, s.room AS source_room
+FROM possible_windows r JOIN possible_pool s ON s.node = r.node AND s.room IS DISTINCT FROM r.recipient_room
+WHERE s.request_id IS DISTINCT FROM r.recipient_request_id
+  AND possible_pair(s.started, s.gone_at, r.started, r.finished)
+UNION ALL
+SELECT recipient_request_id, source_request_id, recipient_account_id, source_account_id, node, basis,
+       recipient_cohort, source_cohort, recipient_room, source_room
+FROM possible_extra
+)
+SELECT p.recipient_request_id, p.source_request_id, p.recipient_account_id, p.source_account_id, p.node, p.basis,
+       CASE WHEN mr.room IS NOT NULL AND ms.room IS NOT NULL AND m.likelihood IS NOT NULL
+            THEN round(greatest(m.likelihood, 0.001), 3) END AS likelihood,
+       CASE WHEN mr.room IS NOT NULL AND ms.room IS NOT NULL THEN coalesce(l.hits, 0) END AS model_replays,
+       p.recipient_cohort, p.source_cohort, p.recipient_room, p.source_room
+FROM pairs p
+LEFT JOIN source_likelihood l ON l.node = p.node AND l.recipient_room = p.recipient_room AND l.source_room = p.source_room
+LEFT JOIN likelihood_map m ON m.node = p.node AND m.hits = coalesce(l.hits, 0)
+LEFT JOIN model_rooms mr ON mr.node = p.node AND mr.room = p.recipient_room
+LEFT JOIN model_rooms ms ON ms.node = p.node AND ms.room = p.source_room;
