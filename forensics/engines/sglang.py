@@ -8,7 +8,8 @@ Sources (sgl-project/sglang, python/sglang/srt/):
 - `max_total_num_tokens=N, ..., context_len=C`: managers/scheduler (after the pool is sized);
 - `full_layer_tokens=F, swa_layer_tokens=S`: model_executor/model_runner (sliding-window models);
 - `Input length (L tokens) exceeds the maximum allowed length (M tokens)`: managers/scheduler, the
-  over-length path that replaces the prompt with a placeholder (see ../shared/notes/sglang-facts.md);
+  over-length path that replaces the prompt with a placeholder (on the PD prefill path the prompt is
+  replaced by a one-token placeholder instead of rejected: docs/evidence-bundle.md);
 - `Req Time Stats(rid=..., bootstrap_room=..., input len=..., output len=..., type=...): <durations>`:
   managers/schedule_batch `Req.log_time_stats` (per finished request); the durations are
   metrics/collector `TimeStats.__str__` (0.4.9, 0.5.4: `name=12.34ms`, `start_time=`) and

@@ -21,7 +21,7 @@ from forensics.errors import InputError
 from tests import support
 
 DATA = support.DATA / "audit"
-SPEC_ENGINE = Path("/work/shared/spec/example/bundle/engine")
+SPEC_ENGINE = support.EXAMPLE / "bundle" / "engine"
 ROOT = support.ROOT
 CLI = ROOT / ".venv" / "bin" / "forensics"
 

@@ -19,8 +19,9 @@ from forensics.simulate.cluster import Exposures, PagePool, SlotState, page_rang
 from forensics.simulate.cohorts import cohort_of
 from forensics.simulate.traffic import INTERNAL_LOAD, INTERNAL_PERF, QA_ACCOUNT, RESEARCHER, RESEARCHER_ALT
 from forensics.simulate.truth import replay
+from tests import support
 
-EXAMPLE = Path("/work/shared/spec/example/bundle")
+EXAMPLE = support.EXAMPLE / "bundle"
 
 
 def _run(tmp_path_factory: pytest.TempPathFactory, name: str, **kw: object) -> Path:
