@@ -116,6 +116,7 @@ def recipient_slots(con: duckdb.DuckDBPyConnection) -> None:
 
 
 STEPS = (
+    "macros",  # cross_account, possible_pair: rules several queries read, written once
     "gap_rooms",
     "read_provenance",
     order_alternatives,  # where an ambiguous landing makes other last writers possible

@@ -16,7 +16,6 @@ import pytest
 
 from forensics.db import connect, run_query
 from forensics.findings.possible import possible_reach
-from forensics.paths import step_files
 
 T0 = 1_790_000_000
 
@@ -28,7 +27,7 @@ def _ts(rng: random.Random, p_null: float) -> str | None:
 def _random_tables(seed: int):
     rng = random.Random(seed)
     con = connect(":memory:")
-    con.execute(step_files("findings", "possible_sources")[0].read_text())  # the possible_pair macro
+    run_query(con, "findings", "macros")  # possible_pair
     con.execute("""CREATE TABLE possible_pool (node VARCHAR, room BIGINT, request_id VARCHAR, started TIMESTAMPTZ,
         gone_at TIMESTAMPTZ, reachable BOOLEAN)""")
     con.execute("""CREATE TABLE possible_windows (recipient_request_id VARCHAR, node VARCHAR, recipient_room BIGINT,
@@ -84,6 +83,7 @@ def test_start_ups_and_unknown_times_on_hand_made_tables() -> None:
     for step in ("dark_rooms", "node_lifecycle", "late_write_responses"):
         run_query(con, "findings", step)
     source_likelihood(con)
+    run_query(con, "findings", "macros")
     run_query(con, "findings", "possible_sources")
     possible_reach(con)
     assert con.execute("SELECT sources FROM possible_windows").fetchall() == [(4,)]

@@ -51,6 +51,7 @@ def test_a_source_is_left_out_only_when_the_nodes_clock_proves_it_impossible() -
     for step in ("dark_rooms", "node_lifecycle", "late_write_responses"):
         run_query(con, "findings", step)
     source_likelihood(con)
+    run_query(con, "findings", "macros")
     run_query(con, "findings", "possible_sources")
     got = dict(con.execute("SELECT coalesce(source_room, -1), basis FROM possible_sources").fetchall())
     assert sorted(got) == [3, 5, 6, 7]  # not 2 (start-up between), 4 (after), 8 (other node), 1 (itself)

@@ -1,6 +1,7 @@
 -- One row per (recipient request, source request, node, kind): the contract's exposures.csv.
 -- slots = distinct KV token slots of the recipient that held (or, where the evidence cannot settle
--- it, may have held) the source's data while it attended them; slots_confirmed = those it surely did.
+-- it, may have held) the source's data while it attended them; slots_confirmed = those it surely did;
+-- cross_account: whether the two accounts differ (the cross_account macro).
 -- grain: recipient, source, node, kind; reads: exposure_segments, exposure_certain, room_requests; params: none
 CREATE OR REPLACE TABLE exposures AS
 WITH e AS (  -- per (node, recipient room, source room, kind) first, on integer keys: the join and the
@@ -14,7 +15,8 @@ SELECT coalesce(rr.request_id, '') AS recipient_request_id, coalesce(sr.request_
        e.slots::BIGINT AS slots, CASE WHEN e.certain THEN 'confirmed' ELSE 'indeterminate' END AS status,
        e.first_ts AS first_exposed_at,
        e.recipient_room, e.source_room, rr.cohort AS recipient_cohort, sr.cohort AS source_cohort,
-       CASE WHEN e.all_certain THEN e.slots ELSE coalesce(c.slots, 0) END::BIGINT AS slots_confirmed
+       CASE WHEN e.all_certain THEN e.slots ELSE coalesce(c.slots, 0) END::BIGINT AS slots_confirmed,
+       cross_account(rr.account_id, sr.account_id) AS cross_account
 FROM e
 LEFT JOIN exposure_certain c USING (node, recipient_room, source_room, kind)
 LEFT JOIN (SELECT DISTINCT node, room, request_id, account_id, cohort FROM room_requests) rr  -- a record logged

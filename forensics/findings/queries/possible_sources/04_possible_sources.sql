@@ -16,7 +16,8 @@
 -- replays that found the pair, where the model replayed both rooms and page evidence calibrated it, at
 -- least 0.001 (a possible pair is never ruled out by a model); else empty (unknown, never 0).
 -- model_replays: how many of the model's replays found the pair (0 where it replayed both rooms and none
--- did; empty where it did not replay them): without calibration it ranks nothing.
+-- did; empty where it did not replay them): without calibration it ranks nothing. cross_account: whether
+-- the two accounts differ (the cross_account macro).
 -- grain: recipient request, source request (or engine rid without a gateway record), node;
 -- reads: possible_windows, possible_pool, possible_extra, source_likelihood, likelihood_map, model_rooms;
 -- params: none
@@ -46,7 +47,8 @@ SELECT p.recipient_request_id, p.source_request_id, p.recipient_account_id, p.so
        CASE WHEN mr.room IS NOT NULL AND ms.room IS NOT NULL AND m.likelihood IS NOT NULL
             THEN round(greatest(m.likelihood, 0.001), 3) END AS likelihood,
        CASE WHEN mr.room IS NOT NULL AND ms.room IS NOT NULL THEN coalesce(l.hits, 0) END AS model_replays,
-       p.recipient_cohort, p.source_cohort, p.recipient_room, p.source_room
+       p.recipient_cohort, p.source_cohort, p.recipient_room, p.source_room,
+       cross_account(p.recipient_account_id, p.source_account_id) AS cross_account
 FROM pairs p
 LEFT JOIN source_likelihood l ON l.node = p.node AND l.recipient_room = p.recipient_room AND l.source_room = p.source_room
 LEFT JOIN likelihood_map m ON m.node = p.node AND m.hits = coalesce(l.hits, 0)

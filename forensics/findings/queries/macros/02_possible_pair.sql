@@ -1,4 +1,4 @@
--- Possible sources, the rule itself (one definition, read by the view possible_sources and by
+-- The findings' macros, possible_pair: the rule of possible sources (one definition, read by the view possible_sources and by
 -- possible_modelled): a source stays possible for a response unless the node's own clock proves it gone:
 -- it entered the scheduler after the response's decode finished, or a start-up of the node emptied the
 -- pool after its last line and no later than the response's start. An unknown time proves nothing.

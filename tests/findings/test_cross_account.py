@@ -1,0 +1,34 @@
+"""cross_account per pair (spec section 7): exposures.csv and possible_sources.csv say whether the two
+accounts differ, against the accounts the simulator gave each request (its truth), on the bundled sample;
+and the macro's three answers."""
+
+from __future__ import annotations
+
+import csv
+from collections import Counter
+
+from forensics.db import connect, run_query
+from tests import support
+
+
+def test_the_macro_says_true_false_or_unknown() -> None:
+    con = connect(":memory:")
+    run_query(con, "findings", "macros")
+    got = con.execute("""SELECT cross_account('a', 'b'), cross_account('a', 'a'), cross_account(NULL, 'a'),
+        cross_account('a', ''), cross_account(NULL, NULL)""").fetchone()
+    assert got == ("true", "false", "unknown", "unknown", "unknown")
+
+
+def test_each_pair_of_the_sample_against_the_truths_accounts(sample_out) -> None:
+    truth = {
+        r["request_id"]: r["account_id"]
+        for r in csv.DictReader((support.SAMPLE.parent / "truth" / "responses.csv").open())
+    }
+    for name in ("exposures.csv", "possible_sources.csv"):
+        seen: Counter[str] = Counter()
+        for r in csv.DictReader((sample_out / name).open()):
+            a, b = truth.get(r["recipient_request_id"]), truth.get(r["source_request_id"])
+            want = "unknown" if not a or not b else str(a != b).lower()
+            assert r["cross_account"] == want, (name, r["recipient_request_id"], r["source_request_id"])
+            seen[want] += 1
+        assert seen["true"] and seen["false"], (name, seen)  # both kinds occur: the check means something
