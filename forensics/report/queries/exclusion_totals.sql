@@ -26,6 +26,8 @@ SELECT (SELECT count(*) FROM request_cohort) - (SELECT count(*) - count(DISTINCT
        (SELECT count(DISTINCT source_account_id) FROM exposures
          WHERE source_request_id <> '' AND coalesce(source_cohort, 'customer') = 'customer') AS customer_source_accounts,
        (SELECT count(DISTINCT request_id) FROM report_affected WHERE evidence = 'signature') AS unknown_source_responses,
+       (SELECT count(DISTINCT request_id) FROM report_affected WHERE evidence = 'signature' AND cohort = 'customer')
+         AS unknown_source_customer_responses,
        (SELECT count(DISTINCT source_request_id) FROM (
            SELECT source_request_id, source_cohort FROM exposures
            UNION ALL SELECT source_request_id, source_cohort FROM possible_source_requests)
