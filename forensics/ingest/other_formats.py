@@ -130,8 +130,15 @@ def _stage_records(con: duckdb.DuckDBPyConnection, f: InputFile, m: Mapping) -> 
             return True
         if not load_lines(con, f):
             return False
+        # a format that logs prompts: a broken line is not quoted in its rejection (it may hold text)
+        error = (
+            "CASE WHEN starts_with(parse_error, 'not a JSON object: ') THEN 'not a JSON object (not quoted: "
+            "the format logs prompt text)' ELSE parse_error END"
+            if content.has_text(m)
+            else "parse_error"
+        )
         con.execute(f"""CREATE OR REPLACE TEMP TABLE gw_records AS
-            SELECT row, parse_error, line AS rec FROM ({JSON_OBJECT_LINES})""")
+            SELECT row, {error} AS parse_error, line AS rec FROM ({JSON_OBJECT_LINES})""")
         con.execute("DROP TABLE raw_lines")
         if m.grouped:  # SMG: one record per request from its lines
             lines = scalar(con, "SELECT count(*) FROM gw_records")

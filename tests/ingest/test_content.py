@@ -189,3 +189,21 @@ def test_formats_without_text_store_none(tmp_path: Path) -> None:
         shutil.copy(tmp_path / "f" / name, b / "gateway" / name)
     fps, _ = _fingerprints(b)
     assert fps == {}  # the fixtures' LiteLLM payloads are redacted (turn_off_message_logging)
+
+
+def test_a_broken_line_of_a_text_format_is_not_quoted(tmp_path: Path) -> None:
+    rec = {"when": "2026-09-01T12:00:00Z", "rid": "r-1", "tenant": "acme", "code": 200, "out": {"text": RESPONSE}}
+    broken = '{"text": "' + PROMPT + '", "when": '  # cut short: not JSON
+    b = _bundle(tmp_path, "proxy.jsonl", json.dumps(rec) + "\n" + broken + "\n", '[gateway]\nmapping = "m.toml"\n')
+    (b / "m.toml").write_text(
+        '[detect]\nfields = ["when", "rid"]\n[fields]\nts = "when"\nrequest_id = "rid"\naccount_id = "tenant"\n'
+        'status = "code"\nresponse_text = "out.text"\n'
+    )
+    _, db = _fingerprints(b)
+    con = connect(db)
+    try:
+        reasons = [r[0] for r in con.execute("SELECT reason FROM rejected").fetchall()]
+    finally:
+        con.close()
+    assert reasons == ["not a JSON object (not quoted: the format logs prompt text)"]
+    _no_text(db)
