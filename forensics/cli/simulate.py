@@ -66,6 +66,20 @@ def simulate(
         help="Gateway log as written by: kvf (the spec's, default), litellm_spendlogs, litellm_payload, smg, "
         "envoy, otlp.",
     ),
+    texts: bool = typer.Option(
+        False,
+        "--texts",
+        help="Prompt and response texts in the gateway log (litellm_payload, litellm_spendlogs, otlp).",
+    ),
+    echo_rate: float | None = typer.Option(
+        None,
+        "--echo-rate",
+        help="With texts (implied): probability that a true exposure pair's response echoes a span of its "
+        "source's prompt or output.",
+    ),
+    echo_noise: float | None = typer.Option(
+        None, "--echo-noise", help="Probability that each word of an echoed span is replaced (default 0)."
+    ),
     live: Path | None = typer.Option(
         None,
         "--live",
@@ -131,6 +145,9 @@ def simulate(
                 prefill_count=prefill_nodes,
                 decode_count=decode_nodes,
                 gateway_format=gateway_format,
+                texts=texts or None,
+                echo_rate=echo_rate,
+                echo_noise=echo_noise,
             )
         except ValueError as err:  # an option the user can correct
             raise InputError(f"simulate: {err}") from err

@@ -3,7 +3,8 @@
 Reads: the ownership stage's tables, gateway, request_cohort, engine_requests, node_config.
 Writes: node_missing, read_provenance, order_alternatives, conflict_rooms, write_effects, exposure_segments,
 exposure_certain (temp), room_flags, room_requests, signature_responses, missing_rooms, exposures,
-recipient_slots (temp), affected_responses, hazard_segments, hazards, accounts, coverage; and the
+recipient_slots (temp), affected_responses, possible_sources, content_matches, content_pairs (view),
+hazard_segments, hazards, accounts, coverage; and the
 findings CSV files.
 """
 
@@ -136,7 +137,9 @@ STEPS = (
     recipient_slots,
     "affected_responses",
     source_likelihood,  # an allocator model replayed over the logs of the nodes without page telemetry
-    "possible_sources",  # every request whose KV a response without page evidence could have attended
+    # every request whose KV a response without page evidence could have attended, and those whose text
+    # its response echoes (where the gateway logs text)
+    "possible_sources",
     possible_reach,  # ... counted per source and per response without expanding the pairs
     "hazards",
     "coverage",
@@ -148,6 +151,7 @@ OUTPUTS = {
     "affected_responses.csv": "affected_responses_csv",
     "exposures.csv": "exposures_csv",
     "possible_sources.csv": "possible_sources_csv",
+    "content_matches.csv": "content_matches_csv",
     "accounts.csv": "accounts_csv",
     "hazards.csv": "hazards_csv",
     "coverage.csv": "coverage_csv",

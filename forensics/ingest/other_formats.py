@@ -5,7 +5,9 @@ text columns (gw_stage), then the same typing and validation as the spec's log.
 Records are: a JSON line as read; an element of a JSON array file; a CSV or Parquet row as DuckDB's
 to_json makes it; an SMG request, grouped from its lines (ingest/queries/gateway_smg_group.sql); a
 client-request span of an OTLP file (forensics.ingest.otlp), whose SGLang spans go to engine_spans.
-Reads: gateway/*. Writes: gateway_text, engine_spans, rejected.
+Where a format holds prompt and response text, forensics.ingest.content fingerprints it from gw_records;
+the projection never selects it.
+Reads: gateway/*. Writes: gateway_text, engine_spans, content_fingerprints, rejected.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import duckdb
 import pyarrow as pa
 
 from forensics.db import arrow_view, run_query, scalar, sql_literal
-from forensics.ingest import otlp
+from forensics.ingest import content, otlp
 from forensics.ingest.formats import needs_zone, project
 from forensics.ingest.rawtext import JSON_OBJECT_LINES, load_lines, open_bytes
 from forensics.ingest.staged import validate_staged
@@ -128,8 +130,15 @@ def _stage_records(con: duckdb.DuckDBPyConnection, f: InputFile, m: Mapping) -> 
             return True
         if not load_lines(con, f):
             return False
+        # a format that logs prompts: a broken line is not quoted in its rejection (it may hold text)
+        error = (
+            "CASE WHEN starts_with(parse_error, 'not a JSON object: ') THEN 'not a JSON object (not quoted: "
+            "the format logs prompt text)' ELSE parse_error END"
+            if content.has_text(m)
+            else "parse_error"
+        )
         con.execute(f"""CREATE OR REPLACE TEMP TABLE gw_records AS
-            SELECT row, parse_error, line AS rec FROM ({JSON_OBJECT_LINES})""")
+            SELECT row, {error} AS parse_error, line AS rec FROM ({JSON_OBJECT_LINES})""")
         con.execute("DROP TABLE raw_lines")
         if m.grouped:  # SMG: one record per request from its lines
             lines = scalar(con, "SELECT count(*) FROM gw_records")
@@ -162,6 +171,7 @@ def load_other_format(
         return
     if not _stage_records(con, f, m):
         return
+    content.store_fingerprints(con, f, m)  # the text itself goes no further than gw_records
     con.execute(f"CREATE OR REPLACE TEMP TABLE gw_stage AS SELECT {project(m, settings)} FROM gw_records")
     con.execute("DROP TABLE gw_records")
     con.execute("SET VARIABLE gw_strict = false")

@@ -163,8 +163,55 @@ def _classify(span: Any, resource: dict[str, Any], lineno: int, f: InputFile, en
         # request headers the gateway recorded (semconv http.request.header.<name>, a string array)
         "headers": {k[len(HEADER) :]: v for k, v in attrs.items() if k.startswith(HEADER) and isinstance(v, str)},
         "resource": resource,
+        "content": _content(attrs, span.get("events")),
         "line": lineno,
     }
+
+
+# gen_ai content as the semantic conventions' versions in use carry it, prompt side then response side:
+# v1.37+ (and semantic-conventions-genai) opt-in attributes gen_ai.system_instructions, gen_ai.input.messages,
+# gen_ai.output.messages (JSON: messages of role and parts, a text part {"type": "text", "content": ...}),
+# also on the event gen_ai.client.inference.operation.details; v1.28 to v1.36 events gen_ai.system.message,
+# gen_ai.user.message, gen_ai.assistant.message, gen_ai.tool.message (content) and gen_ai.choice
+# (message.content); v1.26/1.27 events gen_ai.content.prompt (gen_ai.prompt) and gen_ai.content.completion
+# (gen_ai.completion); OpenLLMetry's flattened gen_ai.prompt.<i>.content and gen_ai.completion.<i>.content.
+PROMPT_ATTRS = ("gen_ai.system_instructions", "gen_ai.input.messages", "gen_ai.prompt")
+RESPONSE_ATTRS = ("gen_ai.output.messages", "gen_ai.completion")
+PROMPT_EVENTS = ("gen_ai.system.message", "gen_ai.user.message", "gen_ai.assistant.message", "gen_ai.tool.message")
+
+
+def _indexed(attrs: dict[str, Any], prefix: str) -> list[Any]:
+    """OpenLLMetry's <prefix>.<i>.content values in index order."""
+    found = []
+    for k, v in attrs.items():
+        if k.startswith(prefix) and k.endswith(".content"):
+            i = k[len(prefix) : -len(".content")]
+            if i.isdigit():
+                found.append((int(i), v))
+    return [v for _, v in sorted(found)]
+
+
+def _content(attrs: dict[str, Any], events: Any) -> dict[str, list[Any]]:
+    """The span's prompt and response content (as logged: text or message JSON), for
+    forensics.ingest.content to fingerprint; the text goes no further than the staged record."""
+    prompt = [attrs[k] for k in PROMPT_ATTRS if k in attrs] + _indexed(attrs, "gen_ai.prompt.")
+    response = [attrs[k] for k in RESPONSE_ATTRS if k in attrs] + _indexed(attrs, "gen_ai.completion.")
+    for ev in events if isinstance(events, list) else []:
+        if not isinstance(ev, dict):
+            continue
+        name, ea = ev.get("name"), attributes(ev.get("attributes"))
+        if name == "gen_ai.client.inference.operation.details":
+            prompt += [ea[k] for k in PROMPT_ATTRS if k in ea]
+            response += [ea[k] for k in RESPONSE_ATTRS if k in ea]
+        elif name == "gen_ai.content.prompt" and "gen_ai.prompt" in ea:
+            prompt.append(ea["gen_ai.prompt"])
+        elif name == "gen_ai.content.completion" and "gen_ai.completion" in ea:
+            response.append(ea["gen_ai.completion"])
+        elif name in PROMPT_EVENTS:
+            prompt.append(ea.get("content"))
+        elif name == "gen_ai.choice":
+            response.append(ea.get("message", ea.get("content")))
+    return {"prompt": [p for p in prompt if p is not None], "response": [r for r in response if r is not None]}
 
 
 def _nanos(v: Any) -> int | None:

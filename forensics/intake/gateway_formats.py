@@ -82,6 +82,13 @@ BUILTIN: tuple[Mapping, ...] = (
             "duration_ms": paths_of("request_duration_ms"),
             "trace_id": (),
             "engine_id": (),
+            # with store_prompts_in_spend_logs only (else "{}"): get_logging_payload writes messages and
+            # response as json.dumps of the payload's; newer proxies leave messages "{}" and keep the
+            # request body (its messages) in proxy_server_request, a column and a metadata key
+            "prompt_text": paths_of(
+                "messages", "proxy_server_request.messages", "metadata.proxy_server_request.messages"
+            ),
+            "response_text": paths_of("response"),
         },
         attrs={
             "team": paths_of("team_id", "metadata.user_api_key_team_id"),
@@ -119,6 +126,11 @@ BUILTIN: tuple[Mapping, ...] = (
             "completion_tokens": paths_of("completion_tokens"),
             "trace_id": (),
             "engine_id": (),
+            # the request's messages (list of {role, content}, content a string or a list of parts) and
+            # the ModelResponse (choices[].message.content); "redacted-by-litellm" with
+            # turn_off_message_logging
+            "prompt_text": paths_of("messages"),
+            "response_text": paths_of("response"),
         },
         attrs={
             "team": paths_of("metadata.user_api_key_team_id"),
@@ -209,6 +221,9 @@ BUILTIN: tuple[Mapping, ...] = (
             "duration_ms": paths_of("duration_ns"),
             "trace_id": paths_of("trace_id"),
             "engine_id": paths_of("attributes|http.request.header.x-request-id", "attributes|gen_ai.response.id"),
+            # gathered by the reader from the gen_ai content attributes and events (forensics.ingest.otlp)
+            "prompt_text": paths_of("content.prompt"),
+            "response_text": paths_of("content.response"),
         },
         attrs={
             "user": paths_of("attributes|user.id", "resource|user.id"),
@@ -255,7 +270,7 @@ MAPPING_SECTIONS = {"detect", "fields", "attrs", "time", "internal", "tenant", "
 MAPPABLE = (
     "ts", "request_id", "account_id", "api_token_id", "client_ip", "user_agent", "model", "status",
     "prompt_tokens", "completion_tokens", "duration_ms", "bootstrap_room", "prefill_node", "decode_node",
-    "engine_id", "trace_id",
+    "engine_id", "trace_id", "prompt_text", "response_text",
 )  # fmt: skip
 
 

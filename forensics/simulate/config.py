@@ -75,6 +75,12 @@ class SimConfig:
     # litellm_payload, smg, envoy, otlp (docs/gateway-formats.md); kvf_noroom: the spec's without
     # bootstrap_room and the nodes, joined through the x-request-id the engines' request logs record
     gateway_format: str = "kvf"
+    # prompt and response texts in the gateway log (forensics.simulate.texts; the formats that carry text:
+    # litellm_payload, litellm_spendlogs, otlp); off: the bundle is the same bytes as without the option
+    texts: bool = False
+    # with texts: the probability that a true exposure pair's response echoes a span of its source's text
+    echo_rate: float | None = None
+    echo_noise: float = 0.0  # the probability that each word of an echoed span is replaced
     preset: str = "default"
     incident_id: str = "INC-SIM-0001"
     incident_title: str = "Simulated KV-cache exposure via prefill placeholder and aborted transfers"
@@ -98,6 +104,9 @@ class SimConfig:
         """Plain-data description of the run (for summary.json)."""
         d = dataclasses.asdict(self)
         d["nodes"] = [dataclasses.asdict(n) for n in self.nodes]
+        if not self.texts:  # a run without texts describes itself as before the option existed
+            for k in ("texts", "echo_rate", "echo_noise"):
+                del d[k]
         return d
 
 
@@ -146,6 +155,7 @@ def default_nodes(
 
 REUSE = ("coalesce", "lifo", "deferred")
 GATEWAY_FORMATS = ("kvf", "kvf_noroom", "litellm_spendlogs", "litellm_payload", "smg", "envoy", "otlp")
+TEXT_FORMATS = ("litellm_payload", "litellm_spendlogs", "otlp")  # the simulated formats that log text
 
 
 def build_config(preset: str = "default", **overrides: object) -> SimConfig:
@@ -199,6 +209,14 @@ def build_config(preset: str = "default", **overrides: object) -> SimConfig:
         raise ValueError(
             f"unknown gateway format {cfg.gateway_format!r} (expected one of {', '.join(GATEWAY_FORMATS)})"
         )
+    if cfg.echo_rate is not None:
+        cfg.texts = True
+        if not 0.0 <= cfg.echo_rate <= 1.0:
+            raise ValueError(f"--echo-rate must lie in [0, 1], not {cfg.echo_rate}")
+    if not 0.0 <= cfg.echo_noise <= 1.0:
+        raise ValueError(f"--echo-noise must lie in [0, 1], not {cfg.echo_noise}")
+    if cfg.texts and cfg.gateway_format not in TEXT_FORMATS:
+        raise ValueError(f"--texts needs a gateway format that carries text: {', '.join(TEXT_FORMATS)}")
     if cfg.prefill_count < 1 or cfg.decode_count < 1:
         raise ValueError("the simulated cluster needs at least one prefill and one decode node")
     if no_tel_default is not None and no_tel_default not in {f"decode-{i}" for i in range(cfg.decode_count)}:

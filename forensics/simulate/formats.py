@@ -35,6 +35,7 @@ from typing import Any
 from forensics.simulate.cluster import Node
 from forensics.simulate.config import SimConfig
 from forensics.simulate.request import Request
+from forensics.simulate.texts import Text
 
 FORWARDED = ("smg", "envoy", "kvf_noroom")  # formats whose join is the x-request-id the gateway forwards
 ROUTE = "/v1/chat/completions"
@@ -214,6 +215,35 @@ def _pg_ts(us: int) -> str:
     return f"{base}.{frac}" if frac else base
 
 
+def _text(r: Request) -> Text | None:
+    t = r.extra.get("text")
+    return t if isinstance(t, Text) else None
+
+
+def _messages(r: Request) -> list[dict[str, str]]:
+    """The request's messages as LiteLLM logs them; without simulated texts, as turn_off_message_logging
+    leaves them."""
+    t = _text(r)
+    if t is None:
+        return [{"role": "user", "content": "redacted-by-litellm"}]
+    return [{"role": "system", "content": t.system}, {"role": "user", "content": t.user}]
+
+
+def _response_text(r: Request) -> str:
+    t = _text(r)
+    return "redacted-by-litellm" if t is None else t.response
+
+
+def _spend_response(cfg: SimConfig, r: Request) -> dict[str, Any]:
+    """The response column: json.dumps of the payload's response (a ModelResponse; {} for a failure)."""
+    if not _ok(r):
+        return {}
+    usage = _usage(r)
+    return {"id": r.rid_d, "created": r.t_end // 1_000_000, "model": cfg.model_path, "object": "chat.completion",
+            "choices": [{"finish_reason": "stop", "index": 0,
+                         "message": {"content": _response_text(r), "role": "assistant"}}], "usage": usage}  # fmt: skip
+
+
 def _spendlogs_row(cfg: SimConfig, r: Request) -> list[object]:
     """One LiteLLM_SpendLogs row as get_logging_payload (litellm/proxy/spend_tracking/
     spend_tracking_utils.py) makes it: metadata is SpendLogsMetadata (litellm/proxy/_types.py), which holds
@@ -270,8 +300,10 @@ def _spendlogs_row(cfg: SimConfig, r: Request) -> list[object]:
         "",  # organization_id: user_api_key_org_id or ""
         "",  # end_user
         r.ip,
-        "{}",  # messages, response, proxy_server_request: only with store_prompts_in_spend_logs
-        "{}",
+        # messages, response, proxy_server_request: only with store_prompts_in_spend_logs (with texts:
+        # json.dumps of the payload's messages and response, stored as jsonb)
+        _jsonb(_messages(r)) if _text(r) else "{}",
+        _jsonb(_spend_response(cfg, r)) if _text(r) else "{}",
         _uuid4(cfg, "litellm_trace_id", r.request_id),  # session_id: the payload's trace_id
         "success" if ok else "failure",
         None,
@@ -342,7 +374,7 @@ def _payload(cfg: SimConfig, r: Request) -> dict[str, Any]:
                 {
                     "finish_reason": "stop",
                     "index": 0,
-                    "message": {"content": "redacted-by-litellm", "role": "assistant", "tool_calls": None},
+                    "message": {"content": _response_text(r), "role": "assistant", "tool_calls": None},
                 }
             ],
             "usage": usage,
@@ -377,7 +409,7 @@ def _payload(cfg: SimConfig, r: Request) -> dict[str, Any]:
         "model_id": _model_id(cfg),
         "requester_ip_address": r.ip,
         "user_agent": r.ua,
-        "messages": [{"role": "user", "content": "redacted-by-litellm"}],  # turn_off_message_logging
+        "messages": _messages(r),
         "response": response,
         "model_parameters": {},
         "hidden_params": {
@@ -580,6 +612,16 @@ def _gateway_span(cfg: SimConfig, r: Request) -> dict[str, object]:
     ]
     if _ok(r):
         attrs += [_attr("gen_ai.usage.input_tokens", r.L), _attr("gen_ai.usage.output_tokens", r.completion)]
+    t = _text(r)
+    if t is not None:  # opt-in content (semconv v1.37+): JSON strings of instructions and messages of parts
+        attrs += [
+            _attr("gen_ai.system_instructions", json.dumps([{"type": "text", "content": t.system}])),
+            _attr("gen_ai.input.messages",
+                  json.dumps([{"role": "user", "parts": [{"type": "text", "content": t.user}]}])),
+        ]  # fmt: skip
+        if t.response:
+            out = [{"role": "assistant", "parts": [{"type": "text", "content": t.response}], "finish_reason": "stop"}]
+            attrs.append(_attr("gen_ai.output.messages", json.dumps(out)))
     for h, v in sorted((r.headers or {}).items()):
         attrs.append(_attr(f"http.request.header.{h}", [v]))
     if dc:

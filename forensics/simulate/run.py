@@ -11,6 +11,7 @@ from pathlib import Path
 
 from forensics.simulate.config import S, SimConfig
 from forensics.simulate.engine import Engine
+from forensics.simulate.texts import make_texts
 from forensics.simulate.traffic import Traffic, cohorts_for
 from forensics.simulate.truth import INF, Row, clock_bounds, late_ambiguity, replay
 from forensics.simulate.writer import write_bundle, write_bytes
@@ -92,6 +93,12 @@ def _simulate(out: Path, cfg: SimConfig) -> dict[str, object]:
     kept_by_node: dict[str, list[Row]] = {n: [] for n in eng.nodes}
     for row in kept:
         kept_by_node[row[0]].append(row)
+    echoes = None
+    if cfg.texts:  # texts and echoes from RNGs of their own: every other file stays as without them
+        pairs = [(a, b) for (a, b, _node, _kind) in eng.exp.parts]
+        texts, echoes = make_texts(cfg, reqs, pairs)
+        for r in reqs:
+            r.extra["text"] = texts[r.idx]
     write_bundle(out / "bundle", cfg, reqs, eng.nodes, kept_by_node, cohorts_for(cfg))
 
     offsets = {n.name: n.clock_offset_us for n in cfg.nodes}
@@ -161,6 +168,11 @@ def _simulate(out: Path, cfg: SimConfig) -> dict[str, object]:
     exp_rows = sorted([rid[a], rid[b], node, kind, n] for (a, b, node, kind), n in counts.items())
     write_bytes(out / "truth" / "responses.csv", _csv(RESPONSE_COLUMNS, resp_rows))
     write_bytes(out / "truth" / "exposures.csv", _csv(EXPOSURE_COLUMNS, exp_rows))
+    if echoes is not None:  # every true pair (recipient, source) and whether its response echoes the source
+        echo_rows = sorted([rid[a], rid[b], e] for a, b, e in echoes)
+        write_bytes(
+            out / "truth" / "echoes.csv", _csv(["recipient_request_id", "source_request_id", "echoed"], echo_rows)
+        )
 
     statuses: dict[str, int] = {}
     for r in reqs:

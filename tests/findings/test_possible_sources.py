@@ -41,6 +41,8 @@ def _tables(con: duckdb.DuckDBPyConnection) -> None:
         [T.format("09:30")],
     )
     con.execute("CREATE TABLE telemetry_nodes (node VARCHAR)")  # d0 and d1 have no page telemetry
+    con.execute("""CREATE TABLE exposures (recipient_request_id VARCHAR, source_request_id VARCHAR, node VARCHAR,
+        status VARCHAR, recipient_room BIGINT, source_room BIGINT)""")  # no page evidence: none proven
     con.execute("""CREATE TABLE signature_responses AS
         SELECT 'R' AS request_id, 'acct-r' AS account_id, 'customer' AS cohort, 'd0' AS node, 1::BIGINT AS room""")
 

@@ -382,3 +382,32 @@ def test_pg_csv_field_round_trips(value: str | None) -> None:
     line = ",".join(["a", _pg_csv(value), "b"]) + "\n"
     assert list(csv.reader(io.StringIO(line, newline=""))) == [["a", value or "", "b"]]
     assert (_pg_csv(value) == "") == (value is None)  # NULL is nothing, an empty string is ""
+
+
+@pytest.mark.parametrize("fmt", ["litellm_payload", "litellm_spendlogs", "otlp"])
+def test_texts_change_only_the_gateway_log(tmp_path: Path, fmt: str) -> None:
+    """--texts / --echo-rate: the gateway log gains prompts and responses, truth/ gains echoes.csv; every
+    other file (engine logs, page events, the other truth files) is the same bytes as without texts."""
+    plain, texts = tmp_path / "plain", tmp_path / "texts"
+    simulate(plain, build_config("default", seed=5, requests=200, gateway_format=fmt, no_telemetry="decode-2"))
+    cfg = build_config("default", seed=5, requests=200, gateway_format=fmt, no_telemetry="decode-2", echo_rate=1.0)
+    simulate(texts, cfg)
+    a, b = _files(plain), _files(texts)
+    changed = {n for n in a if a[n] != b.get(n)}
+    assert changed == {n for n in a if n.startswith("bundle/gateway/")} | {"truth/summary.json"}
+    assert set(b) - set(a) == {"truth/echoes.csv"}
+    summary = json.loads(b["truth/summary.json"])
+    assert summary["options"]["echo_rate"] == 1.0 and "echo_rate" not in json.loads(a["truth/summary.json"])["options"]
+    echoes = list(csv.DictReader(io.StringIO(b["truth/echoes.csv"].decode())))
+    truth = {(r["recipient_request_id"], r["source_request_id"]) for r in csv.DictReader(
+        io.StringIO(b["truth/exposures.csv"].decode()))}  # fmt: skip
+    assert {(r["recipient_request_id"], r["source_request_id"]) for r in echoes} == truth
+    # echo rate 1: every pair whose recipient was served carries an echo
+    assert sum(r["echoed"] == "1" for r in echoes) > 0.8 * len(echoes)
+
+
+def test_echo_options_are_checked() -> None:
+    with pytest.raises(ValueError, match="echo-rate"):
+        build_config("default", gateway_format="otlp", echo_rate=1.5)
+    with pytest.raises(ValueError, match="carries text"):
+        build_config("default", gateway_format="smg", texts=True)

@@ -6,9 +6,12 @@
 -- that the confirmed and the possible sources (possible_sources) reach together: the upper bound;
 -- likely_*: the confirmed sources and the possible ones in the allocator model's likely subset (is_likely),
 -- empty where that subset is not printed (source_tier: its measured precision too low, or nothing
--- calibrated it); likely_printed says which, likely_reason why.
+-- calibrated it); likely_printed says which, likely_reason why. content_*: the customer requests whose
+-- text a response without page evidence echoes (content_pairs), counted where content_tier measured the
+-- matching good enough (content_printed), content_reason why or why not.
 -- grain: one row; reads: request_cohort, gateway_repeats, report_affected, exposures, possible_source_requests,
---        possible_modelled, possible_windows, possible_extra, source_tier; params: none
+--        possible_modelled, possible_windows, possible_extra, source_tier, content_pairs, content_tier;
+--        params: none
 WITH rep AS (SELECT request_id, cohort FROM request_cohort SEMI JOIN gateway_repeats USING (request_id))
 SELECT (SELECT count(*) FROM request_cohort) - (SELECT count(*) - count(DISTINCT request_id) FROM rep) AS requests_before,
        (SELECT count(*) FROM request_cohort WHERE cohort = 'customer')
@@ -47,6 +50,12 @@ SELECT (SELECT count(*) FROM request_cohort) - (SELECT count(*) - count(DISTINCT
          WHERE source_request_id <> '' AND coalesce(source_cohort, 'customer') = 'customer') END AS likely_customer_source_accounts,
        (SELECT count(*) FROM possible_modelled WHERE is_likely(likelihood)) AS likely_pairs,
        (SELECT coalesce(sum(sources), 0) FROM possible_windows) + (SELECT count(*) FROM possible_extra) AS possible_pairs,
+       (SELECT count(DISTINCT c.source_request_id) FROM content_pairs c
+         JOIN request_cohort q ON q.request_id = c.source_request_id AND q.cohort = 'customer') AS content_customer_sources,
+       (SELECT count(DISTINCT q.account_id) FROM content_pairs c
+         JOIN request_cohort q ON q.request_id = c.source_request_id AND q.cohort = 'customer') AS content_customer_source_accounts,
+       (SELECT printed FROM content_tier) AS content_printed,
+       (SELECT reason FROM content_tier) AS content_reason,
        coalesce(likely_tier(), false) AS likely_printed,
        (SELECT reason FROM source_tier) AS likely_reason,
        (SELECT measured_precision FROM source_tier) AS likely_precision,

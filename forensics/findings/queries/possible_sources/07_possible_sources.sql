@@ -17,9 +17,12 @@
 -- least 0.001 (a possible pair is never ruled out by a model); else empty (unknown, never 0).
 -- model_replays: how many of the model's replays found the pair (0 where it replayed both rooms and none
 -- did; empty where it did not replay them): without calibration it ranks nothing. cross_account: whether
--- the two accounts differ (the cross_account macro).
+-- the two accounts differ (the cross_account macro). content_shared: rare text fingerprints the
+-- response shares with the source (content_matches; empty: none, or the gateway logs no text); a pair
+-- with a content match has basis "content: ...".
 -- grain: recipient request, source request (or engine rid without a gateway record), node;
--- reads: possible_windows, possible_pool, possible_extra, source_likelihood, likelihood_map, model_rooms;
+-- reads: possible_windows, possible_pool, possible_extra, source_likelihood, likelihood_map, model_rooms,
+--        content_matches;
 -- params: none
 CREATE OR REPLACE VIEW possible_sources AS
 WITH pairs AS (
@@ -43,13 +46,18 @@ SELECT recipient_request_id, source_request_id, recipient_account_id, source_acc
        recipient_cohort, source_cohort, recipient_room, source_room
 FROM possible_extra
 )
-SELECT p.recipient_request_id, p.source_request_id, p.recipient_account_id, p.source_account_id, p.node, p.basis,
+SELECT p.recipient_request_id, p.source_request_id, p.recipient_account_id, p.source_account_id, p.node,
+       CASE WHEN cm.content_match THEN 'content: the response shares ' || cm.shared || ' rare text fingerprints with '
+                 || 'the source''s ' || cm.source_side || ' (content_matches.csv); ' ELSE '' END || p.basis AS basis,
        CASE WHEN mr.room IS NOT NULL AND ms.room IS NOT NULL AND m.likelihood IS NOT NULL
             THEN round(greatest(m.likelihood, 0.001), 3) END AS likelihood,
        CASE WHEN mr.room IS NOT NULL AND ms.room IS NOT NULL THEN coalesce(l.hits, 0) END AS model_replays,
        p.recipient_cohort, p.source_cohort, p.recipient_room, p.source_room,
-       cross_account(p.recipient_account_id, p.source_account_id) AS cross_account
+       cross_account(p.recipient_account_id, p.source_account_id) AS cross_account,
+       cm.shared AS content_shared
 FROM pairs p
+LEFT JOIN content_matches cm ON NOT cm.checked AND cm.recipient_request_id = p.recipient_request_id
+      AND cm.source_request_id = p.source_request_id AND cm.node = p.node
 LEFT JOIN source_likelihood l ON l.node = p.node AND l.recipient_room = p.recipient_room AND l.source_room = p.source_room
 LEFT JOIN likelihood_map m ON m.node = p.node AND m.hits = coalesce(l.hits, 0)
 LEFT JOIN model_rooms mr ON mr.node = p.node AND mr.room = p.recipient_room
