@@ -55,7 +55,8 @@ def score(sim: Path, thresholds: list[int]) -> dict[str, object]:
     possible = {(spec(a), spec(b)) for a, b in con.execute(
         "SELECT recipient_request_id, source_request_id FROM possible_sources").fetchall()}  # fmt: skip
     scored = [(spec(a), spec(b), int(n)) for a, b, n in con.execute(
-        "SELECT recipient_request_id, source_request_id, shared FROM internal.content_matches WHERE NOT checked").fetchall()]  # fmt: skip
+        "SELECT recipient_request_id, source_request_id, shared FROM internal.content_matches "
+        "WHERE NOT checked").fetchall()]  # fmt: skip
     con.close()
     recipients = {a for a, _ in possible}
     truth = {(r["recipient_request_id"], r["source_request_id"]) for r in _rows(sim / "truth" / "exposures.csv")}
