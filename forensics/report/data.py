@@ -91,6 +91,7 @@ def _clocks(config: BundleConfig, window: dict[str, Any]) -> dict[str, Any]:
         "first_at": window["first_at"],
         "last_at": window["last_at"],
         "first_customer_at": window["first_customer_at"],
+        "first_customer_unconfirmed_at": window["first_customer_unconfirmed_at"],
         "last_customer_at": window["last_customer_at"],
         "discovered_at": config.discovered_at,
     }

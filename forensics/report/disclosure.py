@@ -108,7 +108,16 @@ def timeline(config: BundleConfig, clocks: dict[str, Any], as_of: datetime | Non
             "First affected response (all cohorts)",
             "affected_responses.csv, earliest first_exposed_at",
         ),
-        (clocks["first_customer_at"], "First affected customer response", "affected_responses.csv, cohort customer"),
+        (
+            clocks["first_customer_at"],
+            "First affected customer response (confirmed, where one is)",
+            "affected_responses.csv, cohort customer, status confirmed",
+        ),
+        (
+            clocks.get("first_customer_unconfirmed_at"),
+            "First indeterminate customer response, before the first confirmed one",
+            "affected_responses.csv, cohort customer, status indeterminate",
+        ),
         (clocks["last_customer_at"], "Last affected customer response", "affected_responses.csv, cohort customer"),
         (clocks["last_at"], "Last affected response (all cohorts)", "affected_responses.csv, latest first_exposed_at"),
         (config.discovered_at, "Discovered (awareness)", "bundle.toml [incident] discovered_at"),
