@@ -66,6 +66,15 @@ def simulate(
         help="Gateway log as written by: kvf (the spec's, default), litellm_spendlogs, litellm_payload, smg, "
         "envoy, otlp.",
     ),
+    batch_lines: str | None = typer.Option(
+        None,
+        "--batch-lines",
+        help="Write SGLang's periodic Decode batch / Prefill batch lines as this release prints them: 0.4.9, "
+        "0.5.4, 0.5.11, 0.5.23 (default: none).",
+    ),
+    decode_log_interval: int | None = typer.Option(
+        None, "--decode-log-interval", help="With --batch-lines: a decode line every N decode steps (default 40)."
+    ),
     live: Path | None = typer.Option(
         None,
         "--live",
@@ -131,6 +140,8 @@ def simulate(
                 prefill_count=prefill_nodes,
                 decode_count=decode_nodes,
                 gateway_format=gateway_format,
+                batch_lines=batch_lines,
+                decode_log_interval=decode_log_interval,
             )
         except ValueError as err:  # an option the user can correct
             raise InputError(f"simulate: {err}") from err

@@ -75,6 +75,12 @@ class SimConfig:
     # litellm_payload, smg, envoy, otlp (docs/gateway-formats.md); kvf_noroom: the spec's without
     # bootstrap_room and the nodes, joined through the x-request-id the engines' request logs record
     gateway_format: str = "kvf"
+    # SGLang's periodic batch lines in the engine logs (forensics.simulate.batch_lines), as this release
+    # prints them ("": none, the legacy one-line prefill summary only): a decode line every
+    # decode_log_interval decode steps of decode_step_ms while requests run, a prefill line per batch
+    batch_lines: str = ""
+    decode_log_interval: int = 40
+    decode_step_ms: float = 25.0
     preset: str = "default"
     incident_id: str = "INC-SIM-0001"
     incident_title: str = "Simulated KV-cache exposure via prefill placeholder and aborted transfers"
@@ -98,6 +104,9 @@ class SimConfig:
         """Plain-data description of the run (for summary.json)."""
         d = dataclasses.asdict(self)
         d["nodes"] = [dataclasses.asdict(n) for n in self.nodes]
+        if not self.batch_lines:  # a run without them describes itself as before they existed
+            for k in ("batch_lines", "decode_log_interval", "decode_step_ms"):
+                del d[k]
         return d
 
 
@@ -145,6 +154,7 @@ def default_nodes(
 
 
 REUSE = ("coalesce", "lifo", "deferred")
+BATCH_RELEASES = ("0.4.9", "0.5.4", "0.5.11", "0.5.23")  # the batch-line formats forensics.simulate.batch_lines writes
 GATEWAY_FORMATS = ("kvf", "kvf_noroom", "litellm_spendlogs", "litellm_payload", "smg", "envoy", "otlp")
 
 
@@ -199,6 +209,12 @@ def build_config(preset: str = "default", **overrides: object) -> SimConfig:
         raise ValueError(
             f"unknown gateway format {cfg.gateway_format!r} (expected one of {', '.join(GATEWAY_FORMATS)})"
         )
+    if cfg.batch_lines and cfg.batch_lines not in BATCH_RELEASES:
+        raise ValueError(
+            f"unknown SGLang release for batch lines {cfg.batch_lines!r} (expected one of {', '.join(BATCH_RELEASES)})"
+        )
+    if cfg.decode_log_interval < 1 or cfg.decode_step_ms <= 0:
+        raise ValueError("the decode log interval must be at least 1 step and the decode step time positive")
     if cfg.prefill_count < 1 or cfg.decode_count < 1:
         raise ValueError("the simulated cluster needs at least one prefill and one decode node")
     if no_tel_default is not None and no_tel_default not in {f"decode-{i}" for i in range(cfg.decode_count)}:
