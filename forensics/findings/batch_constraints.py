@@ -1,0 +1,242 @@
+"""Findings stage, the allocator model against the pool occupancy a decode node printed: SGLang's
+periodic `Decode batch` lines (batch_stats, every --decode-log-interval decode steps) give, at each
+printed batch, the tokens in use (`#token`), the running requests and, from 0.5.4 on, the requests
+pre-allocated and waiting for their transfer (`#transfer-req`). The lifecycle the model replays
+(node_lifecycle.sql) says the same from the requests' own lines, so the two can be compared.
+
+What the replay holds at a line's time is a range, not a number: a line's time is its true time cut to
+its resolution, and each room's events are known to their own spread (a finished room's line and its
+rounded durations, an aborted room's clock fit). Per line and count: `sure` the rooms that held their
+pages over the whole stretch the line may have been printed in, `possible` those that may have held
+them at some moment of it. SGLang extends a request's page table one token at a time while it decodes
+(the model allocates its output at decode start), so the sound lower bound counts a running room's
+input pages only; the model's own count (output allocated at decode start) is the upper bound.
+
+- `consistency`: the share of printed lines whose counts lie in the replay's range (within page
+  rounding), and how many lie above it (tokens in use that no logged room explains: allocations the
+  logs miss, or rooms whose lines were lost) or below it; reported in allocator_model's basis.
+- `pin_aborted_allocs`: an aborted room's pre-allocation time is an estimate (its prefill's
+  start_time moved onto the decode clock); where a printed `#transfer-req` (or, without it, `#token`)
+  falls inside that estimate's spread and every other room's part in the count is settled, the count
+  says whether the room was pre-allocated by then: the spread the ensemble draws from is cut there.
+
+Reads batch_stats through batch_occupancy.sql. Called from forensics.findings.likelihood (marked
+"batch lines").
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Protocol, TypeVar
+
+import duckdb
+import numpy as np
+
+from forensics.paths import load_query
+
+
+class Lifecycle(Protocol):
+    """What is read of forensics.findings.likelihood.Lifecycle (one decode node's rooms, in room order)."""
+
+    room: np.ndarray
+    n_read: np.ndarray
+    n_out: np.ndarray
+    aborted: np.ndarray
+    times: dict[str, np.ndarray]
+    unc_alloc: np.ndarray
+    res: np.ndarray
+
+
+L = TypeVar("L", bound=Lifecycle)
+
+# a finished room's times come from one line and up to three durations printed with 4 decimals
+ROUNDING = 2e-4
+
+
+@dataclass
+class Printed:
+    """One decode node's printed batch lines: time (s, node clock), resolution (s) and counts (-1: not
+    printed by the release)."""
+
+    t: np.ndarray
+    res: np.ndarray
+    tokens: np.ndarray
+    running: np.ndarray
+    transfer: np.ndarray
+
+
+def printed(con: duckdb.DuckDBPyConnection, node: str) -> Printed:
+    t = con.execute(load_query("findings", "batch_occupancy"), {"node": node}).fetchnumpy()
+
+    def col(name: str, dtype: type, fill: float) -> np.ndarray:
+        v = t[name]
+        if np.ma.isMaskedArray(v):
+            v = v.filled(fill)
+        return np.asarray(v, dtype=dtype)
+
+    return Printed(
+        col("t", float, np.nan), col("res", float, 1.0), col("tokens_used", np.int64, -1),
+        col("running_req", np.int64, -1), col("transfer_req", np.int64, -1),
+    )  # fmt: skip
+
+
+@dataclass
+class Intervals:
+    """Holdings of one count: per interval its start, end, their spreads and its weight."""
+
+    start: np.ndarray
+    end: np.ndarray
+    u_start: np.ndarray
+    u_end: np.ndarray
+    weight: np.ndarray
+
+    def bounds(self, q: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per line time q (printed in [q, q + r)): the weight surely held over all of it, and the
+        weight possibly held at some moment of it."""
+        sure = _held(self.start + self.u_start, self.end - self.u_end, self.weight, q, r, surely=True)
+        maybe = _held(self.start - self.u_start, self.end + self.u_end, self.weight, q, r, surely=False)
+        return sure, maybe
+
+
+def _held(s: np.ndarray, e: np.ndarray, w: np.ndarray, q: np.ndarray, r: np.ndarray, surely: bool) -> np.ndarray:
+    """Sum of w over intervals [s, e) holding (surely: all of [q, q + r); else: some of it). The line
+    resolution r is the node's (its lines share one), so both are point queries on shifted intervals."""
+    rr = float(r.max()) if len(r) else 0.0
+    if surely:
+        s, e = s, e - rr  # s < q and e > q + r
+    else:
+        s, e = s - rr, e  # s < q + r and e > q
+    ok = ~(np.isnan(s) | np.isnan(e)) & (s < e)
+    s, e, w = s[ok], e[ok], w[ok]
+    os_, oe = np.argsort(s, kind="stable"), np.argsort(e, kind="stable")
+    cs = np.concatenate(([0], np.cumsum(w[os_])))
+    ce = np.concatenate(([0], np.cumsum(w[oe])))
+    return cs[np.searchsorted(s[os_], q, side="left")] - ce[np.searchsorted(e[oe], q, side="right")]
+
+
+def _spreads(lc: Lifecycle) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per room the spread of its logged times (finished: the line's resolution and the durations'
+    rounding; aborted: its pre-allocation's estimate), of its pre-allocation, and of its free."""
+    base = lc.res + ROUNDING
+    u_alloc = np.where(lc.aborted, np.maximum(lc.unc_alloc, 0) + lc.res, base)
+    return base, u_alloc, lc.res + ROUNDING
+
+
+def intervals(lc: Lifecycle, ps: int) -> dict[str, Intervals]:
+    """The replay's holdings per printed count: tokens (sound lower bound: input pages; model: input and
+    output pages), the transfer queue (pre-allocated until the landing or the abort), the running batch."""
+    t = lc.times
+    fin, ab = ~lc.aborted, lc.aborted
+    base, u_alloc, u_free = _spreads(lc)
+    n_in = -(-lc.n_read // ps) * ps
+    n_out = np.where(fin, -(-lc.n_out // ps) * ps, 0)
+    held_end = np.where(ab, t["t_free"], t["t_end"])
+    u_end = np.where(ab, u_free, base)
+    xfer_end = np.where(ab, t["t_free"], t["t_land"])
+    one = np.ones(len(lc.room), dtype=np.int64)
+    return {
+        "tokens_in": Intervals(t["t_alloc"], held_end, u_alloc, u_end, n_in),
+        "tokens_out": Intervals(t["t_read"], t["t_end"], base, base, n_out),
+        "transfer": Intervals(t["t_alloc"], xfer_end, u_alloc, u_end, one),
+        "running": Intervals(np.where(fin, t["t_read"], np.nan), t["t_end"], base, base, one),
+    }
+
+
+@dataclass
+class Consistency:
+    lines: int
+    agree: int  # every printed count within the replay's range
+    above: int  # tokens in use above what the replay can hold
+    below: int
+    excess: int  # the most tokens in use above the replay's range at one line
+    exact: int  # tokens in use within the model's own count (output at decode start)
+
+    def text(self, node: str) -> str:
+        if not self.lines:
+            return ""
+        pct = 100 / self.lines
+        out = (
+            f"; {node}'s {self.lines:,} Decode batch lines against the replay: {self.agree * pct:.1f}% within its "
+            f"range (tokens in use, running and pre-allocated requests), tokens {self.above * pct:.1f}% above it"
+        )
+        if self.above:
+            out += f" (up to {self.excess:,} tokens the logged rooms do not explain: allocations the logs miss)"
+        return out + f", {self.below * pct:.1f}% below; the model's own token count at {self.exact * pct:.1f}%"
+
+
+def consistency(p: Printed, lc: Lifecycle, ps: int) -> Consistency:
+    if not len(p.t):
+        return Consistency(0, 0, 0, 0, 0, 0)
+    iv = intervals(lc, ps)
+    in_s, in_m = iv["tokens_in"].bounds(p.t, p.res)
+    out_s, out_m = iv["tokens_out"].bounds(p.t, p.res)
+    lo, hi = in_s, in_m + out_m  # SGLang grows a running room's pages one token at a time
+    ok = (p.tokens < 0) | ((p.tokens >= lo) & (p.tokens <= hi))
+    above = (p.tokens >= 0) & (p.tokens > hi)
+    below = (p.tokens >= 0) & (p.tokens < lo)
+    exact = (p.tokens >= 0) & (p.tokens >= in_s + out_s) & (p.tokens <= hi)
+    for name, got in (("transfer", p.transfer), ("running", p.running)):
+        s, m = iv[name].bounds(p.t, p.res)
+        ok &= (got < 0) | ((got >= s) & (got <= m))
+    excess = int((p.tokens - hi)[above].max()) if above.any() else 0
+    return Consistency(len(p.t), int(ok.sum()), int(above.sum()), int(below.sum()), excess, int(exact.sum()))
+
+
+def pin_aborted_allocs(p: Printed, lc: L, ps: int) -> tuple[L, int]:
+    """lc with the pre-allocation spread of each aborted room cut where a printed count settles it, and
+    how many rooms were cut. A line inside the spread decides when the other rooms' part in its count is
+    settled (sure = possible without this room): the count is then that part plus this room's weight
+    (pre-allocated by the line's end) or that part alone (not yet at its start)."""
+    ab = np.flatnonzero(lc.aborted & ~np.isnan(lc.times["t_alloc"]))
+    if not len(p.t) or not len(ab):
+        return lc, 0
+    iv = intervals(lc, ps)
+    counts = []  # (printed, sure, possible, this room's weight)
+    if (p.transfer >= 0).any():
+        sure, maybe = iv["transfer"].bounds(p.t, p.res)
+        counts.append((p.transfer, sure, maybe, np.ones(len(lc.room), dtype=np.int64)))
+    else:  # 0.4.9: #token alone, settled only where no room decodes (its output grows unseen)
+        in_s, in_m = iv["tokens_in"].bounds(p.t, p.res)
+        _, out_m = iv["tokens_out"].bounds(p.t, p.res)
+        counts.append((p.tokens, in_s, in_m + out_m, iv["tokens_in"].weight))
+    t_alloc, unc = lc.times["t_alloc"].copy(), lc.unc_alloc.copy()
+    _, u_alloc, u_free = _spreads(lc)
+    r = float(p.res.max())
+    pinned = 0
+    for got, sure, maybe, w in counts:
+        for j in ab:
+            free_lo = lc.times["t_free"][j] - u_free[j]  # lines before the free's spread only
+            lo_t, hi_t = t_alloc[j] - u_alloc[j], min(t_alloc[j] + u_alloc[j], free_lo)
+            a, b = np.searchsorted(p.t, lo_t - r), np.searchsorted(p.t, hi_t, side="right")
+            cut = False
+            for k in range(a, b):
+                if got[k] < 0 or p.t[k] + r >= free_lo or sure[k] != maybe[k] - w[j]:
+                    continue  # not printed, near the free, or another room's part is not settled
+                if got[k] == sure[k] + w[j]:  # pre-allocated by the line's end
+                    hi_t, cut = min(hi_t, p.t[k] + r), True
+                elif got[k] == sure[k]:  # not yet at its start
+                    lo_t, cut = max(lo_t, p.t[k]), True
+            if cut and lo_t <= hi_t:
+                pinned += 1
+                t_alloc[j] = (lo_t + hi_t) / 2
+                unc[j] = max((hi_t - lo_t) / 2 - lc.res[j], 0.0)  # the walk adds the resolution's shift
+    if not pinned:
+        return lc, 0
+    out = copy.copy(lc)
+    out.times, out.unc_alloc = lc.times | {"t_alloc": t_alloc}, unc
+    return out, pinned
+
+
+def constrain(con: duckdb.DuckDBPyConnection, node: str, lc: L, ps: int) -> tuple[L, str]:
+    """The lifecycle with what node's batch lines settle, and the basis text saying what they showed
+    (empty without batch lines)."""
+    p = printed(con, node)
+    if not len(p.t):
+        return lc, ""
+    c = consistency(p, lc, ps)
+    lc2, pinned = pin_aborted_allocs(p, lc, ps)
+    text = c.text(node)
+    if pinned:
+        text += f"; {pinned:,} aborted rooms' pre-allocation times narrowed by the printed counts"
+    return lc2, text
