@@ -52,6 +52,8 @@ L = TypeVar("L", bound=Lifecycle)
 
 # a finished room's times come from one line and up to three durations printed with 4 decimals
 ROUNDING = 2e-4
+# how far before an aborted room's free the printed counts are searched for its pre-allocation (s)
+LOOKBACK = 60.0
 
 
 @dataclass
@@ -64,6 +66,7 @@ class Printed:
     tokens: np.ndarray
     running: np.ndarray
     transfer: np.ndarray
+    ranks: int = 1  # distinct rank prefixes among the lines (DP attention: one pool per rank)
 
 
 def printed(con: duckdb.DuckDBPyConnection, node: str) -> Printed:
@@ -77,7 +80,7 @@ def printed(con: duckdb.DuckDBPyConnection, node: str) -> Printed:
 
     return Printed(
         col("t", float, np.nan), col("res", float, 1.0), col("tokens_used", np.int64, -1),
-        col("running_req", np.int64, -1), col("transfer_req", np.int64, -1),
+        col("running_req", np.int64, -1), col("transfer_req", np.int64, -1), len(set(t["rank"].tolist())),
     )  # fmt: skip
 
 
@@ -183,49 +186,71 @@ def consistency(p: Printed, lc: Lifecycle, ps: int) -> Consistency:
     return Consistency(len(p.t), int(ok.sum()), int(above.sum()), int(below.sum()), excess, int(exact.sum()))
 
 
-def pin_aborted_allocs(p: Printed, lc: L, ps: int) -> tuple[L, int]:
-    """lc with the pre-allocation spread of each aborted room cut where a printed count settles it, and
-    how many rooms were cut. A line inside the spread decides when the other rooms' part in its count is
-    settled (sure = possible without this room): the count is then that part plus this room's weight
-    (pre-allocated by the line's end) or that part alone (not yet at its start)."""
-    ab = np.flatnonzero(lc.aborted & ~np.isnan(lc.times["t_alloc"]))
-    if not len(p.t) or not len(ab):
-        return lc, 0
+def _counts(p: Printed, lc: Lifecycle, ps: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, Intervals]:
+    """The count the pre-allocations are pinned on: (printed, sure, possible, per-room weight, the
+    holdings). #transfer-req where the release prints it; else (0.4.9) #token, settled only where no
+    room decodes (a running room's output grows unseen)."""
     iv = intervals(lc, ps)
-    counts = []  # (printed, sure, possible, this room's weight)
     if (p.transfer >= 0).any():
         sure, maybe = iv["transfer"].bounds(p.t, p.res)
-        counts.append((p.transfer, sure, maybe, np.ones(len(lc.room), dtype=np.int64)))
-    else:  # 0.4.9: #token alone, settled only where no room decodes (its output grows unseen)
-        in_s, in_m = iv["tokens_in"].bounds(p.t, p.res)
-        _, out_m = iv["tokens_out"].bounds(p.t, p.res)
-        counts.append((p.tokens, in_s, in_m + out_m, iv["tokens_in"].weight))
-    t_alloc, unc = lc.times["t_alloc"].copy(), lc.unc_alloc.copy()
-    _, u_alloc, u_free = _spreads(lc)
-    r = float(p.res.max())
-    pinned = 0
-    for got, sure, maybe, w in counts:
-        for j in ab:
-            free_lo = lc.times["t_free"][j] - u_free[j]  # lines before the free's spread only
-            lo_t, hi_t = t_alloc[j] - u_alloc[j], min(t_alloc[j] + u_alloc[j], free_lo)
-            a, b = np.searchsorted(p.t, lo_t - r), np.searchsorted(p.t, hi_t, side="right")
-            cut = False
-            for k in range(a, b):
-                if got[k] < 0 or p.t[k] + r >= free_lo or sure[k] != maybe[k] - w[j]:
-                    continue  # not printed, near the free, or another room's part is not settled
-                if got[k] == sure[k] + w[j]:  # pre-allocated by the line's end
-                    hi_t, cut = min(hi_t, p.t[k] + r), True
-                elif got[k] == sure[k]:  # not yet at its start
-                    lo_t, cut = max(lo_t, p.t[k]), True
-            if cut and lo_t <= hi_t:
-                pinned += 1
-                t_alloc[j] = (lo_t + hi_t) / 2
-                unc[j] = max((hi_t - lo_t) / 2 - lc.res[j], 0.0)  # the walk adds the resolution's shift
-    if not pinned:
+        return p.transfer, sure, maybe, iv["transfer"].weight, iv["transfer"]
+    in_s, in_m = iv["tokens_in"].bounds(p.t, p.res)
+    _, out_m = iv["tokens_out"].bounds(p.t, p.res)
+    return p.tokens, in_s, in_m + out_m, iv["tokens_in"].weight, iv["tokens_in"]
+
+
+def pin_aborted_allocs(p: Printed, lc: L, ps: int, passes: int = 2) -> tuple[L, int]:
+    """lc with each aborted room's pre-allocation time narrowed to what the printed counts allow, and how
+    many rooms were narrowed. The lines of the LOOKBACK seconds before the room's free whose count the
+    other rooms settle (their part is the same whether or not they held it: sure = possible) say either
+    "not yet pre-allocated" (the count is their part: the time is after the line) or "pre-allocated"
+    (their part plus this room's: before the line's end). The time lies between the last such "not yet"
+    and the first "pre-allocated" after it; within the estimate's own spread where the two overlap,
+    else (the estimate is a median offset, the lines are evidence) where the lines say."""
+    ab = np.flatnonzero(lc.aborted & ~np.isnan(lc.times["t_alloc"]) & ~np.isnan(lc.times["t_free"]))
+    if not len(p.t) or not len(ab):
         return lc, 0
     out = copy.copy(lc)
-    out.times, out.unc_alloc = lc.times | {"t_alloc": t_alloc}, unc
-    return out, pinned
+    out.times, out.unc_alloc = dict(lc.times), lc.unc_alloc.copy()
+    r = float(p.res.max())
+    pinned: set[int] = set()
+    for _ in range(passes):  # a room pinned may settle the count for another
+        got, sure, maybe, w, hold = _counts(p, out, ps)
+        t_alloc, unc = out.times["t_alloc"].copy(), out.unc_alloc.copy()
+        for j in ab:
+            free_lo = out.times["t_free"][j] - hold.u_end[j]  # lines clear of the free's own spread
+            a = np.searchsorted(p.t, free_lo - LOOKBACK)
+            b = np.searchsorted(p.t, free_lo - r)
+            if a >= b:
+                continue
+            k = np.arange(a, b)
+            q = p.t[k]
+            # this room's own part in each line's range, as the count has it
+            s0, e0, us, ue = hold.start[j], hold.end[j], hold.u_start[j], hold.u_end[j]
+            mine_sure = (s0 + us < q) & (e0 - ue - r > q)
+            mine_maybe = (s0 - us - r < q) & (e0 + ue > q)
+            other_s = sure[k] - w[j] * mine_sure
+            settled = (got[k] >= 0) & (other_s == maybe[k] - w[j] * mine_maybe)
+            before = settled & (got[k] == other_s)
+            after = settled & (got[k] == other_s + w[j])
+            if not (before.any() or after.any()):
+                continue
+            lo_c = float(q[before].max()) if before.any() else -np.inf
+            later = after & (q > lo_c)
+            hi_c = float(q[later].min()) + r if later.any() else float(free_lo)
+            p_lo, p_hi = t_alloc[j] - unc[j] - out.res[j], min(t_alloc[j] + unc[j] + out.res[j], float(free_lo))
+            lo_t, hi_t = max(p_lo, lo_c), min(p_hi, hi_c)
+            if lo_t > hi_t:  # the estimate and the lines disagree: the lines
+                lo_t, hi_t = (lo_c if lo_c > -np.inf else hi_c - (p_hi - p_lo)), hi_c
+            if (lo_t, hi_t) == (p_lo, p_hi) or lo_t > hi_t:
+                continue
+            pinned.add(int(j))
+            t_alloc[j] = (lo_t + hi_t) / 2
+            unc[j] = max((hi_t - lo_t) / 2 - out.res[j], 0.0)  # the walk adds the resolution's shift
+        out.times["t_alloc"], out.unc_alloc = t_alloc, unc
+    if not pinned:
+        return lc, 0
+    return out, len(pinned)
 
 
 def constrain(con: duckdb.DuckDBPyConnection, node: str, lc: L, ps: int) -> tuple[L, str]:
@@ -234,6 +259,8 @@ def constrain(con: duckdb.DuckDBPyConnection, node: str, lc: L, ps: int) -> tupl
     p = printed(con, node)
     if not len(p.t):
         return lc, ""
+    if p.ranks > 1:  # which rank's pool each room used the logs do not say
+        return lc, f"; {node}'s Decode batch lines come from {p.ranks} ranks (DP attention, a pool each): not compared"
     c = consistency(p, lc, ps)
     lc2, pinned = pin_aborted_allocs(p, lc, ps)
     text = c.text(node)

@@ -81,6 +81,17 @@ def test_a_printed_transfer_count_narrows_an_aborted_rooms_pre_allocation() -> N
     assert pinned == 1
 
 
+def test_where_the_estimate_and_the_lines_disagree_the_lines_place_the_pre_allocation() -> None:
+    # estimated just before its free (no prefill line to fit the clocks with), but the printed
+    # transfer queue holds it from between 8.5 and 9.5 s on
+    lc = _lc([(40, 0, True, 11.9, NAN, NAN, NAN, 12.0, 0.05)])
+    got, pinned = pin_aborted_allocs(_printed([7.5, 8.5, 9.5, 10.5, 11.5], [0] * 5, [0] * 5, [0, 0, 1, 1, 1]), lc, 16)
+    assert pinned == 1
+    lo = got.times["t_alloc"][0] - got.unc_alloc[0] - RES
+    hi = got.times["t_alloc"][0] + got.unc_alloc[0] + RES
+    assert abs(lo - 8.5) < 1e-9 and abs(hi - 9.5 - RES) < 1e-9
+
+
 def test_a_count_another_uncertain_room_shares_decides_nothing() -> None:
     lc = _lc([(40, 0, True, 10.0, NAN, NAN, NAN, 12.0, 1.0), (40, 0, True, 10.2, NAN, NAN, NAN, 12.5, 1.0)])
     got, pinned = pin_aborted_allocs(_printed([10.5], [48], [0], [1]), lc, 16)
