@@ -199,6 +199,15 @@ def _counts(p: Printed, lc: Lifecycle, ps: int) -> tuple[np.ndarray, np.ndarray,
     return p.tokens, in_s, in_m + out_m, iv["tokens_in"].weight, iv["tokens_in"]
 
 
+def _explained(p: Printed, lc: Lifecycle, ps: int) -> np.ndarray:
+    """Per line: its tokens in use lie in the replay's range (or are not printed). A line above it
+    shows a room the logs miss, which would count as this room's part: it settles nothing."""
+    iv = intervals(lc, ps)
+    in_s, in_m = iv["tokens_in"].bounds(p.t, p.res)
+    _, out_m = iv["tokens_out"].bounds(p.t, p.res)
+    return np.asarray((p.tokens < 0) | ((p.tokens >= in_s) & (p.tokens <= in_m + out_m)))
+
+
 def pin_aborted_allocs(p: Printed, lc: L, ps: int, passes: int = 2) -> tuple[L, int]:
     """lc with each aborted room's pre-allocation time narrowed to what the printed counts allow, and how
     many rooms were narrowed. The lines of the LOOKBACK seconds before the room's free whose count the
@@ -206,7 +215,8 @@ def pin_aborted_allocs(p: Printed, lc: L, ps: int, passes: int = 2) -> tuple[L, 
     "not yet pre-allocated" (the count is their part: the time is after the line) or "pre-allocated"
     (their part plus this room's: before the line's end). The time lies between the last such "not yet"
     and the first "pre-allocated" after it; within the estimate's own spread where the two overlap,
-    else (the estimate is a median offset, the lines are evidence) where the lines say."""
+    else (the estimate is a median offset, the lines are evidence) where the lines say. A line whose
+    tokens in use the replay cannot explain (a room the logs miss) settles nothing."""
     ab = np.flatnonzero(lc.aborted & ~np.isnan(lc.times["t_alloc"]) & ~np.isnan(lc.times["t_free"]))
     if not len(p.t) or not len(ab):
         return lc, 0
@@ -216,6 +226,7 @@ def pin_aborted_allocs(p: Printed, lc: L, ps: int, passes: int = 2) -> tuple[L, 
     pinned: set[int] = set()
     for _ in range(passes):  # a room pinned may settle the count for another
         got, sure, maybe, w, hold = _counts(p, out, ps)
+        explained = _explained(p, out, ps)
         t_alloc, unc = out.times["t_alloc"].copy(), out.unc_alloc.copy()
         for j in ab:
             free_lo = out.times["t_free"][j] - hold.u_end[j]  # lines clear of the free's own spread
@@ -230,7 +241,7 @@ def pin_aborted_allocs(p: Printed, lc: L, ps: int, passes: int = 2) -> tuple[L, 
             mine_sure = (s0 + us < q) & (e0 - ue - r > q)
             mine_maybe = (s0 - us - r < q) & (e0 + ue > q)
             other_s = sure[k] - w[j] * mine_sure
-            settled = (got[k] >= 0) & (other_s == maybe[k] - w[j] * mine_maybe)
+            settled = (got[k] >= 0) & explained[k] & (other_s == maybe[k] - w[j] * mine_maybe)
             before = settled & (got[k] == other_s)
             after = settled & (got[k] == other_s + w[j])
             if not (before.any() or after.any()):

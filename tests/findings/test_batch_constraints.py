@@ -98,6 +98,14 @@ def test_a_count_another_uncertain_room_shares_decides_nothing() -> None:
     assert pinned == 0 and got is lc
 
 
+def test_a_line_showing_a_room_the_logs_miss_settles_nothing() -> None:
+    # the count says one room pre-allocated, but 64 more tokens are in use than the replay can hold:
+    # the one may be a room without lines
+    lc = _lc([*FINISHED, (40, 0, True, 10.0, NAN, NAN, NAN, 12.0, 1.0)])
+    _, pinned = pin_aborted_allocs(_printed([10.5], [112], [0], [1]), lc, 16)
+    assert pinned == 0
+
+
 @pytest.mark.slow
 def test_on_a_simulated_incident_the_replay_agrees_with_every_printed_line(tmp_path: Path) -> None:
     cfg = build_config(
