@@ -79,6 +79,14 @@ def simulate(
     ),
     echo_noise: float | None = typer.Option(
         None, "--echo-noise", help="Probability that each word of an echoed span is replaced (default 0)."
+    batch_lines: str | None = typer.Option(
+        None,
+        "--batch-lines",
+        help="Write SGLang's periodic Decode batch / Prefill batch lines as this release prints them: 0.4.9, "
+        "0.5.4, 0.5.11, 0.5.23 (default: none).",
+    ),
+    decode_log_interval: int | None = typer.Option(
+        None, "--decode-log-interval", help="With --batch-lines: a decode line every N decode steps (default 40)."
     ),
     live: Path | None = typer.Option(
         None,
@@ -148,6 +156,8 @@ def simulate(
                 texts=texts or None,
                 echo_rate=echo_rate,
                 echo_noise=echo_noise,
+                batch_lines=batch_lines,
+                decode_log_interval=decode_log_interval,
             )
         except ValueError as err:  # an option the user can correct
             raise InputError(f"simulate: {err}") from err

@@ -34,6 +34,17 @@ Sources (sgl-project/sglang, python/sglang/srt/):
   mooncake/conn, common/conn;
 - `Init torch distributed begin.` (0.4.9-0.5.11), `Load weight begin. avail mem=..`:
   model_executor/model_runner; `The server is fired up and ready to roll!`: entrypoints/http_server;
+- `Decode batch[ [N]], #running-req: .., #token: .., token usage: .., [pre-allocated usage: ..,
+  #prealloc-req: .., #transfer-req: .., #retracted-req: ..,] cuda graph: .., gen throughput (token/s):
+  .., #queue-req: ..` every --decode-log-interval decode steps, and `Prefill batch[ [N]], #new-seq: ..,
+  #new-token: .., #cached-token: .., [#token: ..,] token usage: .., ...` per prefill batch:
+  managers/scheduler (0.4.9: `Decode batch. `, `Prefill batch. `, the PD prefill queues as
+  #unbootstrapped-req / #transferring-req, no #prealloc-req / #transfer-req on decode),
+  managers/scheduler_metrics_mixin (0.5.4: ` [forward_ct]` always), observability/
+  scheduler_metrics_mixin (0.5.11: ` [N]` with SGLANG_LOG_FORWARD_ITERS only; #pending-token) and
+  managers/scheduler_components/metrics_reporter (0.5.23: #bootstrap-req, #optimistic-req). `#token`
+  is max_total_num_tokens minus the allocator's available tokens minus the radix cache's evictable
+  ones; `pre-allocated usage` the transfer queue's input tokens over max_total_num_tokens;
 - `--log-requests` text lines `Receive: obj=GenerateReqInput(..)[, headers={..}]` and `Finish:
   obj=GenerateReqInput(..)[, headers={..}], out={.., 'meta_info': {'id': .., ..}}`:
   managers/tokenizer_manager (0.4.9, 0.5.4) and utils/request_logger (0.5.11, 0.5.23), rendered by
@@ -121,6 +132,47 @@ PREFILL_LOST = re.compile(
 # a server process (re)starts: its pool is new and empty from here on
 STARTUP = re.compile(r"Init torch distributed begin\.|Load weight begin\.")
 SERVER_READY = re.compile(r"The server is fired up and ready to roll!")
+# the periodic batch lines: a kind, the forward count where printed, then `name: value` fields joined by
+# ', ' (a hybrid pool's 0.4.9 `#token: full=N, swa=M` continues a field: forensics.ingest.batch_lines)
+BATCH_LINE = re.compile(r"(?P<kind>Prefill|Decode) batch(?: \[(?P<iter>\d+)\])?[.,] (?P<body>#.*)$")
+# what a batch line that does not parse still looks like (rejected, not ignored)
+BATCH_MARKERS = tuple(f"{k} batch{s}" for k in ("Decode", "Prefill") for s in (", #", ". #", " ["))
+# field name -> column of batch_stats, per line kind (names of every release, 0.4.9 to 0.5.23; a hybrid
+# pool's full-attention count stands for the pool)
+BATCH_COMMON = {
+    "#running-req": "running_req",
+    "#token": "tokens_used",
+    "#full token": "tokens_used",
+    "token usage": "token_usage",
+    "full token usage": "token_usage",
+    "#queue-req": "queue_req",
+}
+BATCH_FIELDS = {
+    "decode": BATCH_COMMON
+    | {
+        "pre-allocated usage": "prealloc_usage",
+        "#prealloc-req": "prealloc_req",
+        "#transfer-req": "transfer_req",
+        "#retracted-req": "retracted_req",
+        "gen throughput (token/s)": "throughput",
+    },
+    "prefill": BATCH_COMMON
+    | {
+        "#new-seq": "new_seq",
+        "#new-token": "new_token",
+        "#cached-token": "cached_token",
+        "#pending-token": "pending_token",
+        "#unbootstrapped-req": "bootstrap_req",  # 0.4.9
+        "#prealloc-req": "bootstrap_req",  # 0.5.4, 0.5.11: the prefill's bootstrap queue
+        "#bootstrap-req": "bootstrap_req",  # 0.5.23
+        "#transferring-req": "inflight_req",  # 0.4.9
+        "#inflight-req": "inflight_req",
+        "input throughput (token/s)": "throughput",
+    },
+}
+BATCH_REQUIRED = {"decode": ("running_req", "token_usage"), "prefill": ("new_seq", "new_token", "cached_token")}
+BATCH_FLOATS = ("token_usage", "prealloc_usage", "throughput")
+
 # --log-requests text lines; what follows `obj=` is read by read_fields
 REQUEST_LOG = re.compile(r"(?P<event>Receive|Finish): obj=(?P<cls>\w+)\(")
 

@@ -42,6 +42,7 @@ import numpy as np
 import pyarrow as pa
 
 from forensics.db import arrow_view
+from forensics.findings import batch_constraints
 from forensics.ownership.kernels import allocator as alloc
 from forensics.paths import load_query
 
@@ -192,11 +193,15 @@ class Walks:
     recipient: np.ndarray
     source: np.ndarray
     hits: np.ndarray
+    batch_basis: str = ""  # what the node's printed batch lines showed (forensics.findings.batch_constraints)
 
 
 def _walk_node(
     con: duckdb.DuckDBPyConnection, node: str, lc: Lifecycle, ps: int, n_pages: int, policies: list[tuple[int, int]]
 ) -> Walks:
+    # --- batch lines: the node's printed pool occupancy against this lifecycle, and the aborted rooms'
+    # pre-allocation times it settles (forensics.findings.batch_constraints; nothing without the lines)
+    lc, batch_basis = batch_constraints.constrain(con, node, lc, ps)
     a_ptr, a_pages, x_ptr, x_start, x_end = _anchors(con, node, lc, ps, n_pages)
     n_in = -(-lc.n_read // ps)
     watch = ~lc.aborted  # placeholders read others' data; any room may receive a late write
@@ -224,7 +229,7 @@ def _walk_node(
             members.append(walked[order])
         found = [f.result() for f in members]
     keys, hits = np.unique(np.concatenate(found), return_counts=True)
-    return Walks(keys // len(lc.room), keys % len(lc.room), hits)
+    return Walks(keys // len(lc.room), keys % len(lc.room), hits, batch_basis)
 
 
 def _batches(con: duckdb.DuckDBPyConnection, node: str, ps: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -470,7 +475,7 @@ def source_likelihood(con: duckdb.DuckDBPyConnection) -> None:
         rooms["node"].append(np.full(len(lc.room), node, dtype=object))
         rooms["room"].append(lc.room)
         model["policy"].append(best or "all candidates")
-        model["basis"].append(policy_basis)
+        model["basis"].append(policy_basis + w.batch_basis)
         model["calibration"].append(
             f"calibrated on {', '.join(cal.nodes)}: {int(true.sum()):,} true pairs of their placeholder "
             f"responses among {int(total.sum()):,} candidates; {tier.reason}"

@@ -2,7 +2,8 @@
 into typed tables.
 
 Text logs carry no zone: their local time is read in the bundle's [engine] log_timezone.
-Reads: engine/<node>/*.log, *.jsonl. Writes: engine_lines, engine_requests, node_config, rejected.
+Reads: engine/<node>/*.log, *.jsonl. Writes: engine_lines, engine_requests, node_config, batch_stats
+(the periodic batch lines: forensics.ingest.batch_lines), rejected.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ import duckdb
 import pyarrow as pa
 
 from forensics.engines.sglang import (
+    BATCH_LINE,
+    BATCH_MARKERS,
     BINDING_PRIORITY,
     CONTEXT_CORRUPTION,
     CONTEXT_LEN,
@@ -45,6 +48,7 @@ from forensics.engines.sglang import (
     py_value,
     read_fields,
 )
+from forensics.ingest import batch_lines
 from forensics.intake import InputFile
 
 UTC = ZoneInfo("UTC")
@@ -63,6 +67,7 @@ MARKERS = (
     "connection with prefill instance",
     "Receive: obj=",
     "Finish: obj=",
+    *BATCH_MARKERS,
 )
 
 
@@ -71,6 +76,7 @@ class EngineRows:
     lines: list[dict[str, Any]] = field(default_factory=list)
     requests: list[dict[str, Any]] = field(default_factory=list)
     config: list[dict[str, Any]] = field(default_factory=list)
+    batches: list[dict[str, Any]] = field(default_factory=list)  # batch_stats rows
     rejected: list[tuple[int, int, str]] = field(default_factory=list)
 
 
@@ -259,6 +265,9 @@ def _parse_message(msg: str, base: dict[str, Any], rows: EngineRows) -> str | No
     # first, and anchored: a logged request's prompt may quote any other line
     if m := REQUEST_LOG.match(msg):
         return _request_log(m, msg, base, rows)
+    if m := BATCH_LINE.match(msg):  # anchored too: the periodic batch lines, the most frequent
+        rows.batches.append(batch_lines.batch_row(m, base))
+        return f"{m['kind'].lower()}_batch"
     if m := OVERLENGTH.search(msg):
         rows.requests.append(
             _request(
@@ -551,5 +560,7 @@ def store(con: duckdb.DuckDBPyConnection, rows: EngineRows) -> None:
             arg_min(model_path, (file_id, line)) FILTER (WHERE model_path IS NOT NULL),
             min(file_id), min(line)
         FROM cfg_raw GROUP BY node""")
+    batches = pa.Table.from_pylist(rows.batches, schema=batch_lines.SCHEMA)  # noqa: F841
+    con.execute(f"INSERT INTO batch_stats SELECT {', '.join(batch_lines.SCHEMA.names)} FROM batches")
     if rows.rejected:
         con.executemany("INSERT INTO rejected VALUES (?, ?, ?)", rows.rejected)

@@ -81,6 +81,12 @@ class SimConfig:
     # with texts: the probability that a true exposure pair's response echoes a span of its source's text
     echo_rate: float | None = None
     echo_noise: float = 0.0  # the probability that each word of an echoed span is replaced
+    # SGLang's periodic batch lines in the engine logs (forensics.simulate.batch_lines), as this release
+    # prints them ("": none, the legacy one-line prefill summary only): a decode line every
+    # decode_log_interval decode steps of decode_step_ms while requests run, a prefill line per batch
+    batch_lines: str = ""
+    decode_log_interval: int = 40
+    decode_step_ms: float = 25.0
     preset: str = "default"
     incident_id: str = "INC-SIM-0001"
     incident_title: str = "Simulated KV-cache exposure via prefill placeholder and aborted transfers"
@@ -106,6 +112,9 @@ class SimConfig:
         d["nodes"] = [dataclasses.asdict(n) for n in self.nodes]
         if not self.texts:  # a run without texts describes itself as before the option existed
             for k in ("texts", "echo_rate", "echo_noise"):
+                del d[k]
+        if not self.batch_lines:  # a run without them describes itself as before they existed
+            for k in ("batch_lines", "decode_log_interval", "decode_step_ms"):
                 del d[k]
         return d
 
@@ -154,6 +163,7 @@ def default_nodes(
 
 
 REUSE = ("coalesce", "lifo", "deferred")
+BATCH_RELEASES = ("0.4.9", "0.5.4", "0.5.11", "0.5.23")  # the batch-line formats forensics.simulate.batch_lines writes
 GATEWAY_FORMATS = ("kvf", "kvf_noroom", "litellm_spendlogs", "litellm_payload", "smg", "envoy", "otlp")
 TEXT_FORMATS = ("litellm_payload", "litellm_spendlogs", "otlp")  # the simulated formats that log text
 
@@ -217,6 +227,12 @@ def build_config(preset: str = "default", **overrides: object) -> SimConfig:
         raise ValueError(f"--echo-noise must lie in [0, 1], not {cfg.echo_noise}")
     if cfg.texts and cfg.gateway_format not in TEXT_FORMATS:
         raise ValueError(f"--texts needs a gateway format that carries text: {', '.join(TEXT_FORMATS)}")
+    if cfg.batch_lines and cfg.batch_lines not in BATCH_RELEASES:
+        raise ValueError(
+            f"unknown SGLang release for batch lines {cfg.batch_lines!r} (expected one of {', '.join(BATCH_RELEASES)})"
+        )
+    if cfg.decode_log_interval < 1 or cfg.decode_step_ms <= 0:
+        raise ValueError("the decode log interval must be at least 1 step and the decode step time positive")
     if cfg.prefill_count < 1 or cfg.decode_count < 1:
         raise ValueError("the simulated cluster needs at least one prefill and one decode node")
     if no_tel_default is not None and no_tel_default not in {f"decode-{i}" for i in range(cfg.decode_count)}:

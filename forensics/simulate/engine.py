@@ -8,10 +8,12 @@ from __future__ import annotations
 import heapq
 import random
 from collections import deque
+from collections.abc import Callable
 
 import numpy as np
 
 from forensics.engines.sglang import over_length
+from forensics.simulate.batch_lines import BatchLines
 from forensics.simulate.cluster import Block, Exposures, Node, page_ranges, token_ranges
 from forensics.simulate.config import MS, S, SimConfig
 from forensics.simulate.decode import D_END as DECODE_END
@@ -40,6 +42,10 @@ class Engine(DecodeSide):
         }
         self.touch = {s.name: np.zeros(s.pool_tokens // cfg.page_size + 1, dtype=np.int64) for s in cfg.decode_nodes}
         self.late_moves = 0
+        # SGLang's periodic batch lines (forensics.simulate.batch_lines), when asked for
+        self.batch = (
+            BatchLines(self, cfg.batch_lines, cfg.decode_log_interval, cfg.decode_step_ms) if cfg.batch_lines else None
+        )
 
     def push(self, t: int, kind: int, idx: int) -> None:
         self.n += 1
@@ -51,7 +57,7 @@ class Engine(DecodeSide):
     def run(self) -> None:
         for r in self.reqs:
             self.push(r.t0, ARRIVE, r.idx)
-        handlers = [
+        handlers: list[Callable[[int, int], None]] = [
             self.arrive,
             self.d_alloc,
             self.p_ready,
@@ -62,6 +68,13 @@ class Engine(DecodeSide):
             self.d_read,
             self.d_end,
         ]
+        if self.batch is not None:  # the batch lines observe the handlers and tick on their own event
+            names = dict(
+                ARRIVE=ARRIVE, D_ALLOC=D_ALLOC, P_DONE=P_DONE, LAND=LAND, ABORT=ABORT, D_READ=D_READ, D_END=D_END
+            )
+            handlers = self.batch.wrap(handlers, names)
+            self.batch.kind = len(handlers)
+            handlers.append(self.batch.tick)
         while self.heap:
             t, _, kind, idx = heapq.heappop(self.heap)
             handlers[kind](t, idx)
@@ -144,7 +157,9 @@ class Engine(DecodeSide):
             t,
             f"Prefill batch. #new-seq: 1, #new-token: {n_new}, #cached-token: {matched}, "
             f"token usage: {1 - len(p.pool) * ps / p.spec.pool_tokens:.2f}, #running-req: 0, "
-            f"#queue-req: {len(q)}",
+            f"#queue-req: {len(q)}"
+            if self.batch is None
+            else self.batch.prefill(t, p, n_new, matched, len(q), len(pages)),
         )
         if hit:
             bid, blk = hit

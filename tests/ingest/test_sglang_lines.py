@@ -303,6 +303,7 @@ def test_connection_loss_and_startup_lines_get_kinds(tmp_path: Path) -> None:
         "[2026-08-29 10:01:05 TP0] Load weight begin. avail mem=78.50 GB",
         "[2026-08-29 10:02:00] The server is fired up and ready to roll!",
         "[2026-08-29 10:02:01 TP0] Prefill batch. #new-seq: 1, #new-token: 64, #cached-token: 0",
+        "[2026-08-29 10:02:02 TP0] Capture cuda graph end. Time elapsed: 12.20 s",
     ]
     rows, _ = _parse(tmp_path, lines)
     assert rows.rejected == [] and rows.requests == []
@@ -310,6 +311,7 @@ def test_connection_loss_and_startup_lines_get_kinds(tmp_path: Path) -> None:
         "startup",
         "startup",
         "server_ready",
+        "prefill_batch",  # the periodic batch lines go to batch_stats (tests/ingest/test_batch_lines.py)
         None,
     ]
 
@@ -330,6 +332,8 @@ def test_ingest_stores_the_new_columns_and_counts_unread_lines(tmp_path: Path) -
             "drain ack from prefill; releasing anyway.",
             "[2026-08-29 10:00:03 TP0] Decode batch. #running-req: 1, #token: 64, token usage: 0.01",
             "[2026-08-29 10:00:04 TP0] Decode batch. #running-req: 1, #token: 65, token usage: 0.01",
+            "[2026-08-29 10:00:05 TP0] Capture cuda graph end. Time elapsed: 12.20 s",
+            "[2026-08-29 10:00:06 TP0] Capture cuda graph end. Time elapsed: 12.40 s",
         ],
     )
     shutil.copy(DATA / "request_log.log", b / "engine" / "decode-0" / "tokenizer.log")
@@ -348,7 +352,10 @@ def test_ingest_stores_the_new_columns_and_counts_unread_lines(tmp_path: Path) -
     unread = con.execute("SELECT node, count(*) FROM engine_lines WHERE kind IS NULL GROUP BY node").fetchall()
     head = con.execute(
         "SELECT count(*) FROM engine_lines WHERE node = 'decode-0' AND kind IS NULL "
-        "AND message NOT LIKE 'Decode batch.%'"
+        "AND message NOT LIKE 'Capture cuda graph%'"
     ).fetchone()[0]
     assert unread == [("decode-0", head + 2)]
+    # the periodic batch lines are read (tests/ingest/test_batch_lines.py)
+    batches = con.execute("SELECT kind, running_req, tokens_used FROM batch_stats ORDER BY line").fetchall()
+    assert batches == [("decode", 1, 64), ("decode", 1, 65)]
     assert con.execute("SELECT count(*) FROM rejected").fetchone()[0] == 0

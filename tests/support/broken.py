@@ -114,7 +114,10 @@ def _cut_gzip(text: bytes) -> bytes:
 
 def _engine_garbage(rng: random.Random) -> tuple[bytes, dict[int | None, str], int]:
     """A log with binary garbage between real-looking lines; NUL lines are rejected, the rest kept as text."""
-    lines: list[bytes] = [b"[2026-08-29 10:40:00.000 TP0] Prefill batch. #new-seq: 1, #new-token: 40"]
+    lines: list[bytes] = [
+        b"[2026-08-29 10:40:00.000 TP0] Prefill batch. #new-seq: 1, #new-token: 40, #cached-token: 0, "
+        b"token usage: 0.01, #running-req: 0, #queue-req: 0"
+    ]
     for _ in range(6):
         lines.append(rng.randbytes(rng.randint(1, 300)).replace(b"\n", b""))
     lines.append(b"\x00\x01\x02ELF\x00garbage")
