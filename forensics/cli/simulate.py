@@ -79,6 +79,7 @@ def simulate(
     ),
     echo_noise: float | None = typer.Option(
         None, "--echo-noise", help="Probability that each word of an echoed span is replaced (default 0)."
+    ),
     batch_lines: str | None = typer.Option(
         None,
         "--batch-lines",
