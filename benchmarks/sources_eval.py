@@ -7,7 +7,9 @@ For each incident (seed, page size, allocator, which decode nodes keep page tele
 - the likely tier, only where the headline prints one: its precision and recall against the truth;
 - calibration: the sum of the likelihoods over the true pair count (1.0 is calibrated);
 - what the tool itself measured of its top tier (manifest's source_tiers) beside what the truth says;
-- the stored possible-source rows.
+- the stored possible-source rows (pool, windows and late-write pairs, not the pairs);
+- with --echo-rates, the content matches (gateway texts whose responses echo their sources at that rate):
+  precision and recall against the true pairs, and recall of the pairs whose response echoes.
 
   .venv/bin/python benchmarks/sources_eval.py --seeds 601 602 603 --page-sizes 1 16 64 --out /tmp/sources
   .venv/bin/python benchmarks/sources_eval.py --seeds 601 --uninstrumented
@@ -25,6 +27,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import duckdb
+
 BIN = Path(sys.executable).parent
 
 
@@ -37,6 +41,11 @@ def _rows(path: Path) -> list[dict[str, str]]:
 
 def score(sim: Path, out: Path, summary: dict, all_dark: bool) -> dict[str, object]:
     """all_dark: pages/ was removed, so every true pair is one the logs alone must bound."""
+    to_spec = {r["format_request_id"]: r["spec_request_id"] for r in _rows(sim / "truth" / "gateway_ids.csv")}
+
+    def spec(x: str) -> str:  # a gateway format's request id as the truth names it
+        return to_spec.get(x, x)
+
     truth = {r["request_id"]: r for r in _rows(sim / "truth" / "responses.csv")}
     dark = {
         (r["recipient_request_id"], r["source_request_id"])
@@ -46,7 +55,7 @@ def score(sim: Path, out: Path, summary: dict, all_dark: bool) -> dict[str, obje
     possible: dict[tuple[str, str], float | None] = {}
     for r in _rows(out / "possible_sources.csv"):
         lik = r.get("likelihood", "")
-        possible[(r["recipient_request_id"], r["source_request_id"])] = float(lik) if lik else None
+        possible[(spec(r["recipient_request_id"]), spec(r["source_request_id"]))] = float(lik) if lik else None
     tiers = summary.get("source_tiers") or {}
     printed = (
         bool(tiers.get("likely_printed", False))
@@ -55,6 +64,18 @@ def score(sim: Path, out: Path, summary: dict, all_dark: bool) -> dict[str, obje
     )
     likely = {k for k, v in possible.items() if v is not None and v >= 0.5} if printed else set()
     lsum = sum(v for v in possible.values() if v is not None)
+    content = {
+        (spec(r["recipient_request_id"]), spec(r["source_request_id"])) for r in _rows(out / "content_matches.csv")
+    }
+    echoed = {(r["recipient_request_id"], r["source_request_id"]) for r in _rows(sim / "truth" / "echoes.csv")
+              if r["echoed"] == "1"} & dark  # fmt: skip
+    con = duckdb.connect(str(out / "incident.duckdb"), read_only=True)
+    stored = sum(
+        con.execute(f"SELECT count(*) FROM internal.{t}").fetchone()[0]  # type: ignore[index]
+        for t in ("possible_pool", "possible_windows", "possible_extra")
+    )
+    con.close()
+    texts = (sim / "truth" / "echoes.csv").exists()
     return {
         "true_pairs": len(dark),
         "possible_rows": len(possible),
@@ -64,20 +85,29 @@ def score(sim: Path, out: Path, summary: dict, all_dark: bool) -> dict[str, obje
         "likely_precision": round(len(likely & dark) / len(likely), 3) if likely else None,
         "likely_recall": round(len(likely & dark) / len(dark), 3) if likely and dark else None,
         "sum_over_true": round(lsum / len(dark), 2) if dark else None,
+        "stored_rows": stored,
+        "content_matches": len(content) if texts else None,
+        "content_precision": (round(len(content & dark) / len(content), 3) if content else None) if texts else None,
+        "content_recall": round(len(content & dark) / len(dark), 3) if texts and dark else None,
+        "content_recall_echoed": round(len(content & echoed) / len(echoed), 3) if texts and echoed else None,
         "tool_measured_precision": tiers.get("measured_precision"),
         "tool_reason": tiers.get("reason"),
     }
 
 
-def run(args: argparse.Namespace, seed: int, ps: int, allocator: str | None, telemetry: str) -> dict[str, object]:
-    name = f"s{seed}-ps{ps}-{allocator or 'default'}-{telemetry}"
+def run(
+    args: argparse.Namespace, seed: int, ps: int, allocator: str | None, telemetry: str, echo: float | None
+) -> dict[str, object]:
+    name = f"s{seed}-ps{ps}-{allocator or 'default'}-{telemetry}" + (f"-echo{echo:g}" if echo is not None else "")
     sim = args.out / name
     if sim.exists():
         shutil.rmtree(sim)
     cmd = [str(BIN / "forensics"), "simulate", str(sim), "--seed", str(seed), "--requests", str(args.requests),
            "--page-size", str(ps), "--abort-rate", "0.05"]  # fmt: skip
     if allocator:
-        cmd += ["--decode-reuse", allocator]
+        cmd += ["--allocator", allocator]
+    if echo is not None:  # prompt and response texts in a gateway format that carries them
+        cmd += ["--gateway-format", "litellm_payload", "--echo-rate", str(echo), "--echo-noise", "0.1"]
     if telemetry == "one-dark":
         cmd += ["--no-telemetry", "decode-1"]
     subprocess.run(cmd, check=True, capture_output=True)
@@ -90,14 +120,15 @@ def run(args: argparse.Namespace, seed: int, ps: int, allocator: str | None, tel
         text=True,
     )
     summary = json.loads(res.stdout)
-    return {"incident": name, **score(sim, sim / "out", summary, telemetry == "none")}
+    return {"incident": name, "echo_rate": echo, **score(sim, sim / "out", summary, telemetry == "none")}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seeds", type=int, nargs="+", default=[601])
     ap.add_argument("--page-sizes", type=int, nargs="+", default=[16])
-    ap.add_argument("--allocators", nargs="+", default=[""], help="simulator page reuse ('' its default)")
+    ap.add_argument("--allocators", nargs="+", default=[""], help="simulate --allocator ('' the release's own)")
+    ap.add_argument("--echo-rates", type=float, nargs="*", default=[], help="also with gateway texts at these rates")
     ap.add_argument("--telemetry", nargs="+", default=["one-dark", "none"], choices=["one-dark", "none"])
     ap.add_argument("--requests", type=int, default=3000)
     ap.add_argument("--out", type=Path, default=Path("/tmp/kvf-sources-eval"))
@@ -107,7 +138,8 @@ def main() -> None:
         for ps in args.page_sizes:
             for allocator in args.allocators:
                 for telemetry in args.telemetry:
-                    print(json.dumps(run(args, seed, ps, allocator or None, telemetry)), flush=True)
+                    for echo in [None, *args.echo_rates]:
+                        print(json.dumps(run(args, seed, ps, allocator or None, telemetry, echo)), flush=True)
 
 
 if __name__ == "__main__":
