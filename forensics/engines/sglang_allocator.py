@@ -97,10 +97,10 @@ def rule(release: str, page_size: int, pd_mode: str = "decode") -> Rule:
     src = _file(rel)
     if need_sort:
         return Rule(
-            "deferred",
+            "sorted-deferred",
             "deferred",
             True,
-            0 if page_size == 1 else 1,
+            merge_slack(page_size),
             f"{src}: need_sort; free -> release_pages, merge_and_sort_free when an alloc runs short",
         )
     if page_size == 1:
@@ -113,9 +113,21 @@ def registry() -> dict[tuple[str, int, str], Rule]:
     return {(r, ps, m): rule(r, ps, m) for r in RELEASES for ps in (1, 16) for m in PD_MODES}
 
 
-def real_policies() -> tuple[str, ...]:
-    """The distinct policies SGLang's known releases run, in a fixed order."""
-    return ("fifo", "lifo", "deferred")
+def real_rules() -> dict[str, Rule]:
+    """The distinct rules SGLang's known releases run, by name, in a fixed order (fifo, lifo,
+    sorted-deferred), each with its page size > 1 merge slack."""
+    out: dict[str, Rule] = {}
+    order = ("fifo", "lifo", "sorted-deferred")
+    for (_, ps, _), r in sorted(registry().items(), key=lambda kv: order.index(kv[1].name)):
+        if r.name not in out and (ps > 1 or r.name != "sorted-deferred"):
+            out[r.name] = r
+    return out
+
+
+def merge_slack(page_size: int) -> int:
+    """The free pages beyond its own a deferred (need_sort) allocation of a request's pages wants
+    before it merges: 0 on page size 1 (alloc), 1 above (alloc_extend, a length not a page multiple)."""
+    return 0 if page_size == 1 else 1
 
 
 class Allocator:
