@@ -346,3 +346,21 @@ def test_gap_and_no_telemetry(gappy: Path) -> None:
     assert not dropped & seqs and len(dropped) == 60
     assert sum(r["allowed_indeterminate"] == "1" and r["decode_node"] == "decode-0" for r in resp) >= 3
     assert len(gateway(gappy / "bundle")) == s["requests"] == len(resp)
+
+
+def test_release_and_allocator_options() -> None:
+    """--release names the nodes' SGLang release and, by default, their allocators (the registry's
+    rule per role and page size); --allocator overrides the decode nodes'; coalesce is no release's."""
+    cfg = build_config("default", seed=1, requests=10)
+    assert cfg.release == "0.5.11"
+    assert cfg.node_allocator("decode") == cfg.node_allocator("prefill") == "sorted-deferred"
+    old = build_config("default", seed=1, requests=10, release="0.4.9", page_size=1)
+    assert old.node_allocator("decode") == "fifo"
+    assert build_config("default", seed=1, requests=10, release="0.4.9").node_allocator("decode") == "lifo"
+    legacy = build_config("default", seed=1, requests=10, allocator="coalesce")
+    assert (legacy.node_allocator("decode"), legacy.node_allocator("prefill")) == ("coalesce", "sorted")
+    assert build_config("default", seed=1, requests=10, decode_reuse="deferred").allocator == "sorted-deferred"
+    bad_options = (dict(release="0.3.0"), dict(allocator="fifo"), dict(allocator="lifo", page_size=1))
+    for bad in bad_options:
+        with pytest.raises(ValueError):
+            build_config("default", seed=1, requests=10, **bad)
