@@ -42,7 +42,7 @@ schema-doc: demo
 # Regenerate the bundled sample incident (bundle + ground truth); deterministic: same bytes every run.
 sample: $(STAMP)
 	rm -rf sample_data/bundle sample_data/truth
-	$(BIN)/forensics simulate sample_data --seed 7 --preset incident
+	$(BIN)/forensics simulate sample_data --seed 7 --preset incident --allocator coalesce
 
 # Benchmarks: investigate vs a plain DuckDB scan vs a per-event replay; see benchmarks/README.md.
 # e.g. make bench BENCH_ARGS="--sizes 100M --timeout 3600"

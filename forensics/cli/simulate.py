@@ -52,9 +52,20 @@ def simulate(
     read_delay: float | None = typer.Option(
         None, "--read-delay", help="Decode reads a landed transfer N to 2N ms later (default 0.2 to 2 ms)."
     ),
-    decode_reuse: str | None = typer.Option(
-        None, "--decode-reuse", help="How decode nodes reuse freed pages: coalesce (default), lifo, deferred."
+    release: str | None = typer.Option(
+        None,
+        "--release",
+        help="SGLang release the nodes run, written to bundle.toml [engine] version; its allocators hand out "
+        "the pages (default 0.5.11: the newest known release with the placeholder leak).",
     ),
+    allocator: str | None = typer.Option(
+        None,
+        "--allocator",
+        help="How decode nodes reuse freed pages: the release's own rule (default; 0.5.4+ in PD mode: "
+        "sorted-deferred), fifo (page size 1), lifo (larger pages), sorted-deferred, or coalesce (no release: "
+        "the allocator of bundles simulated before the real ones, the committed sample's).",
+    ),
+    decode_reuse: str | None = typer.Option(None, "--decode-reuse", hidden=True, help="Former name of --allocator."),
     dark_aborts: bool = typer.Option(
         False, "--dark-aborts", help="Aborted requests may go to the decode node without page telemetry."
     ),
@@ -149,6 +160,8 @@ def simulate(
                 clock_skew_ms=clock_skew,
                 late_clear_ms=late_clear,
                 read_delay_ms=read_delay,
+                release=release,
+                allocator=allocator,
                 decode_reuse=decode_reuse,
                 dark_aborts=dark_aborts or None,
                 prefill_count=prefill_nodes,

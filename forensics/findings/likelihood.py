@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import zlib
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -42,6 +41,7 @@ import numpy as np
 import pyarrow as pa
 
 from forensics.db import arrow_view
+from forensics.engines import sglang_allocator as sglang
 from forensics.findings import batch_constraints
 from forensics.ownership.kernels import allocator as alloc
 from forensics.paths import load_query
@@ -54,14 +54,21 @@ LIKELY = 0.5
 # at least this high, on at least this many true pairs (else it says why the logs cannot rank sources)
 MIN_PRECISION = 0.8
 MIN_TRUE_PAIRS = 20
-# candidate policies: name -> (policy, coalescing window in pages); see forensics.ownership.kernels.allocator
-POLICIES = {
-    "lifo": (alloc.LIFO, 0),  # SGLang 0.4.9: freed pages prepended to the free list, taken first
+# candidate policies: the rules SGLang's releases really run (forensics.engines.sglang_allocator, the
+# port tested against SGLang's own classes): name -> (kernel policy, window); fifo: page size 1
+# without need_sort, lifo: larger pages without need_sort (and 0.4.9 in PD mode), sorted-deferred:
+# 0.5.4+ in PD mode (its merge slack per page size is set where it is scored, _choose_policy)
+_KERNEL = {"fifo": alloc.FIFO, "lifo": alloc.LIFO, "deferred": alloc.DEFERRED}
+POLICIES = {name: (_KERNEL[r.policy], 0) for name, r in sglang.real_rules().items()}
+REAL = tuple(POLICIES)
+# rules no SGLang release runs, after the real ones: candidates only where page telemetry scores them,
+# so that bundles made by the simulator's old allocator (`coalesce`, the committed sample's) are learned
+# with the rule they were made with; never drawn without such evidence
+POLICIES |= {
     "lifo-coalesce-16": (alloc.LIFO, 16),
     "lifo-coalesce-64": (alloc.LIFO, 64),
     "lifo-coalesce-256": (alloc.LIFO, 256),
     "lowest-first": (alloc.SORTED, 0),
-    "sorted-deferred": (alloc.DEFERRED, 0),  # SGLang 0.5.4+ in PD mode: release_pages, merge_and_sort_free
 }
 # allocated pages per instrumented node the policy is scored on (the choice settles long before), and
 # the instrumented decode nodes the policy is learned and the likelihood calibrated on (those with the
@@ -254,17 +261,28 @@ def _batches(con: duckdb.DuckDBPyConnection, node: str, ps: int) -> tuple[np.nda
 
 
 def _policy_by_version(con: duckdb.DuckDBPyConnection) -> tuple[str | None, str]:
-    """Without a decode node to learn from: SGLang's own rule for the release bundle.toml names
-    (../shared/notes/sglang-facts.md 3.2: 0.5.4 and later defer freed pages in PD mode; 0.4.9 prepends
-    them), else every candidate in turn."""
+    """Without a decode node to learn from: the rule the release bundle.toml names runs on decode nodes
+    of the bundle's page sizes (forensics.engines.sglang_allocator.rule), else every real rule in turn."""
     row = con.execute("SELECT version FROM engine_build WHERE version IS NOT NULL").fetchone()
     none = "no decode node with page telemetry to learn the policy from"
     if row is None:
         return None, f"{none}, no engine version in bundle.toml: every candidate policy in turn"
-    release = tuple(int(x) for x in re.findall(r"\d+", row[0])[:3])
-    if release >= (0, 5, 4):
-        return "sorted-deferred", f"{none}: SGLang {row[0]}'s rule in PD mode (bundle.toml [engine] version)"
-    return "lifo", f"{none}: SGLang 0.4.9's rule for release {row[0]} (bundle.toml [engine] version)"
+    release = sglang.known_release(row[0])
+    if release is None:
+        return None, f"{none}, SGLang {row[0]} older than every known release: every candidate policy in turn"
+    q = "SELECT DISTINCT coalesce(page_size, 1) FROM node_config WHERE role = 'decode' ORDER BY 1"
+    sizes = [r[0] for r in con.execute(q).fetchall()] or [1]
+    rules = {sglang.rule(release, ps, "decode").name for ps in sizes}
+    if len(rules) > 1:
+        return None, (
+            f"{none}: SGLang {row[0]} runs {' and '.join(sorted(rules))} on the decode nodes' page sizes "
+            f"{', '.join(map(str, sizes))}: every candidate policy in turn"
+        )
+    (name,) = rules
+    return name, (
+        f"{none}: SGLang {row[0]}'s rule for decode nodes of page size {', '.join(map(str, sizes))} "
+        f"(bundle.toml [engine] version; {sglang.rule(release, sizes[0], 'decode').source})"
+    )
 
 
 def _choose_policy(con: duckdb.DuckDBPyConnection, nodes: list[tuple[str, int, int]]) -> tuple[str | None, str]:
@@ -278,6 +296,8 @@ def _choose_policy(con: duckdb.DuckDBPyConnection, nodes: list[tuple[str, int, i
         if not len(b_op) or not ok.all():
             continue
         for name, (pol, window) in POLICIES.items():
+            if pol == alloc.DEFERRED:  # the free pages an allocation wants beyond its own before it merges
+                window = sglang.merge_slack(ps)
             hit, n = alloc.policy_accuracy(n_pages, pol, window, b_op, b_ptr, pages, *alloc.new_state(n_pages))
             score[name] += hit
         total += n
@@ -449,7 +469,7 @@ def source_likelihood(con: duckdb.DuckDBPyConnection) -> None:
         if node in cfg
     ][:LEARN_NODES]
     best, policy_basis = _choose_policy(con, instrumented) if dark else (None, "")
-    policies = [POLICIES[best]] if best else list(POLICIES.values())
+    policies = [POLICIES[best]] if best else [POLICIES[k] for k in REAL]
     cal = _calibrate(con, instrumented, policies) if dark else Calibration([], {}, {})
     rates = cal.rates()  # None: nothing calibrates the model, so its replays give no likelihood
     tier = _measure_tier(cal)

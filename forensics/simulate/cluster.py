@@ -8,7 +8,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from forensics.simulate.config import NodeSpec
+from forensics.engines.sglang_allocator import Allocator
+from forensics.simulate.config import LEGACY, NodeSpec
 
 STALE, FOREIGN = "stale", "foreign_write"
 
@@ -46,45 +47,68 @@ def page_ranges(pages: np.ndarray, ps: int) -> list[tuple[int, int]]:
 
 
 class PagePool:
-    """Whole-page allocator; page 0 is reserved. A request's pages come out in ascending order.
-    - coalesce (decode): LIFO, the most recently freed pages go out first; a freed batch is sorted together
-      with the top of the free stack (lowest page on top), so a request that frees [16,64) hands out 16,
-      32, 48 next and neighbouring free pages coalesce into runs.
-    - lifo: SGLang 0.4.9: the freed pages, sorted, are prepended to the free list and go out first.
-    - deferred: SGLang 0.5.4+ in PD mode: freed pages wait in release_pages and join the free list, sorted,
-      only when an allocation finds it too short.
-    - sorted (prefill): lowest free page first (SGLang's merge-and-sort of the free list)."""
+    """A node's page allocator, handing out whole pages (page 0 reserved) in the order SGLang does.
 
-    def __init__(self, n_pages: int, reuse: str = "coalesce") -> None:
-        self.stack = list(range(n_pages, 0, -1))
-        self.reuse = reuse
-        self.released: list[int] = []
+    The real rules (fifo, lifo, sorted-deferred: forensics.engines.sglang_allocator.rule, per release,
+    page size and PD role) run the port of SGLang's allocators, so a request's pages come out in the
+    allocator's order, not sorted. Two rules no SGLang release runs are kept, to reproduce bundles made
+    before the port (the committed sample among them):
+    - coalesce (decode): LIFO, a freed batch sorted together with the top of the free stack (lowest
+      page on top), so neighbouring free pages coalesce into runs; a request's pages ascending;
+    - sorted (the prefill nodes beside coalesce): lowest free page first."""
+
+    def __init__(self, n_pages: int, reuse: str = "sorted-deferred", page_size: int = 1) -> None:
+        self.reuse, self.ps = reuse, page_size
+        self.real = None
+        if reuse in LEGACY:
+            self.stack = list(range(n_pages, 0, -1))
+        else:
+            need_sort = {"fifo": False, "lifo": False, "sorted-deferred": True}[reuse]
+            if reuse in ("fifo", "lifo") and (reuse == "fifo") != (page_size == 1):
+                raise ValueError(f"SGLang runs {reuse} on page size {'1' if reuse == 'fifo' else '> 1'} only")
+            # the rule settles the behaviour: every 0.5.x release allocates and frees alike (the port's
+            # traces), 0.4.9 is 0.5.x without need_sort
+            self.real = Allocator(n_pages * page_size, page_size, need_sort, "0.5.23")
 
     def __len__(self) -> int:
-        return len(self.stack) + len(self.released)
+        if self.real is not None:
+            return self.real.available_size() // self.ps
+        return len(self.stack)
 
-    def alloc(self, n: int) -> np.ndarray | None:
+    def alloc(self, n: int, tokens: int | None = None) -> np.ndarray | None:
+        """n pages for a request extended by `tokens` tokens from a page boundary (None: n whole pages);
+        the real allocators merge their deferred frees by that count (alloc_extend)."""
+        if self.real is not None:
+            if n == 0:
+                return np.zeros(0, dtype=np.int64)
+            ps = self.ps
+            if ps == 1:
+                got = self.real.alloc(n)
+            else:
+                k = n * ps if tokens is None else tokens
+                assert -(-k // ps) == n
+                slots = self.real.alloc_extend([0], [k], [-1], k)
+                got = None if slots is None else slots[::ps]
+                if got is not None:
+                    got = [s // ps for s in got]
+            return None if got is None else np.array(got, dtype=np.int64)
         if n > len(self):
             return None
         if n == 0:
             return np.zeros(0, dtype=np.int64)
-        if len(self.stack) < n:  # deferred: the released pages join, sorted
-            self.stack = sorted(self.stack + self.released, reverse=True)
-            self.released = []
         take = self.stack[-n:]
         del self.stack[-n:]
         return np.sort(np.array(take, dtype=np.int64))  # a request's pages in ascending order
 
     def free(self, pages: np.ndarray) -> None:
-        if self.reuse == "coalesce":  # merged with the top of the stack so neighbouring free pages coalesce
+        """Give pages back, in the order given (a request's KV row: its tokens' order)."""
+        if self.real is not None:
+            self.real.free_pages_of(pages.tolist())
+        elif self.reuse == "coalesce":  # merged with the top of the stack so neighbouring free pages coalesce
             k = min(len(self.stack), max(64, 2 * len(pages)))
             top = self.stack[len(self.stack) - k :]
             del self.stack[len(self.stack) - k :]
             self.stack.extend(np.sort(np.concatenate((pages, np.array(top, np.int64))))[::-1].tolist())
-        elif self.reuse == "lifo":
-            self.stack.extend(np.sort(pages)[::-1].tolist())
-        elif self.reuse == "deferred":
-            self.released.extend(pages.tolist())
         else:  # lowest page first: less fragmentation
             self.stack = np.sort(np.concatenate((np.array(self.stack, np.int64), pages)))[::-1].tolist()
 
@@ -208,10 +232,11 @@ class PrefixCache:
 class Node:
     """One engine: pool, slot truth, cache (prefill), page-event rows and log lines on its own clock."""
 
-    def __init__(self, spec: NodeSpec, page_size: int, seq_base: int, exp: Exposures, reuse: str = "coalesce") -> None:
+    def __init__(self, spec: NodeSpec, page_size: int, seq_base: int, exp: Exposures, reuse: str) -> None:
+        """reuse: the node's page-reuse rule (SimConfig.node_allocator)."""
         self.spec, self.name, self.ps = spec, spec.name, page_size
         n_pages = spec.pool_tokens // page_size
-        self.pool = PagePool(n_pages, reuse=reuse if spec.role == "decode" else "sorted")
+        self.pool = PagePool(n_pages, reuse=reuse, page_size=page_size)
         self.slots = SlotState(spec.name, (n_pages + 1) * page_size, exp)
         self.cache = PrefixCache() if spec.role == "prefill" else None
         self.seq = seq_base

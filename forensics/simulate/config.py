@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import cast
 
+from forensics.engines import sglang_allocator
 from forensics.engines.sglang import max_req_input_len
 
 MS = 1_000
@@ -63,9 +64,16 @@ class SimConfig:
     clock_skew_ms: int | None = None  # each node's clock offset drawn from [-skew, +skew] ms (None: fixed offsets)
     # a late landing is moved (up to 6 times) until it is this far from known events on its slots; 0: never
     late_clear_ms: int = 50
-    # how decode nodes reuse freed pages (forensics.simulate.cluster.PagePool): coalesce (LIFO, freed pages
-    # merged with the top of the free stack), lifo (SGLang 0.4.9), deferred (SGLang 0.5.4+ in PD mode)
-    decode_reuse: str = "coalesce"
+    # the SGLang release the nodes run (bundle.toml [engine] version): its allocators hand out the pages
+    # (forensics.engines.sglang_allocator). 0.5.11: the newest known release that still runs an aborted
+    # over-length request as a one-token placeholder (the leak this simulator reproduces; 0.5.23 retires
+    # such requests before the transfer)
+    release: str = "0.5.11"
+    # how decode nodes reuse freed pages (forensics.simulate.cluster.PagePool): None, the release's own
+    # rule (0.5.4+ in PD mode: sorted-deferred); fifo, lifo or sorted-deferred (another release's rule);
+    # coalesce (no release: LIFO merged with the top of the free stack, the prefill nodes lowest-first;
+    # the allocator of bundles simulated before the port)
+    allocator: str | None = None
     # aborted requests may go to the decode node without page telemetry (False: only to instrumented ones)
     dark_aborts: bool = False
     read_delay_ms: float = 0.0  # decode reads a landed transfer after this to twice this (0: 0.2 to 2 ms)
@@ -91,6 +99,14 @@ class SimConfig:
     incident_id: str = "INC-SIM-0001"
     incident_title: str = "Simulated KV-cache exposure via prefill placeholder and aborted transfers"
     discovered_at: str = ""
+
+    def node_allocator(self, role: str) -> str:
+        """The page-reuse rule of a node of this role (prefill | decode)."""
+        if self.allocator == "coalesce":
+            return "coalesce" if role == "decode" else "sorted"
+        if role == "decode" and self.allocator is not None:
+            return self.allocator
+        return sglang_allocator.rule(self.release, self.page_size, role).name
 
     def node(self, name: str) -> NodeSpec:
         for n in self.nodes:
@@ -162,7 +178,8 @@ def default_nodes(
     return [dataclasses.replace(n, telemetry=(n.name != no_telemetry)) for n in nodes]
 
 
-REUSE = ("coalesce", "lifo", "deferred")
+ALLOCATORS = ("fifo", "lifo", "sorted-deferred", "coalesce")
+LEGACY = ("coalesce", "sorted")  # PagePool rules no SGLang release runs
 BATCH_RELEASES = ("0.4.9", "0.5.4", "0.5.11", "0.5.23")  # the batch-line formats forensics.simulate.batch_lines writes
 GATEWAY_FORMATS = ("kvf", "kvf_noroom", "litellm_spendlogs", "litellm_payload", "smg", "envoy", "otlp")
 TEXT_FORMATS = ("litellm_payload", "litellm_spendlogs", "otlp")  # the simulated formats that log text
@@ -171,6 +188,9 @@ TEXT_FORMATS = ("litellm_payload", "litellm_spendlogs", "otlp")  # the simulated
 def build_config(preset: str = "default", **overrides: object) -> SimConfig:
     """A preset with explicit overrides applied (None means: keep the preset's value)."""
     ov = {k: v for k, v in overrides.items() if v is not None}
+    if "decode_reuse" in ov:  # the option's former name; deferred: sorted-deferred
+        reuse = ov.pop("decode_reuse")
+        ov.setdefault("allocator", "sorted-deferred" if reuse == "deferred" else reuse)
     prefill_pool = cast(int | None, ov.pop("prefill_pool", None))
     decode_pool = cast(int | None, ov.pop("decode_pool", None))
     no_tel = cast(str | None, ov.pop("no_telemetry", None))
@@ -213,8 +233,14 @@ def build_config(preset: str = "default", **overrides: object) -> SimConfig:
     if not cfg.discovered_at:
         end = datetime.fromtimestamp((cfg.start_us + cfg.duration_us) / S + 300, UTC)
         cfg.discovered_at = end.strftime("%Y-%m-%dT%H:%M:%SZ")
-    if cfg.decode_reuse not in REUSE:
-        raise ValueError(f"unknown decode page reuse {cfg.decode_reuse!r} (expected one of {', '.join(REUSE)})")
+    if sglang_allocator.known_release(cfg.release) is None:
+        raise ValueError(
+            f"unknown SGLang release {cfg.release!r} (known: {', '.join(sglang_allocator.RELEASES)} and later)"
+        )
+    if cfg.allocator is not None and cfg.allocator not in ALLOCATORS:
+        raise ValueError(f"unknown allocator {cfg.allocator!r} (expected one of {', '.join(ALLOCATORS)})")
+    if cfg.allocator in ("fifo", "lifo") and (cfg.allocator == "fifo") != (cfg.page_size == 1):
+        raise ValueError(f"SGLang runs {cfg.allocator} on page size {'1' if cfg.allocator == 'fifo' else '> 1'} only")
     if cfg.gateway_format not in GATEWAY_FORMATS:
         raise ValueError(
             f"unknown gateway format {cfg.gateway_format!r} (expected one of {', '.join(GATEWAY_FORMATS)})"

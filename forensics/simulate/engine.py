@@ -30,7 +30,8 @@ class Engine(DecodeSide):
         self.cfg, self.reqs, self.rng, self.ps = cfg, reqs, rng, cfg.page_size
         self.exp = Exposures()
         self.nodes = {
-            s.name: Node(s, cfg.page_size, rng.randrange(1, 90) * 1000, self.exp, cfg.decode_reuse) for s in cfg.nodes
+            s.name: Node(s, cfg.page_size, rng.randrange(1, 90) * 1000, self.exp, cfg.node_allocator(s.role))
+            for s in cfg.nodes
         }
         self.st = [St() for _ in reqs]
         self.heap: list[tuple[int, int, int, int]] = []
@@ -90,7 +91,7 @@ class Engine(DecodeSide):
     def d_alloc(self, t: int, i: int) -> None:
         r, s = self.reqs[i], self.st[i]
         d = self.nodes[r.decode]
-        pages = d.pool.alloc(-(-r.L // self.ps))
+        pages = d.pool.alloc(-(-r.L // self.ps), tokens=r.L)  # the pre-allocation: alloc_extend of L tokens
         if pages is None:
             r.status, r.t_end = 503, t + self.u(0.2, 2)
             return
@@ -137,7 +138,7 @@ class Engine(DecodeSide):
                 p.ev(t, "free", blk.room, a, b)
                 p.slots.release(a, b, blk.owner)
             p.pool.free(blk.pages)
-        pages = p.pool.alloc(need)
+        pages = p.pool.alloc(need, tokens=n_new)
         if pages is None:  # everything left is locked by requests in flight: wait and retry
             if hit:
                 hit[1].lock -= 1

@@ -68,10 +68,13 @@ def write_parquet(path: Path, table: pa.Table) -> None:
 
 
 def bundle_toml(cfg: SimConfig) -> str:
+    # the release the nodes ran; not with the old coalesce allocator, which no release runs (its bundles
+    # come out as they did before the release was simulated)
+    version = "" if cfg.allocator == "coalesce" else f'version = "{cfg.release}"\n'
     return (
         f'[incident]\nid = "{cfg.incident_id}"\ntitle = {json.dumps(cfg.incident_title)}\n'
         f'discovered_at = "{cfg.discovered_at}"\ncontact = "privacy@example.com"\n\n'
-        '[engine]\nlog_timezone = "UTC"\n'
+        f'[engine]\nlog_timezone = "UTC"\n{version}'
     ) + formats.gateway_toml(cfg)
 
 

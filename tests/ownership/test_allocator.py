@@ -1,6 +1,7 @@
-"""The allocator model (forensics.ownership.kernels.allocator): each policy against the simulator's own
-page pool (forensics.simulate.cluster.PagePool, written independently), on random request mixes; the
-policy selection picks the pool's real policy; and the walk finds who held a placeholder's pages."""
+"""The allocator model (forensics.ownership.kernels.allocator): each real rule hands out the pages the
+port of SGLang's allocators (forensics.engines.sglang_allocator, itself checked against SGLang's own
+classes) hands out, in the same order, for every registry rule; the policy selection picks the pool's
+real policy; and the walk finds who held a placeholder's pages."""
 
 from __future__ import annotations
 
@@ -9,51 +10,86 @@ import random
 import numpy as np
 import pytest
 
-from forensics.findings.likelihood import POLICIES
+from forensics.engines import sglang_allocator as sa
+from forensics.findings.likelihood import POLICIES, REAL
 from forensics.ownership.kernels import allocator as alloc
-from forensics.simulate.cluster import PagePool
 
-# the simulator's reuse rule -> the model's candidate that states it
-SAME = {"coalesce": "lifo-coalesce-64", "lifo": "lifo", "deferred": "sorted-deferred", "sorted": "lowest-first"}
+KERNEL = {"fifo": alloc.FIFO, "lifo": alloc.LIFO, "deferred": alloc.DEFERRED}
 
 
-def _history(reuse: str, seed: int, n_pages: int = 512, steps: int = 600) -> tuple[np.ndarray, ...]:
-    """Allocations and frees of a simulated pool under random load, as policy_accuracy's batches."""
+def _history(release: str, ps: int, pd_mode: str, seed: int, n_pages: int = 256, steps: int = 600):
+    """Random requests on the port's allocator: each takes its pages as SGLang's decode pre-allocation
+    does (alloc on page size 1, alloc_extend of its tokens above) and frees its KV row whole.
+    Returns (ops, CSR of pages in the order handed out or freed, per allocation the free pages a
+    DEFERRED allocation wants before it merges)."""
     rng = random.Random(seed)
-    pool = PagePool(n_pages, reuse=reuse)
-    held: list[np.ndarray] = []
-    ops, pages = [], []
+    a = sa.Allocator.for_rule(release, n_pages * ps, ps, pd_mode)
+    held: list[list[int]] = []
+    ops, pages, want = [], [], []
     for _ in range(steps):
-        if held and (rng.random() < 0.45 or len(pool) < 40):
+        if held and (rng.random() < 0.45 or a.available_size() < 40 * ps):
             got = held.pop(rng.randrange(len(held)))
-            pool.free(got)
+            a.free_pages_of(got)
             ops.append(1)
             pages.append(got)
+            want.append(0)
         else:
-            got = pool.alloc(rng.randint(1, 30))
+            tokens = rng.randint(1, 30 * ps)
+            n = -(-tokens // ps)
+            if ps == 1:
+                slots = a.alloc(tokens)
+                got = slots
+                w = n
+            else:
+                slots = a.alloc_extend([0], [tokens], [-1], tokens)
+                got = None if slots is None else [s // ps for s in slots[::ps]]
+                w = tokens // ps + 2
             if got is None:
                 continue
             held.append(got)
             ops.append(0)
             pages.append(got)
+            want.append(w)
     ptr = np.zeros(len(pages) + 1, dtype=np.int64)
     ptr[1:] = np.cumsum([len(p) for p in pages])
-    return np.array(ops, dtype=np.int8), ptr, np.concatenate(pages).astype(np.int32)
+    flat = np.array([p for b in pages for p in b], dtype=np.int32)
+    return np.array(ops, dtype=np.int8), ptr, flat, np.array(want, dtype=np.int64)
 
 
-@pytest.mark.parametrize("reuse", sorted(SAME))
+RULES = sorted({(r, ps, m) for (r, ps, m) in sa.registry()} | {(r, 64, m) for r in sa.RELEASES for m in sa.PD_MODES})
+
+
+@pytest.mark.parametrize(("release", "ps", "pd_mode"), RULES)
+def test_the_kernel_hands_out_the_ports_pages_in_its_order(release: str, ps: int, pd_mode: str) -> None:
+    rule = sa.rule(release, ps, pd_mode)
+    n_pages = 256
+    for seed in (1, 2):
+        op, ptr, pages, want = _history(release, ps, pd_mode, seed, n_pages)
+        assert (op == 1).sum() > 50, "the history must reuse pages for the check to mean something"
+        got = alloc.hand_out(n_pages, KERNEL[rule.policy], 0, op, ptr, pages, want)
+        assert np.array_equal(got, pages), (rule, seed)
+
+
+@pytest.mark.parametrize("name", REAL)
 @pytest.mark.parametrize("seed", [1, 2, 3])
-def test_the_policy_that_states_the_pool_predicts_every_page(reuse: str, seed: int) -> None:
-    n_pages = 512
-    op, ptr, pages = _history(reuse, seed, n_pages)
-    assert (op == 1).sum() > 50, "the history must reuse pages for the check to mean something"
+def test_the_policy_that_states_the_pool_predicts_every_page(name: str, seed: int) -> None:
+    """policy_accuracy on a history of the port's allocator: the candidate named by its rule names every
+    page right (DEFERRED with its page size's merge slack), and the others do worse."""
+    release, ps, pd_mode = {"fifo": ("0.5.4", 1, "null"), "lifo": ("0.5.4", 16, "null")}.get(
+        name, ("0.5.4", 16, "decode")
+    )
+    assert sa.rule(release, ps, pd_mode).name == name
+    n_pages = 256
+    op, ptr, pages, _ = _history(release, ps, pd_mode, seed, n_pages)
     scores = {}
-    for name, (pol, window) in POLICIES.items():
+    for cand, (pol, window) in POLICIES.items():
+        if pol == alloc.DEFERRED:
+            window = sa.merge_slack(ps)
         hit, total = alloc.policy_accuracy(n_pages, pol, window, op, ptr, pages, *alloc.new_state(n_pages))
-        scores[name] = hit / total
-    assert scores[SAME[reuse]] == 1.0, scores
-    # the selection (forensics.findings.likelihood) takes the best score, and no candidate beats this one
-    assert scores[SAME[reuse]] == max(scores.values())
+        scores[cand] = hit / total
+    assert scores[name] == max(scores.values()), scores
+    # the selection (forensics.findings.likelihood) takes the first best score, real rules first
+    assert max(POLICIES, key=lambda k: scores[k]) == name, scores
     assert min(scores.values()) < 0.9, "the candidates must differ on these histories"
 
 
@@ -74,7 +110,7 @@ def _walk(events: list[tuple[int, int]], rooms: dict[str, list], ps: int, n_page
     return {tuple(p) for p in pairs.tolist()}
 
 
-@pytest.mark.parametrize("pol", [alloc.LIFO, alloc.SORTED, alloc.DEFERRED])
+@pytest.mark.parametrize("pol", [alloc.FIFO, alloc.LIFO, alloc.SORTED, alloc.DEFERRED])
 def test_a_placeholder_attends_what_the_last_holders_of_its_pages_wrote(pol: int) -> None:
     """Rooms 0 and 1 fill pages and leave; room 2, a placeholder (its transfer writes one token), takes
     pages that held both; room 3 arrives after room 2 ended and is not its source."""

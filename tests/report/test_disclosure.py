@@ -60,7 +60,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     tmp = tmp_path_factory.mktemp("disclosure")
     out = {}
     for name, aborts in (("aborts", 0.05), ("no_aborts", 0.0)):
-        simulate(tmp / name, build_config("default", seed=31, requests=350, abort_rate=aborts))
+        # lifo: late transfers land in reused pages (the late-write mechanism the report must describe)
+        simulate(tmp / name, build_config("default", seed=31, requests=350, abort_rate=aborts, allocator="lifo"))
         investigate(tmp / name / "bundle", tmp / name / "out")
         out[name] = tmp / name / "out"
     full = tmp / "full"

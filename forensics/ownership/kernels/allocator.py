@@ -3,15 +3,27 @@
 
 SGLang logs no page index, so on a node without page telemetry the pages a request held can only be
 inferred: the allocator is deterministic given the order of allocations and frees, and the logs give
-that order up to their time resolution. A policy is the rule of the free list:
+that order up to their time resolution. A policy is the rule of the free list; which one each SGLang
+release runs, per page size and PD mode, is forensics.engines.sglang_allocator.rule() (the port of
+SGLang's allocators, differentially tested against them; tests/ownership/test_allocator.py checks
+these walks hand out the port's pages in the port's order):
 
-- LIFO: freed pages go on top, the lowest page first (SGLang 0.4.9 prepends the freed pages, sorted by
-  torch.unique, to free_pages and allocates from the front). With a coalescing window w > 0, the freed
-  pages are merged with the top max(w, 2 x freed) free pages and the merged run re-sorted, which keeps
-  neighbouring free pages together (allocators that coalesce their free lists).
-- SORTED: the lowest free page always goes out first.
-- DEFERRED: SGLang 0.5.4+ in PD mode: freed pages wait in release_pages and join free_pages, sorted,
-  only when an allocation finds free_pages too short (allocator.merge_and_sort_free).
+- FIFO: freed pages join at the bottom, in the order freed; allocations take from the top (SGLang's
+  TokenToKVPoolAllocator, page size 1, without need_sort: free appends to free_pages).
+- LIFO: freed pages go on top, the lowest page first (SGLang's PagedTokenToKVPoolAllocator without
+  need_sort prepends torch.unique of the freed pages and allocates from the front). With a
+  coalescing window w > 0, the freed pages are merged with the top max(w, 2 x freed) free pages and
+  the merged run re-sorted (a rule no SGLang release runs, kept for the simulator's old `coalesce`).
+- SORTED: the lowest free page always goes out first (no SGLang release either).
+- DEFERRED: SGLang 0.5.4+ in PD mode (need_sort): freed pages wait in release_pages and join
+  free_pages, sorted, only when an allocation finds free_pages too short (merge_and_sort_free). Short
+  means fewer free pages than the allocation wants plus a slack: `window` in policy_accuracy (page
+  size > 1: alloc_extend wants extend_num_tokens // page_size + 2 pages of a one-request batch, one
+  more than it takes for a length that is not a page multiple); the walk knows each pre-allocation's
+  token count and applies SGLang's own test.
+
+A request's tokens fill its pages in the order the allocator handed them out (token t in its
+t // page_size-th page); where the evidence names some of its pages, in ascending page order.
 
 The LIFO free list is a doubly linked list of pages (index 0 its sentinel), the sorted ones a bitmap
 scanned from the lowest free page: an allocation or a free costs its pages, whatever the pool's size.
@@ -24,7 +36,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-LIFO, SORTED, DEFERRED = 0, 1, 2
+LIFO, SORTED, DEFERRED, FIFO = 0, 1, 2, 3
 # the walk's event kinds, in the order a request goes through them on the decode node
 ALLOC_IN, LAND, READ, END, FREE = 0, 1, 2, 3, 4
 # st: the allocator's scalar state: free pages, released pages listed, the lowest page that may be free
@@ -67,6 +79,15 @@ def _push_head(link: np.ndarray, p: int) -> None:
 
 
 @njit(cache=True, inline="always")
+def _push_tail(link: np.ndarray, p: int) -> None:
+    t = link[_PREV, 0]
+    link[_PREV, p] = t
+    link[_NEXT, p] = 0
+    link[_NEXT, t] = p
+    link[_PREV, 0] = p
+
+
+@njit(cache=True, inline="always")
 def _unlink(link: np.ndarray, p: int) -> None:
     n = link[_NEXT, p]
     q = link[_PREV, p]
@@ -76,9 +97,11 @@ def _unlink(link: np.ndarray, p: int) -> None:
 
 @njit(cache=True, inline="always")
 def _set_free(pol: int, link: np.ndarray, bits: np.ndarray, tier: np.ndarray, st: np.ndarray, p: int) -> None:
-    """Page p joins the free list (LIFO: on top)."""
+    """Page p joins the free list (LIFO: on top; FIFO: at the bottom)."""
     if pol == LIFO:
         _push_head(link, p)
+    elif pol == FIFO:
+        _push_tail(link, p)
     else:
         bits[p >> 6] |= _ONE << np.uint64(p & 63)
         if p < st[_HINT]:
@@ -88,10 +111,21 @@ def _set_free(pol: int, link: np.ndarray, bits: np.ndarray, tier: np.ndarray, st
 
 
 @njit(cache=True)
+def _put_back(pol: int, link: np.ndarray, bits: np.ndarray, tier: np.ndarray, st: np.ndarray, p: int) -> None:
+    """Undo the allocation of page p (the allocations undone last first): back on top of the list."""
+    if pol == FIFO:
+        _push_head(link, p)
+        tier[p] = 1
+        st[_AVAIL] += 1
+    else:
+        _set_free(pol, link, bits, tier, st, p)
+
+
+@njit(cache=True)
 def _take(pol: int, link: np.ndarray, bits: np.ndarray, tier: np.ndarray, st: np.ndarray, p: int) -> None:
     """Page p leaves the pool, wherever the model had it (a page the evidence says was allocated)."""
     if tier[p] == 1:
-        if pol == LIFO:
+        if pol == LIFO or pol == FIFO:
             _unlink(link, p)
         else:
             bits[p >> 6] &= ~(_ONE << np.uint64(p & 63))
@@ -103,7 +137,7 @@ def _take(pol: int, link: np.ndarray, bits: np.ndarray, tier: np.ndarray, st: np
 def _merge_if_short(
     pol: int, link: np.ndarray, bits: np.ndarray, tier: np.ndarray, released: np.ndarray, st: np.ndarray, n: int
 ) -> None:
-    """DEFERRED: an allocation of n pages that finds fewer free merges the released pages in."""
+    """DEFERRED: an allocation that wants n free pages and finds fewer merges the released pages in."""
     if pol == DEFERRED and st[_AVAIL] < n:
         for j in range(st[_RELEASED]):
             p = released[j]
@@ -127,7 +161,7 @@ def _alloc(
     """n pages into out[at:], by the policy; returns how many it found (fewer when the pool runs dry)."""
     _merge_if_short(pol, link, bits, tier, released, st, n)
     got = 0
-    if pol == LIFO:
+    if pol == LIFO or pol == FIFO:
         while got < n:
             p = link[_NEXT, 0]
             if p == 0:
@@ -185,6 +219,10 @@ def _free(
 ) -> None:
     """Give `pages` (held) back to the pool by the policy."""
     m = len(pages)
+    if pol == FIFO:  # appended in the order freed, no sort (SGLang frees a request's slots in token order)
+        for p in pages:
+            _set_free(pol, link, bits, tier, st, p)
+        return
     if pol == SORTED:
         for p in pages:
             _set_free(pol, link, bits, tier, st, p)
@@ -222,7 +260,8 @@ def policy_accuracy(
 ) -> tuple[int, int]:
     """Replay an instrumented node's allocation batches (b_op 0 alloc, 1 free; b_pages[b_ptr[i]:b_ptr[i+1]]
     its pages, in seq order): before each allocation the policy names the pages it would give; then the
-    pool follows what the node really did. Returns (pages named right, pages allocated)."""
+    pool follows what the node really did. Returns (pages named right, pages allocated). DEFERRED:
+    `window` is the merge slack (the free pages an allocation wants beyond its own)."""
     hit = 0
     total = 0
     want = np.zeros(n_pages + 1, dtype=np.bool_)
@@ -232,6 +271,7 @@ def policy_accuracy(
         pages = b_pages[b_ptr[b] : b_ptr[b + 1]]
         if b_op[b] == 0:
             n = len(pages)
+            _merge_if_short(pol, link, bits, tier, released, st, n + window)
             got = _alloc(pol, link, bits, tier, released, st, n, pred, 0)
             for p in pages:
                 want[p] = True
@@ -244,7 +284,7 @@ def policy_accuracy(
             # back where they were (LIFO: the first named on top again), then the pages really
             # allocated leave the pool
             for j in range(got - 1, -1, -1):
-                _set_free(pol, link, bits, tier, st, pred[j])
+                _put_back(pol, link, bits, tier, st, pred[j])
             for p in pages:
                 _take(pol, link, bits, tier, st, p)
         else:
@@ -257,6 +297,28 @@ def policy_accuracy(
                 fr = scratch[n_pages + window : n_pages + window + m].copy()
                 _free(pol, window, link, bits, tier, released, st, fr, scratch)
     return hit, total
+
+
+@njit(cache=True)
+def hand_out(
+    n_pages: int, pol: int, window: int, b_op: np.ndarray, b_ptr: np.ndarray, b_pages: np.ndarray, b_want: np.ndarray
+) -> np.ndarray:
+    """The pages the policy hands out, in order, over a sequence of allocations (b_op 0: as many pages
+    as b_pages[b_ptr[i]:b_ptr[i+1]] has room for; DEFERRED merges when fewer than b_want[i] are free)
+    and frees (b_op 1: those pages, in that order). Returns b_pages with each allocation's pages
+    filled in (0 where the pool ran dry): the order the port of SGLang's allocators is checked on."""
+    link, bits, tier, released, st = new_state(n_pages)
+    out = b_pages.copy()
+    scratch = np.zeros(2 * n_pages + 2 * window + 2, dtype=np.int32)
+    for b in range(len(b_op)):
+        lo, hi = b_ptr[b], b_ptr[b + 1]
+        if b_op[b] == 0:
+            _merge_if_short(pol, link, bits, tier, released, st, b_want[b])
+            got = _alloc(pol, link, bits, tier, released, st, hi - lo, out, lo)
+            out[lo + got : hi] = 0
+        else:
+            _free(pol, window, link, bits, tier, released, st, b_pages[lo:hi].copy(), scratch)
+    return out
 
 
 @njit(cache=True)
@@ -386,8 +448,10 @@ def walk(
         kind = ev_kind[e]
         base = h_ptr[i]
         if kind == ALLOC_IN:
-            # the allocator saw the whole request, whatever part of its pages the evidence names
-            _merge_if_short(pol, link, bits, tier, released, st, n_in[i])
+            # the allocator saw the whole request, whatever part of its pages the evidence names;
+            # DEFERRED merges as SGLang's pre-allocation does: alloc(n) on page size 1, alloc_extend of
+            # the input's tokens (merge when tokens // page_size + 2 > free pages) on larger pages
+            _merge_if_short(pol, link, bits, tier, released, st, n_in[i] if ps == 1 else n_read[i] // ps + 2)
             cnt = 0
             for j in range(a_ptr[i], a_ptr[i + 1]):  # the pages the evidence names, wherever the model had them
                 p = a_pages[j]
@@ -397,8 +461,10 @@ def walk(
                 _take(pol, link, bits, tier, st, p)
                 held[base + cnt] = p
                 cnt += 1
+            named = cnt
             cnt += _alloc(pol, link, bits, tier, released, st, n_in[i] - cnt, held, base + cnt)
-            held[base : base + cnt] = np.sort(held[base : base + cnt])
+            if named:  # pages named by the evidence: their token order is not known, ascending
+                held[base : base + cnt] = np.sort(held[base : base + cnt])
             for j in range(cnt):
                 holder[held[base + j]] = i
             got_in[i] = cnt
