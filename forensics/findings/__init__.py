@@ -135,8 +135,9 @@ STEPS = (
     "missing_rooms",
     "exposures",
     recipient_slots,
-    "affected_responses",
     source_likelihood,  # an allocator model replayed over the logs of the nodes without page telemetry
+    "signature_status",  # ... which also says whether a signature response's pages had been written
+    "affected_responses",
     # every request whose KV a response without page evidence could have attended, and those whose text
     # its response echoes (where the gateway logs text)
     "possible_sources",

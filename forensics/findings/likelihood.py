@@ -34,7 +34,7 @@ import hashlib
 import os
 import zlib
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import duckdb
 import numpy as np
@@ -193,6 +193,34 @@ def _events(lc: Lifecycle, rng: np.random.Generator | None) -> tuple[np.ndarray,
     return kind[order], room[order]
 
 
+def _tokens_before(con: duckdb.DuckDBPyConnection, node: str, lc: Lifecycle) -> np.ndarray:
+    """Per room: the tokens the node's other rooms were given (prompt and output) after its last start-up
+    and before this room's pre-allocation, by the logged times: how far the pool may have been written
+    when the room got its pages (said beside a signature the model cannot show written over)."""
+    starts = np.sort(
+        np.asarray(
+            [
+                r[0]
+                for r in con.execute(
+                    """SELECT epoch_us(ts) / 1e6 FROM engine_lines
+                    WHERE node = ? AND kind IN ('server_args', 'startup') AND ts IS NOT NULL""",
+                    [node],
+                ).fetchall()
+            ],
+            dtype=float,
+        )
+    )
+    t = np.nan_to_num(lc.times["t_alloc"], nan=np.inf)
+    order = np.argsort(t, kind="stable")
+    given = (lc.n_read + lc.n_out)[order]
+    cum = np.concatenate(([0], np.cumsum(given)))  # cum[i]: the tokens of the rooms before the i-th
+    epoch = np.searchsorted(starts, t[order], side="right")  # the start-ups before each room
+    first = np.searchsorted(epoch, epoch, side="left")  # the first room after the same start-up
+    out = np.empty(len(t), dtype=np.int64)
+    out[order] = cum[np.arange(len(t))] - cum[first]
+    return out
+
+
 @dataclass
 class Walks:
     """The ensemble's result on one node: per (recipient, source) index pair, the members that found it."""
@@ -201,6 +229,8 @@ class Walks:
     source: np.ndarray
     hits: np.ndarray
     batch_basis: str = ""  # what the node's printed batch lines showed (forensics.findings.batch_constraints)
+    # per room (lc's order): the members in whose replay some other room's KV was in its pages
+    covered: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
 
 def _walk_node(
@@ -236,7 +266,10 @@ def _walk_node(
             members.append(walked[order])
         found = [f.result() for f in members]
     keys, hits = np.unique(np.concatenate(found), return_counts=True)
-    return Walks(keys // len(lc.room), keys % len(lc.room), hits, batch_basis)
+    covered = np.zeros(len(lc.room), dtype=np.int64)
+    for f in found:
+        covered[np.unique(f // len(lc.room))] += 1
+    return Walks(keys // len(lc.room), keys % len(lc.room), hits, batch_basis, covered)
 
 
 def _batches(con: duckdb.DuckDBPyConnection, node: str, ps: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -475,8 +508,10 @@ def source_likelihood(con: duckdb.DuckDBPyConnection) -> None:
     tier = _measure_tier(cal)
     true, total = cal.counts()
     pairs: dict[str, list[np.ndarray]] = {k: [] for k in ("node", "recipient_room", "source_room", "hits")}
-    rooms: dict[str, list[np.ndarray]] = {"node": [], "room": []}
-    model: dict[str, list[object]] = {k: [] for k in ("node", "policy", "basis", "members", "calibration")}
+    rooms: dict[str, list[np.ndarray]] = {"node": [], "room": [], "written_members": [], "tokens_before": []}
+    model: dict[str, list[object]] = {
+        k: [] for k in ("node", "policy", "basis", "members", "calibration", "pool_tokens")
+    }
     for node in dark:
         model["node"].append(node)
         model["members"].append(MEMBERS)
@@ -484,8 +519,10 @@ def source_likelihood(con: duckdb.DuckDBPyConnection) -> None:
             model["policy"].append(None)
             model["basis"].append(f"no pool size or page size of {node} in its log: no allocator model")
             model["calibration"].append(None)
+            model["pool_tokens"].append(None)
             continue
         ps, n_pages = cfg[node]
+        model["pool_tokens"].append(n_pages * ps)
         lc = _lifecycle(con, node)
         w = _walk_node(con, node, lc, ps, n_pages, policies)
         pairs["node"].append(np.full(len(w.hits), node, dtype=object))
@@ -494,6 +531,8 @@ def source_likelihood(con: duckdb.DuckDBPyConnection) -> None:
         pairs["hits"].append(w.hits)
         rooms["node"].append(np.full(len(lc.room), node, dtype=object))
         rooms["room"].append(lc.room)
+        rooms["written_members"].append(w.covered)
+        rooms["tokens_before"].append(_tokens_before(con, node, lc))
         model["policy"].append(best or "all candidates")
         model["basis"].append(policy_basis + w.batch_basis)
         model["calibration"].append(
@@ -511,7 +550,7 @@ def source_likelihood(con: duckdb.DuckDBPyConnection) -> None:
 
     i64, s = pa.int64(), pa.string()
     found = table(pairs, {"node": s, "recipient_room": i64, "source_room": i64, "hits": i64})
-    replayed = table(rooms, {"node": s, "room": i64})
+    replayed = table(rooms, {"node": s, "room": i64, "written_members": i64, "tokens_before": i64})
     rate = pa.table(
         {"hits": np.arange(MEMBERS + 1 if rates is not None else 0), "likelihood": rates if rates is not None else []},
         schema=pa.schema({"hits": i64, "likelihood": pa.float64()}),
@@ -529,7 +568,7 @@ def source_likelihood(con: duckdb.DuckDBPyConnection) -> None:
             "reason": [tier.reason if dark else None],
         }
     )
-    runs = pa.table({k: pa.array(v, type=i64 if k == "members" else s) for k, v in model.items()})
+    runs = pa.table({k: pa.array(v, type=i64 if k in ("members", "pool_tokens") else s) for k, v in model.items()})
     with (
         arrow_view(con, "likelihood_pairs", found),
         arrow_view(con, "likelihood_rooms", replayed),

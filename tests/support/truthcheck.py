@@ -60,14 +60,16 @@ def compare(sim_out: Path) -> Comparison:
         status = affected.get(rid)
         if t["exposed"] == "1" and status is None:
             c.missed.append(rid)
-        # a complete signature is confirmed by the spec's rule (decoded over KV its own request never
-        # wrote), even where the truth finds the slots never written by anyone
+        # a complete signature is confirmed only where the logs show its pages written over (spec
+        # section 7): never where the truth finds them holding nobody else's KV; and a signature whose
+        # pages held nobody's KV may stay indeterminate (the logs cannot clear it)
         signature = t["evidence"] == "signature" and t["placeholder"] == "1"
-        if status == "confirmed" and t["exposed"] != "1" and not (signature and evidence.get(rid) == "signature"):
+        if status == "confirmed" and t["exposed"] != "1":
             c.false_confirmed.append(rid)
-        if signature and t["status"].startswith("2") and status != "confirmed":
+        if signature and t["status"].startswith("2") and t["exposed"] == "1" and status != "confirmed":
             c.signature_not_confirmed.append(rid)
-        if status == "indeterminate" and t["exposed"] != "1" and t["allowed_indeterminate"] != "1":
+        doubt = t["allowed_indeterminate"] == "1" or (signature and evidence.get(rid) == "signature")
+        if status == "indeterminate" and t["exposed"] != "1" and not doubt:
             c.bad_indeterminate.append(rid)
     # pairs on telemetry evidence: truth pairs of signature responses cannot be seen in pages
     sig = {rid for rid, t in truth.items() if t["evidence"] == "signature"}
