@@ -238,6 +238,23 @@ def _sure(got: int, sure: int) -> str:
     return "confirmed" if sure == got else f"{sure:,} confirmed, {got - sure:,} indeterminate"
 
 
+def _received_tell(got: int, own: int) -> str:
+    """What to tell an account about the responses it received: over other customers' data, or (where every
+    pair found is of its own requests) over its own account's data only."""
+    was = "was" if got == 1 else "were"
+    if own == got:
+        return (
+            f"{_n(got, 'response')} you received {was} computed over memory holding data of other requests of "
+            "your own account (no other customer's), so the text may contain fragments of them: this may "
+            "matter between your own end users; do not rely on, forward or publish it."
+        )
+    also = f" ({own:,} of them over your own account's data only)" if own else ""
+    return (
+        f"{_n(got, 'response')} you received {was} computed over memory holding other customers' data{also}, so "
+        "the text may contain fragments of it: do not rely on, forward or publish it, and delete stored copies."
+    )
+
+
 def notification_rows(notifications: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The notification annex: one row per (account, role), in plain language, from the rows of
     notifications.csv (one per account, both directions): what happened, when, how sure, what to tell."""
@@ -252,9 +269,7 @@ def notification_rows(notifications: list[dict[str, Any]]) -> list[dict[str, Any
                 "received others' data",
                 _span(n["received_first_at"], n["received_last_at"]),
                 _sure(got, sure),
-                f"{_n(got, 'response')} you received {'was' if got == 1 else 'were'} computed over memory "
-                "holding other customers' data, so the text may contain fragments of it: do not rely on, "
-                "forward or publish it, and delete stored copies.",
+                _received_tell(got, n["responses_received_same_account_only"]),
                 _ids(n["received_request_ids"]),
             ),
             (

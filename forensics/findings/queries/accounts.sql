@@ -4,18 +4,31 @@
 -- exposed_confirmed, exposed_indeterminate, possibly_exposed, likely_exposed), so that no tier is lost in
 -- a total. requests_likely_exposed: the possible sources in the allocator model's likely subset; empty
 -- (unknown, never 0) where the bundle's evidence did not measure that subset good enough to print
--- (source_tier), or the account has no possible source.
+-- (source_tier), or the account has no possible source. responses_same_account_only: responses whose
+-- every exposure pair is of the account's own requests (cross_account false: no cross-tenant disclosure,
+-- though it may matter between end users of one account); requests_same_account_only: its requests whose
+-- data reached its own responses only; roles received_same_account_only / exposed_same_account_only say
+-- so where that is all of it.
 -- grain: account_id; reads: affected_responses, exposures, possible_source_requests, possible_modelled,
 --        request_cohort; params: none
 CREATE OR REPLACE TABLE accounts AS
-WITH recv AS (
+WITH own_only AS (  -- responses whose every exposure pair is of their own account (none: unknown)
+    SELECT recipient_request_id FROM exposures GROUP BY 1 HAVING bool_and(cross_account = 'false')
+), own_source AS (  -- requests whose data reached responses of their own account only
+    SELECT source_request_id FROM exposures WHERE source_request_id <> '' GROUP BY 1
+    HAVING bool_and(cross_account = 'false')
+), recv AS (
     SELECT account_id, count(DISTINCT request_id) AS responses_affected,  -- a request id in two records: once
            count(DISTINCT request_id) FILTER (WHERE status = 'confirmed') AS responses_confirmed,
-           count(DISTINCT request_id) FILTER (WHERE status = 'indeterminate') AS responses_indeterminate
+           count(DISTINCT request_id) FILTER (WHERE status = 'indeterminate') AS responses_indeterminate,
+           count(DISTINCT request_id) FILTER (WHERE request_id IN (SELECT recipient_request_id FROM own_only))
+               AS responses_same_account_only
     FROM affected_responses GROUP BY 1
 ), src AS (
     SELECT source_account_id AS account_id, count(DISTINCT source_request_id) AS requests_exposed,
-           count(DISTINCT source_request_id) FILTER (WHERE status = 'confirmed') AS requests_exposed_confirmed
+           count(DISTINCT source_request_id) FILTER (WHERE status = 'confirmed') AS requests_exposed_confirmed,
+           count(DISTINCT source_request_id) FILTER (WHERE source_request_id IN (SELECT source_request_id FROM own_source))
+               AS requests_same_account_only
     FROM exposures WHERE source_account_id IS NOT NULL GROUP BY 1
 ), poss AS (
     SELECT account_id, count(DISTINCT source_request_id) AS requests_possibly_exposed,
@@ -35,10 +48,16 @@ SELECT account_id, cohort.cohort, coalesce(recv.responses_affected, 0) AS respon
        coalesce(src.requests_exposed_confirmed, 0) AS requests_exposed_confirmed,
        coalesce(poss.requests_possibly_exposed, 0) AS requests_possibly_exposed,
        CASE WHEN likely_tier() THEN coalesce(poss.requests_likely_exposed, 0) END AS requests_likely_exposed,
+       coalesce(recv.responses_same_account_only, 0) AS responses_same_account_only,
+       coalesce(src.requests_same_account_only, 0) AS requests_same_account_only,
        concat_ws(';', CASE WHEN recv.responses_confirmed > 0 THEN 'received_confirmed' END,
                  CASE WHEN recv.responses_indeterminate > 0 THEN 'received_indeterminate' END,
                  CASE WHEN src.requests_exposed_confirmed > 0 THEN 'exposed_confirmed' END,
                  CASE WHEN src.requests_exposed > src.requests_exposed_confirmed THEN 'exposed_indeterminate' END,
                  CASE WHEN poss.requests_possibly_exposed > 0 THEN 'possibly_exposed' END,
-                 CASE WHEN poss.requests_likely_exposed > 0 THEN 'likely_exposed' END) AS roles
+                 CASE WHEN poss.requests_likely_exposed > 0 THEN 'likely_exposed' END,
+                 CASE WHEN recv.responses_affected > 0 AND recv.responses_affected = recv.responses_same_account_only
+                      THEN 'received_same_account_only' END,
+                 CASE WHEN src.requests_exposed > 0 AND src.requests_exposed = src.requests_same_account_only
+                      AND coalesce(poss.requests_possibly_exposed, 0) = 0 THEN 'exposed_same_account_only' END) AS roles
 FROM recv FULL JOIN src USING (account_id) FULL JOIN poss USING (account_id) LEFT JOIN cohort USING (account_id);

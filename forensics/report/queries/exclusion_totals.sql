@@ -8,7 +8,8 @@
 -- empty where that subset is not printed (source_tier: its measured precision too low, or nothing
 -- calibrated it); likely_printed says which, likely_reason why. content_*: the customer requests whose
 -- text a response without page evidence echoes (content_pairs), counted where content_tier measured the
--- matching good enough (content_printed), content_reason why or why not.
+-- matching good enough (content_printed), content_reason why or why not. same_account_only_after: customer
+-- responses whose every exposure pair is of their own account (cross_account false), named apart.
 -- grain: one row; reads: request_cohort, gateway_repeats, report_affected, exposures, possible_source_requests,
 --        possible_modelled, possible_windows, possible_extra, source_tier, content_pairs, content_tier;
 --        params: none
@@ -56,6 +57,11 @@ SELECT (SELECT count(*) FROM request_cohort) - (SELECT count(*) - count(DISTINCT
          JOIN request_cohort q ON q.request_id = c.source_request_id AND q.cohort = 'customer') AS content_customer_source_accounts,
        (SELECT printed FROM content_tier) AS content_printed,
        (SELECT reason FROM content_tier) AS content_reason,
+       (SELECT count(DISTINCT request_id) FROM report_affected WHERE cohort = 'customer' AND request_id IN (
+           SELECT recipient_request_id FROM exposures GROUP BY 1 HAVING bool_and(cross_account = 'false')))
+         AS same_account_only_after,
+       (SELECT count(*) FROM exposures WHERE cross_account = 'false') AS same_account_pairs,
+       (SELECT count(*) FROM exposures WHERE cross_account = 'true') AS cross_account_pairs,
        coalesce(likely_tier(), false) AS likely_printed,
        (SELECT reason FROM source_tier) AS likely_reason,
        (SELECT measured_precision FROM source_tier) AS likely_precision,

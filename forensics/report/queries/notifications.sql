@@ -3,9 +3,15 @@
 -- Accounts whose requests are only possible sources (of responses without page evidence) are listed
 -- too, with that count and how many of them the allocator model finds likely (empty where the likely
 -- subset is not printed, source_tier): a notification list built from it may be too long, never too short.
+-- responses_received_same_account_only: received responses whose every exposure pair is of the account's
+-- own requests (its notice says so instead of "other customers' data").
 -- grain: account_id; reads: report_affected, exposures, possible_source_requests, possible_modelled; params: none
-WITH recv AS (
+WITH own_only AS (  -- responses whose every exposure pair is of their own account
+    SELECT recipient_request_id FROM exposures GROUP BY 1 HAVING bool_and(cross_account = 'false')
+), recv AS (
     SELECT account_id, count(DISTINCT request_id) AS responses_received,
+           count(DISTINCT request_id) FILTER (WHERE request_id IN (SELECT recipient_request_id FROM own_only))
+               AS responses_received_own_only,
            count(DISTINCT request_id) FILTER (WHERE status = 'confirmed') AS responses_received_confirmed,
            string_agg(DISTINCT request_id, ';' ORDER BY request_id) AS received_request_ids,
            min(affected_at) AS received_first_at, max(affected_at) AS received_last_at
@@ -30,6 +36,7 @@ WITH recv AS (
     GROUP BY 1
 )
 SELECT account_id, coalesce(responses_received, 0) AS responses_received,
+       coalesce(responses_received_own_only, 0) AS responses_received_same_account_only,
        coalesce(responses_received_confirmed, 0) AS responses_received_confirmed,
        coalesce(received_request_ids, '') AS received_request_ids, received_first_at, received_last_at,
        coalesce(requests_exposed, 0) AS requests_exposed,
