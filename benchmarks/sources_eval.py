@@ -63,6 +63,8 @@ def score(sim: Path, out: Path, summary: dict, all_dark: bool) -> dict[str, obje
         else any(v is not None and v >= 0.5 for v in possible.values())
     )
     likely = {k for k, v in possible.items() if v is not None and v >= 0.5} if printed else set()
+    # what the subset the tool withheld would have scored (the check that withholding it was right)
+    withheld = {k for k, v in possible.items() if v is not None and v >= 0.5} if not printed else set()
     lsum = sum(v for v in possible.values() if v is not None)
     content = {
         (spec(r["recipient_request_id"]), spec(r["source_request_id"])) for r in _rows(out / "content_matches.csv")
@@ -84,7 +86,9 @@ def score(sim: Path, out: Path, summary: dict, all_dark: bool) -> dict[str, obje
         "likely_pairs": len(likely),
         "likely_precision": round(len(likely & dark) / len(likely), 3) if likely else None,
         "likely_recall": round(len(likely & dark) / len(dark), 3) if likely and dark else None,
-        "sum_over_true": round(lsum / len(dark), 2) if dark else None,
+        "sum_over_true": round(lsum / len(dark), 2) if dark and lsum else None,
+        "withheld_pairs": len(withheld),
+        "withheld_precision": round(len(withheld & dark) / len(withheld), 3) if withheld else None,
         "stored_rows": stored,
         "content_matches": len(content) if texts else None,
         "content_precision": (round(len(content & dark) / len(content), 3) if content else None) if texts else None,
