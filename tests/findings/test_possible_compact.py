@@ -75,16 +75,9 @@ def test_counts_without_pairs_equal_the_expanded_pairs(seed: int) -> None:
 def test_start_ups_and_unknown_times_on_hand_made_tables() -> None:
     """The hand-made node of test_possible_sources: the compact count of the one response's sources is
     the four sources the expanded view lists."""
-    from forensics.findings.likelihood import source_likelihood
-    from tests.findings.test_possible_sources import _tables
+    from tests.findings.test_possible_sources import hand_made_node
 
-    con = connect(":memory:")
-    _tables(con)
-    for step in ("dark_rooms", "node_lifecycle", "late_write_responses"):
-        run_query(con, "findings", step)
-    source_likelihood(con)
-    run_query(con, "findings", "macros")
-    run_query(con, "findings", "possible_sources")
+    con = hand_made_node()
     possible_reach(con)
     assert con.execute("SELECT sources FROM possible_windows").fetchall() == [(4,)]
     view = {r[0] for r in con.execute("SELECT DISTINCT source_room FROM possible_sources").fetchall()}

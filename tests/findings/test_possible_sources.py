@@ -47,7 +47,8 @@ def _tables(con: duckdb.DuckDBPyConnection) -> None:
         SELECT 'R' AS request_id, 'acct-r' AS account_id, 'customer' AS cohort, 'd0' AS node, 1::BIGINT AS room""")
 
 
-def test_a_source_is_left_out_only_when_the_nodes_clock_proves_it_impossible() -> None:
+def hand_made_node() -> duckdb.DuckDBPyConnection:
+    """The tables above, with the findings' steps up to the possible sources run over them."""
     con = connect(":memory:")
     _tables(con)
     for step in ("dark_rooms", "node_lifecycle", "late_write_responses"):
@@ -55,6 +56,11 @@ def test_a_source_is_left_out_only_when_the_nodes_clock_proves_it_impossible() -
     source_likelihood(con)
     run_query(con, "findings", "macros")
     run_query(con, "findings", "possible_sources")
+    return con
+
+
+def test_a_source_is_left_out_only_when_the_nodes_clock_proves_it_impossible() -> None:
+    con = hand_made_node()
     got = dict(con.execute("SELECT coalesce(source_room, -1), basis FROM possible_sources").fetchall())
     assert sorted(got) == [3, 5, 6, 7]  # not 2 (start-up between), 4 (after), 8 (other node), 1 (itself)
     assert "aborted" in got[5] and "no line of its log names the room" in got[6]
