@@ -29,7 +29,7 @@ def header_escape(value: Any) -> str:
 
 def ext_escape(value: Any) -> str:
     text = str(value).replace("\\", "\\\\").replace("=", "\\=")
-    return text.replace("\r\n", "\\n").replace("\n", "\\n").replace("\r", "\\r")
+    return text.replace("\n", "\\n").replace("\r", "\\r")  # each kept: a CR LF reads back as CR LF
 
 
 def _ms(ev: Event) -> int:
