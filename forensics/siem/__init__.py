@@ -26,17 +26,15 @@ from __future__ import annotations
 import csv
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import forensics
 from forensics.errors import InputError
 from forensics.outputs import neutralize
+from forensics.siem import cef, ecs, hec
+from forensics.siem.model import Event
 
-VENDOR = "KV Forensics"
-PRODUCT = "kv-forensics"
 FORMATS = ("cef", "hec", "ecs")
 
 # Severity on CEF's 0-10 scale (agentSeverity: 0-3 Low, 4-6 Medium, 7-8 High, 9-10 Very-High), used as
@@ -45,24 +43,6 @@ FINDING_SEVERITY = {("confirmed", "pages"): 9, ("confirmed", "signature"): 8}
 INDETERMINATE_SEVERITY = 5
 ALERT_SEVERITY = {"exposure": 8, "placeholder_signature": 7, "late_transfer": 6, "pool_smaller_than_context": 4}
 UNKNOWN_ALERT_SEVERITY = 5
-
-INT_COLUMNS = ("exposed_slots", "source_requests", "http_status", "completion_tokens")
-
-
-@dataclass
-class Event:
-    """One SIEM event, format-neutral: a finding (one affected response) or a watch alert."""
-
-    source: str  # "finding" or "alert"
-    signature_id: str  # CEF Signature ID, ECS rule.name, HEC event.signature_id
-    name: str
-    severity: int
-    time: datetime
-    event_id: str
-    message: str
-    host: str  # the decode node (finding) or the alert's node
-    incident: str
-    row: dict[str, Any] = field(default_factory=dict)  # the CSV row or the alert, as read
 
 
 def _parse_ts(text: str, where: str) -> datetime:
@@ -203,13 +183,7 @@ def events(out_dir: Path, alerts_path: Path | None = None) -> Iterator[Event]:
         yield from alerts(alerts_path, inc)
 
 
-def version() -> str:
-    return forensics.__version__
-
-
 def render(ev: Event, fmt: str, index: str | None = None) -> str:
-    from forensics.siem import cef, ecs, hec
-
     if fmt == "cef":
         return cef.render(ev)
     if fmt == "hec":
@@ -217,32 +191,6 @@ def render(ev: Event, fmt: str, index: str | None = None) -> str:
     if fmt == "ecs":
         return ecs.render(ev)
     raise InputError(f"--format {fmt!r}: not one of {', '.join(FORMATS)}")
-
-
-def _int(text: str) -> int | str | None:
-    if text == "":
-        return None
-    try:
-        return int(text)
-    except ValueError:
-        return text  # kept as written: the SIEM shows what the CSV says
-
-
-def fields(ev: Event) -> dict[str, Any]:
-    """The event's data, typed for JSON: the CSV's columns (integers as numbers, empty as null, the room
-    as a string: 64-bit ids lose digits as JSON numbers), or the alert's fields as watch wrote them."""
-    if ev.source == "finding":
-        out: dict[str, Any] = {}
-        for k, v in ev.row.items():
-            if k == "source_accounts":
-                out[k] = v.split(";") if v else []
-            elif k in INT_COLUMNS:
-                out[k] = _int(v)
-            else:
-                out[k] = v if v != "" else None
-        return out
-    keys = ("kind", "node", "room", "request_ids", "evidence", "log_time", "detected_at", "summary")
-    return {k: ev.row.get(k) for k in keys}
 
 
 def export(

@@ -17,7 +17,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from forensics.siem import PRODUCT, VENDOR, Event, version
+from forensics.siem.model import PRODUCT, VENDOR, Event, version
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 

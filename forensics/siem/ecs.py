@@ -15,7 +15,7 @@ import json
 from typing import Any
 
 from forensics.outputs import fmt_ts
-from forensics.siem import PRODUCT, VENDOR, Event, version
+from forensics.siem.model import PRODUCT, VENDOR, Event, version
 
 ECS_VERSION = "9.4.0"
 

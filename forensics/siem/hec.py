@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from forensics.siem import PRODUCT, Event, fields
+from forensics.siem.model import PRODUCT, Event, fields
 
 
 def document(ev: Event, index: str | None = None) -> dict:

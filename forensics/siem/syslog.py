@@ -16,7 +16,7 @@ import socket
 from datetime import UTC, datetime
 
 from forensics.errors import InputError
-from forensics.siem import PRODUCT
+from forensics.siem.model import PRODUCT
 
 FACILITY = 4
 BOM = b"\xef\xbb\xbf"
