@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import csv
 import json
+import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -53,7 +55,8 @@ def _parse_ts(text: str, where: str) -> datetime:
     return ts if ts.tzinfo else ts.replace(tzinfo=UTC)
 
 
-def incident_id(out_dir: Path) -> str:
+def incident_id(out_dir: Path) -> tuple[str, datetime | None]:
+    """The incident id of the output folder (manifest.json), and when its run finished."""
     path = out_dir / "manifest.json"
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
@@ -64,7 +67,9 @@ def incident_id(out_dir: Path) -> str:
     inc = manifest.get("incident") if isinstance(manifest, dict) else None
     if not isinstance(inc, dict) or not isinstance(inc.get("id"), str) or not inc["id"]:
         raise InputError(f"{path}: no incident id (incident.id)")
-    return inc["id"]
+    run = manifest.get("run") if isinstance(manifest.get("run"), dict) else {}
+    finished = run.get("finished_at")
+    return inc["id"], _parse_ts(finished, f"{path}: run.finished_at") if isinstance(finished, str) else None
 
 
 def _read_csv(path: Path, required: tuple[str, ...]) -> Iterator[tuple[int, dict[str, str]]]:
@@ -83,9 +88,43 @@ def _read_csv(path: Path, required: tuple[str, ...]) -> Iterator[tuple[int, dict
             raise InputError(f"{path}: line {reader.line_num}: {err}") from None
 
 
-def source_accounts(out_dir: Path) -> dict[str, list[str]]:
-    """Per recipient request, the accounts whose KV it attended (exposures.csv): whose data, for duser/suser."""
-    path = out_dir / "exposures.csv"
+@contextmanager
+def _tables(out_dir: Path) -> Iterator[Path]:
+    """The folder to read the findings CSVs from: OUT_DIR itself, or (when affected_responses.csv is gone
+    and incident.duckdb is there) a private temporary copy written from the database's views by the same
+    CSV writer investigate uses, so the cells are the same either way."""
+    db = out_dir / "incident.duckdb"
+    if (out_dir / "affected_responses.csv").exists() or not db.exists():
+        yield out_dir
+        return
+    import duckdb
+
+    from forensics.outputs import write_csv
+
+    with tempfile.TemporaryDirectory(prefix="kvf-siem-") as tmp:
+        try:
+            con = duckdb.connect(str(db), read_only=True)
+        except duckdb.Error as err:
+            raise InputError(f"{db}: not readable ({str(err).splitlines()[0]})") from None
+        try:
+            write_csv(
+                con, "SELECT * FROM main.affected_responses ORDER BY request_id", Path(tmp) / "affected_responses.csv"
+            )
+            write_csv(
+                con,
+                "SELECT recipient_request_id, source_account_id FROM main.exposures",
+                Path(tmp) / "exposures.csv",
+            )
+        except duckdb.Error as err:
+            raise InputError(f"{db}: no findings views ({str(err).splitlines()[0]})") from None
+        finally:
+            con.close()
+        yield Path(tmp)
+
+
+def source_accounts(folder: Path) -> dict[str, list[str]]:
+    """Per recipient request, the accounts whose KV it attended (exposures.csv): whose data, for suser."""
+    path = folder / "exposures.csv"
     if not path.exists():
         return {}
     by: dict[str, set[str]] = {}
@@ -95,16 +134,25 @@ def source_accounts(out_dir: Path) -> dict[str, list[str]]:
     return {k: sorted(v) for k, v in by.items()}
 
 
-def findings(out_dir: Path, incident: str) -> Iterator[Event]:
-    path = out_dir / "affected_responses.csv"
-    sources = source_accounts(out_dir)
+def findings(out_dir: Path, incident: str, made_at: datetime | None = None) -> Iterator[Event]:
+    with _tables(out_dir) as folder:
+        yield from _findings(folder, incident, made_at)
+
+
+def _findings(folder: Path, incident: str, made_at: datetime | None) -> Iterator[Event]:
+    path = folder / "affected_responses.csv"
+    sources = source_accounts(folder)
     need = ("request_id", "account_id", "cohort", "status", "evidence", "first_exposed_at", "source_requests")
     for n, row in _read_csv(path, need):
         status, evidence = row["status"], row["evidence"]
         sev = FINDING_SEVERITY.get((status, evidence), INDETERMINATE_SEVERITY)
         where = f"{path}: line {n}: first_exposed_at"
-        if not row["first_exposed_at"]:
-            raise InputError(f"{where}: empty")
+        if row["first_exposed_at"]:
+            when = _parse_ts(row["first_exposed_at"], where)
+        elif made_at is not None:  # no time of its own: when the finding was made (ECS: first seen)
+            when = made_at
+        else:
+            raise InputError(f"{where}: empty, and manifest.json has no run.finished_at")
         row = dict(row)
         row["source_accounts"] = ";".join(sources.get(row["request_id"], []))
         by = "page events" if evidence == "pages" else "the placeholder signature"
@@ -113,7 +161,7 @@ def findings(out_dir: Path, incident: str) -> Iterator[Event]:
             signature_id=f"kvf-exposure-{evidence or 'unknown'}",
             name=f"KV cache exposure ({status or 'unknown'}, {evidence or 'unknown'})",
             severity=sev,
-            time=_parse_ts(row["first_exposed_at"], where),
+            time=when,
             event_id=f"{incident}:{row['request_id']}",
             message=f"response {row['request_id']} of account {row['account_id']} ({row['cohort']}) attended "
             f"another request's KV cache on {row.get('decode_node') or 'an unknown node'}: {status}, by {by}, "
@@ -177,8 +225,8 @@ def alerts(path: Path, incident: str) -> Iterator[Event]:
 def events(out_dir: Path, alerts_path: Path | None = None) -> Iterator[Event]:
     if not out_dir.is_dir():
         raise InputError(f"{out_dir}: not a folder (expected the output folder of forensics investigate)")
-    inc = incident_id(out_dir)
-    yield from findings(out_dir, inc)
+    inc, made_at = incident_id(out_dir)
+    yield from findings(out_dir, inc, made_at)
     if alerts_path is not None:
         yield from alerts(alerts_path, inc)
 

@@ -390,3 +390,25 @@ def test_bad_alerts_file(sample_out: Path, tmp_path: Path) -> None:
     p = cli("export-siem", str(sample_out), "--format", "ecs", "--alerts", str(bad), "--output", str(tmp_path / "x"))
     assert p.returncode == 2 and f"{bad}: line 2: not JSON" in p.stderr and "Traceback" not in p.stderr
     assert not (tmp_path / "x").exists()  # every input is checked before anything is written
+
+
+def test_from_the_database_when_the_csvs_are_gone(sample_out: Path, tmp_path: Path) -> None:
+    """Without affected_responses.csv the events come from incident.duckdb's views, cell for cell the same."""
+    out = tmp_path / "db-only"
+    out.mkdir()
+    for name in ("manifest.json", "incident.duckdb"):
+        shutil.copy(sample_out / name, out / name)
+    assert run(out, "hec", tmp_path) == run(sample_out, "hec", tmp_path)
+
+
+def test_a_finding_without_a_time_takes_the_runs(hostile_out: tuple[Path, Path], tmp_path: Path) -> None:
+    out, _ = hostile_out
+    rows = read_csv(out / "affected_responses.csv")
+    rows[0]["first_exposed_at"] = ""
+    with (out / "affected_responses.csv").open("w", encoding="utf-8", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    finished = json.loads((out / "manifest.json").read_text())["run"]["finished_at"]
+    doc = json.loads(run(out, "ecs", tmp_path)[0])
+    assert doc["@timestamp"][:19] == finished[:19] and "first_exposed_at" not in doc["labels"]
