@@ -18,7 +18,7 @@ EPILOG = """Examples:
 
   forensics export-siem out/ --format hec --alerts alerts.jsonl --index security > hec.jsonl
 
-  forensics export-siem out/ --format cef --syslog tcp://siem.example.com:6514
+  forensics export-siem out/ --format cef --syslog tcp://siem.example.com:514   # plain TCP, octet counting (no TLS)
 """
 
 

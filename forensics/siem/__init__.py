@@ -1,7 +1,8 @@
 """SIEM export: the findings of an investigate output folder, and watch alerts, as SIEM events.
 
-One event per row of affected_responses.csv and one per line of a watch alerts file, in one of three
-formats, each written from its own documentation (tests/fixtures/siem/SOURCES.md lists them):
+One event per row of affected_responses.csv (or of incident.duckdb's view of it when the CSVs are
+gone) and one per line of a watch alerts file, in one of three formats, each written from its own
+documentation (tests/fixtures/siem/SOURCES.md lists them):
 
 - ``cef``: ArcSight Common Event Format, OpenText (Micro Focus) "Implementing ArcSight CEF", CEF
   Implementation Standard (SmartConnectors 25.1), chapter 1 (header, character encoding) and chapter 2
