@@ -34,7 +34,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("forensics.pipeline",),
     ("forensics.cli", "forensics.__main__"),
 )
-BESIDE = ("forensics.simulate",)  # imports the bottom layers only, imported by the CLI only
+# the simulator and the SIEM export: they import the bottom layers only, and only the CLI imports them
+BESIDE = ("forensics.simulate", "forensics.siem")
 KERNELS = "forensics.ownership.kernels"
 EXECUTION = "forensics.ownership.execution"
 STEPS = "forensics.ownership.steps"
