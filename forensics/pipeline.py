@@ -449,4 +449,5 @@ def preview_cohorts(bundle: Path, exclusions: Path | None = None) -> dict[str, A
         "cohorts": counts["cohorts"],
         "rules": counts["rules"],
         "rows_rejected": sum(f.rows_rejected for f in gateway),
+        "warnings": counts["warnings"],
     }
