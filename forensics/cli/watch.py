@@ -48,6 +48,11 @@ def watch(
 
     if not folder.is_dir():
         raise InputError(f"{folder}: not a folder (expected engine/<node>/*.log laid out like a bundle)")
+    if once and not (folder / "engine").is_dir():
+        # nothing to read: "0 lines read" would pass for a clean cluster
+        raise InputError(
+            f"{folder}: no engine/ folder, nothing to watch (expected engine/<node>/*.log, as in a bundle)"
+        )
     if webhook is not None and not webhook.startswith(("http://", "https://")):
         raise InputError(f"--webhook {webhook!r}: not an http(s) URL")
     metrics = Metrics()

@@ -8,6 +8,8 @@ import json
 import os
 import shutil
 import socket
+import subprocess
+import sys
 import urllib.request
 from pathlib import Path
 
@@ -17,6 +19,7 @@ from forensics.simulate import build_config, simulate
 from forensics.watch import Metrics, Watch, run, serve_metrics
 from forensics.watch.follow import Follower
 
+SAMPLE = Path(__file__).resolve().parents[2] / "sample_data" / "bundle"
 DARK = {"prefill_count": 1, "decode_count": 3, "no_telemetry": "decode-1", "abort_rate": 0.1}
 CASES = {
     "seed12-p32-dark": {"seed": 12, "requests": 600, "page_size": 32, **DARK},
@@ -215,3 +218,45 @@ def test_webhook_receives_each_alert(tmp_path: Path) -> None:
     finally:
         server.shutdown()
     assert got and got == _alerts(tmp_path / "a.jsonl")
+
+
+def _watch_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "forensics", "watch", *args], capture_output=True, text=True, timeout=300
+    )
+
+
+def test_once_on_a_folder_without_engine_logs_exits_2_naming_it(tmp_path: Path) -> None:
+    (tmp_path / "pages").mkdir()
+    proc = _watch_cli(str(tmp_path), "--once")
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        f"Error: {tmp_path}: no engine/ folder, nothing to watch (expected engine/<node>/*.log, as in a bundle)"
+    ]
+    assert "lines read" not in proc.stderr and proc.stdout == ""
+
+
+def test_files_watch_does_not_read_are_named_once_with_why(tmp_path: Path) -> None:
+    shutil.copytree(SAMPLE, tmp_path / "b")
+    node = tmp_path / "b" / "engine" / "decode-0"
+    (node / "notes.txt").write_text("operator notes\n")
+    shutil.copy(next(node.glob("*.log")), node / (next(node.glob("*.log")).name + ".1"))
+    w = Watch(tmp_path / "b", alerts=tmp_path / "a.jsonl")
+    w.poll()
+    w.poll()  # a second poll names nothing again
+    notes = w.follower.ignored
+    w.close()
+    parquet = sorted(f"pages/{p.name}" for p in (SAMPLE / "pages").glob("*.parquet"))
+    assert parquet and set(parquet) <= notes
+    assert "pages/prefill-1.jsonl" not in notes  # JSONL page events are followed
+    assert {"engine/decode-0/notes.txt", "gateway/"} <= notes
+    assert not any(n.endswith(".log") for n in notes)
+    proc = _watch_cli(str(tmp_path / "b"), "--once", "--alerts", str(tmp_path / "cli.jsonl"))
+    assert proc.returncode == 0, proc.stderr
+    lines = [x for x in proc.stderr.splitlines() if x.startswith("watch: ignored ")]
+    assert len(lines) == len(set(lines)) == len(notes)
+    said = {x.removeprefix("watch: ignored ").split(": ", 1)[0]: x.split(": ", 2)[2] for x in lines}
+    assert "JSONL page events" in said[parquet[0]]
+    assert "not a .log or .jsonl" in said["engine/decode-0/notes.txt"]
+    rotated = next(n for n in said if n.endswith(".log.1"))
+    assert "rotated" in said[rotated]
