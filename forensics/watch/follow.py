@@ -88,7 +88,8 @@ class Follower:
                     )
         gateway = self.root / "gateway"
         if gateway.is_dir():
-            skipped.append((gateway, "watch reads no gateway log (investigate does)"))
+            why = "watch reads no gateway folder (investigate does; --gateway FILE names the alerted rooms' requests)"
+            skipped.append((gateway, why))
         for p, node, source in found:
             rel = str(p.relative_to(self.root))
             if rel not in self.files:
