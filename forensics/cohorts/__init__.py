@@ -51,7 +51,7 @@ class Rule:
 
     def describe(self) -> str:
         """The match table as written: `accounts=a, b; headers.x-test=1; client_cidrs=192.0.2.77/32`."""
-        parts = []
+        parts: list[str] = []
         for k, v in sorted(self.keys.items()):
             if k == "headers":
                 parts.extend(f"headers.{h}={', '.join(vals)}" for h, vals in sorted(v.items()))
