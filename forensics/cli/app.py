@@ -58,8 +58,8 @@ def stopped_by_signals(detail: str = "") -> Iterator[None]:
         if len(SIGNALLED) == 1:
             raise Interrupted(signum)
 
-    previous = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGINT)}
     SIGNALLED.clear()
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGINT)}
     try:
         yield
     except BaseException as err:
@@ -69,3 +69,4 @@ def stopped_by_signals(detail: str = "") -> Iterator[None]:
     finally:
         for s, h in previous.items():
             signal.signal(s, h)
+        SIGNALLED.clear()  # the record is this command's: a later run in the same process starts clean
