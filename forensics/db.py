@@ -18,7 +18,7 @@ import duckdb
 
 from forensics import keys, progress
 from forensics.engines import sglang
-from forensics.errors import InputError
+from forensics.errors import InputError, check_interrupted
 from forensics.paths import load_query, step_files
 
 
@@ -187,6 +187,7 @@ def timed(label: str) -> Iterator[None]:
     of the block, and the page faults, system and user time of the whole process meanwhile (fresh
     memory is costly on some VMs: a fault there can cost microseconds; (user + sys) / wall shows how
     many cores the step kept busy)."""
+    check_interrupted()  # a signal a query turned into another error stops the run at the next step
     t0 = time.perf_counter()
     r0 = resource.getrusage(resource.RUSAGE_SELF) if PROFILE else None
     progress.started(label)

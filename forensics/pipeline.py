@@ -206,6 +206,27 @@ def _manifest_incident(path: Path) -> str | None:
     return str(inc.get("id") or "") if isinstance(inc, dict) else ""
 
 
+def check_inputs(bundle: Path, exclusions: Path | None) -> None:
+    """The bundle folder, bundle.toml and the exclusions file, checked before --out is created: a run
+    that cannot start leaves no empty output folder behind."""
+    if not bundle.exists():
+        raise InputError(f"{bundle}: no such bundle folder")
+    if not bundle.is_dir():
+        raise InputError(f"{bundle}: not a folder (expected an evidence bundle folder, see the spec)")
+    load_bundle_config(bundle)
+    exclusion_rules(bundle, exclusions)
+
+
+def _first_missing(path: Path) -> Path | None:
+    """The outermost folder of `path` that does not exist yet (what mkdir(parents=True) creates)."""
+    missing = None
+    for p in (path, *path.parents):
+        if p.exists():
+            break
+        missing = p
+    return missing
+
+
 def check_options(as_of: str | None, memory_limit: str | None, threads: int | None) -> datetime | None:
     """Every option checked before any work starts (not after an hour of analysis)."""
     when = parse_utc(as_of, "--as-of") if as_of else None
@@ -232,10 +253,12 @@ def investigate(
     possible_pairs: bool | None = None,
 ) -> InvestigationResult:
     check_options(as_of, memory_limit, threads)
+    check_inputs(bundle, exclusions)
     check_out(out, bundle, force)
     execution = execution or Execution(workers=0)
     execution.memory_limit = execution.memory_limit or memory_limit
     started = datetime.now(UTC)
+    created = _first_missing(out)
     try:
         with private_files():
             result = _investigate(
@@ -254,6 +277,8 @@ def investigate(
                 result.counts.update(_export_parquet(out))
     except BaseException:
         _remove_partial_database(out)
+        if created is not None:  # everything in a folder this run made is this run's unfinished output
+            shutil.rmtree(created, ignore_errors=True)
         raise
     _record_custody(out, custody or Custody(), started)
     result.self_contained = self_contained
@@ -424,4 +449,5 @@ def preview_cohorts(bundle: Path, exclusions: Path | None = None) -> dict[str, A
         "cohorts": counts["cohorts"],
         "rules": counts["rules"],
         "rows_rejected": sum(f.rows_rejected for f in gateway),
+        "warnings": counts["warnings"],
     }

@@ -50,6 +50,13 @@ def discover(path: Path) -> list[ServerInput]:
         return [ServerInput(path, None, (path,))]
     if not path.is_dir():
         raise InputError(f"not a regular file or folder: {path}")
+    if (path / "engine").is_dir():
+        # a bundle root: its servers are engine/<node>/; gateway/, pages/ and the config files are
+        # not engine logs and would only be listed as servers of unknown verdict
+        servers = _node_servers(path / "engine")
+        if not servers:
+            raise InputError(f"{path / 'engine'}: no node folders (expected engine/<node>/*.log, as in a bundle)")
+        return servers
     try:
         entries = sorted(e for e in path.iterdir() if not e.name.startswith("."))
     except OSError as err:
@@ -113,9 +120,18 @@ def audit_engine_dirs(bundle_engine_dir: Path, context_length: int | None = None
     root = Path(bundle_engine_dir)
     if not root.is_dir():
         raise InputError(f"not an engine folder: {root}")
-    audits = []
-    for node_dir in sorted(d for d in root.iterdir() if d.is_dir() and not d.name.startswith(".")):
-        files = tuple(sorted(f for f in node_dir.rglob("*") if f.is_file() and not f.name.startswith(".")))
-        audits.append(audit_server(ServerInput(node_dir, node_dir.name, files), context_length))
+    audits = [audit_server(s, context_length) for s in _node_servers(root)]
     attach_leak_windows(audits)
     return audits
+
+
+def _node_servers(engine: Path) -> list[ServerInput]:
+    """One server per `engine/<node>/` folder of a bundle, with every file under it (node = folder name)."""
+    try:
+        nodes = sorted(d for d in engine.iterdir() if d.is_dir() and not d.name.startswith("."))
+    except OSError as err:
+        raise InputError(f"cannot list folder {engine}: {err.strerror or err}") from err
+    return [
+        ServerInput(d, d.name, tuple(sorted(f for f in d.rglob("*") if f.is_file() and not f.name.startswith("."))))
+        for d in nodes
+    ]

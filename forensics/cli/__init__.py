@@ -17,7 +17,7 @@ import typer
 from forensics.cli import app as _app
 from forensics.cli import audit, cohorts, investigate, siem, simulate, watch  # noqa: F401  (they register their commands)
 from forensics.cli.app import app
-from forensics.errors import ForensicsError
+from forensics.errors import ForensicsError, Interrupted
 
 
 def main() -> None:
@@ -32,6 +32,11 @@ def main() -> None:
             typer.echo(f"Error: {err}", err=True)
         sys.exit(getattr(err, "exit_code", 2))
     except ForensicsError as err:
+        if _app.DEBUG:
+            raise
+        typer.echo(f"Error: {err}", err=True)
+        sys.exit(err.exit_code)
+    except Interrupted as err:  # SIGTERM/SIGINT under forensics.cli.app.stopped_by_signals
         if _app.DEBUG:
             raise
         typer.echo(f"Error: {err}", err=True)

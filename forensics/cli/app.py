@@ -5,7 +5,13 @@ that imports them."""
 
 from __future__ import annotations
 
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import typer
+
+from forensics.errors import SIGNALLED, Interrupted
 
 app = typer.Typer(
     add_completion=False,
@@ -37,3 +43,30 @@ def _root(
     """KV Forensics."""
     global DEBUG
     DEBUG = debug
+
+
+@contextmanager
+def stopped_by_signals(detail: str = "") -> Iterator[None]:
+    """SIGTERM and SIGINT raise Interrupted in the main thread, so that the command's cleanup runs (a
+    default SIGTERM ends the process with no cleanup at all). Whatever error the interruption turns
+    into on its way up (DuckDB makes it RuntimeError('Query interrupted')), it leaves as Interrupted,
+    with `detail`: what the cleanup guarantees. Later signals are only recorded, so that they cannot
+    cut the cleanup short."""
+
+    def handler(signum: int, frame: object) -> None:
+        SIGNALLED.append(signum)
+        if len(SIGNALLED) == 1:
+            raise Interrupted(signum)
+
+    SIGNALLED.clear()
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    except BaseException as err:
+        if SIGNALLED:
+            raise Interrupted(SIGNALLED[0], detail) from err
+        raise
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+        SIGNALLED.clear()  # the record is this command's: a later run in the same process starts clean

@@ -50,4 +50,6 @@ def cohorts(
     from forensics.pipeline import preview_cohorts
 
     result = preview_cohorts(bundle, exclusions)
+    for w in result["warnings"]:  # on stderr also with --json, where they are in the object too
+        typer.echo(f"Warning: {_clean(w['message'])}", err=True)
     typer.echo(json.dumps(result, indent=2, sort_keys=True) if as_json else as_text(result))

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from forensics.cli.app import app
+from forensics.cli.app import app, stopped_by_signals
 from forensics.contract import POSSIBLE_PAIRS_LIMIT
 
 SELF_CONTAINED = typer.Option(
@@ -117,7 +117,13 @@ def investigate(
         executor=executor, workers=workers, cache=cache, ray_address=ray_address, screen=not full_replay
     )
     custody = Custody(operator=operator) if operator else Custody()
-    with progress.shown(quiet=quiet or as_json):
+    # what forensics.pipeline.investigate's cleanup guarantees when a signal stops the run
+    left = (
+        f"{out} removed (this run created it)"
+        if not out.exists()
+        else f"the unfinished run's database and work folder removed from {out}"
+    )
+    with stopped_by_signals(left), progress.shown(quiet=quiet or as_json):
         result = run(
             bundle,
             out,

@@ -42,12 +42,27 @@ def watch(
         float | None, typer.Option("--idle-exit", min=0.1, help="Stop after this many seconds without a new line.")
     ] = None,
     no_pages: Annotated[bool, typer.Option("--no-pages", help="Do not follow pages/*.jsonl.")] = False,
+    gateway: Annotated[
+        Path | None,
+        typer.Option(
+            "--gateway",
+            help="Gateway log in the spec's JSONL format: alerts name the request id and account of the "
+            "record that names their room (bootstrap_room).",
+        ),
+    ] = None,
 ) -> None:
     """Follow engine logs as they are written and alert on KV leaks while they happen."""
     from forensics.watch import Metrics, run, serve_metrics
 
     if not folder.is_dir():
         raise InputError(f"{folder}: not a folder (expected engine/<node>/*.log laid out like a bundle)")
+    if once and not (folder / "engine").is_dir():
+        # nothing to read: "0 lines read" would pass for a clean cluster
+        raise InputError(
+            f"{folder}: no engine/ folder, nothing to watch (expected engine/<node>/*.log, as in a bundle)"
+        )
+    if gateway is not None and not gateway.is_file():
+        raise InputError(f"--gateway {gateway}: no such file (expected a gateway log in the spec's JSONL format)")
     if webhook is not None and not webhook.startswith(("http://", "https://")):
         raise InputError(f"--webhook {webhook!r}: not an http(s) URL")
     metrics = Metrics()
@@ -59,7 +74,7 @@ def watch(
             raise InputError(f"--metrics-port {metrics_port}: {err.strerror or err}") from None
     w = run(
         folder, interval=interval, once=once, idle_exit=idle_exit, alerts=alerts, state=state, webhook=webhook,
-        metrics=metrics, pages=not no_pages,
+        metrics=metrics, pages=not no_pages, gateway=gateway,
     )  # fmt: skip
     if server is not None:
         server.shutdown()

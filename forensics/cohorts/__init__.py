@@ -31,6 +31,10 @@ ATTR_KEYS = {
 }
 MATCH_KEYS |= set(ATTR_KEYS) | {"tags"}
 COHORT_KEYS = {"name", "kind", "match"}
+# match keys on what any client puts in its own request (besides every header): a customer that sends
+# them is labelled out of the customer cohort, and its exposures would go unreported
+CLIENT_FIELDS = {"user_agents": "user_agent", "end_users": "end_user"}
+UNPINNED = {"headers", "models", "after", "before"}  # keys that say nothing of who sent the request
 KINDS = {"internal", "researcher", "other"}
 
 
@@ -46,10 +50,26 @@ class Rule:
         return f"{self.cohort}#{self.index}"
 
     def describe(self) -> str:
-        parts = []
+        """The match table as written: `accounts=a, b; headers.x-test=1; client_cidrs=192.0.2.77/32`."""
+        parts: list[str] = []
         for k, v in sorted(self.keys.items()):
-            parts.append(f"{k}={v.isoformat() if isinstance(v, datetime) else v}")
+            if k == "headers":
+                parts.extend(f"headers.{h}={', '.join(vals)}" for h, vals in sorted(v.items()))
+            elif isinstance(v, datetime):
+                parts.append(f"{k}={v.isoformat()}")
+            else:
+                parts.append(f"{k}={', '.join(str(x) for x in v)}")
         return "; ".join(parts)
+
+    def client_fields(self) -> list[str]:
+        """The fields the client itself sends that this rule matches on (`headers.<name>`, `user_agent`,
+        `end_user`), when they are all that says who sent the request: none when the rule also names
+        an account, a token, a network or a tenant (then no stranger matches it by sending a header)."""
+        if any(k not in CLIENT_FIELDS and k not in UNPINNED for k in self.keys):
+            return []
+        fields = [f"headers.{h}" for h in sorted(self.keys.get("headers", {}))]
+        fields += [CLIENT_FIELDS[k] for k in sorted(self.keys) if k in CLIENT_FIELDS]
+        return fields
 
 
 def _strings(value: Any, where: str) -> list[str]:

@@ -17,6 +17,12 @@ SAMPLES = 5  # request ids shown per rule
 def preview(con: duckdb.DuckDBPyConnection, rules: list[Rule]) -> dict[str, Any]:
     """Counts per cohort (`cohorts`) and per rule (`rules`, with `sample_matched` and `sample_won`)."""
     samples = {}
+    # the requests that would be customer if no rule matched on client-controlled fields alone
+    assign_cohorts(con, [r for r in rules if not r.client_fields()])
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE otherwise_customer AS "
+        "SELECT file_id, row FROM request_cohort WHERE cohort = 'customer'"
+    )
     for rule in rules:  # one rule alone: every request it matches, won or not
         assign_cohorts(con, [rule])
         samples[rule.label] = [r["request_id"] for r in query_rows(con, "cohorts", "preview_samples", n=SAMPLES)]
@@ -26,4 +32,33 @@ def preview(con: duckdb.DuckDBPyConnection, rules: list[Rule]) -> dict[str, Any]
     for r in rule_rows:
         won = query_rows(con, "cohorts", "preview_won", label=r["label"], n=SAMPLES)
         r["sample_matched"], r["sample_won"] = samples.get(r["label"], []), [x["request_id"] for x in won]
-    return {"cohorts": cohorts, "rules": rule_rows}
+    return {"cohorts": cohorts, "rules": rule_rows, "warnings": client_field_warnings(con, rules)}
+
+
+def client_field_warnings(con: duckdb.DuckDBPyConnection, rules: list[Rule]) -> list[dict[str, Any]]:
+    """One warning per rule on client-controlled fields alone (a header, the user agent, the end user)
+    that took requests that are otherwise customer out of the customer cohort: any client can send
+    those fields, so the rule may hide a customer's exposures. Needs request_cohort of all `rules` and
+    otherwise_customer (preview)."""
+    moved = {r["rule"]: r for r in query_rows(con, "cohorts", "preview_otherwise_customer")}
+    warnings = []
+    for rule in rules:
+        fields, hit = rule.client_fields(), moved.get(rule.label)
+        if not fields or hit is None:
+            continue
+        warnings.append(
+            {
+                "rule": rule.label,
+                "fields": fields,
+                "requests": hit["requests"],
+                "accounts": hit["accounts"],
+                "sample_accounts": list(hit["sample_accounts"]),
+                "message": (
+                    f"rule {rule.label} matches {' and '.join(fields)}, which any client can send: it moved "
+                    f"{hit['requests']:,} requests of {hit['accounts']:,} account(s) that no other rule names "
+                    f"({', '.join(hit['sample_accounts'])}{', ...' if hit['accounts'] > 5 else ''}) out of the "
+                    "customer cohort (their exposures are not reported as customer ones)"
+                ),
+            }
+        )
+    return warnings

@@ -5,6 +5,7 @@ The pipeline, one poll at a time:
   detector.Detector each line parsed by investigate's own line parsers, the signatures applied as soon
                     as their last line arrives
   pages.PageWatch   page events: a read of slots another room wrote (where page events are followed)
+  gateway.GatewayRooms  with --gateway FILE: room -> the gateway's request id and account, for alerts
   Sinks             alerts as JSON lines (stdout or --alerts), an optional webhook, Prometheus metrics
   the state file    offsets, open rooms and the alerts made, written after each poll's alerts are out:
                     a restarted watcher goes on where it stopped, alerting nothing twice
@@ -29,6 +30,7 @@ from zoneinfo import ZoneInfo
 from forensics.intake import load_bundle_config
 from forensics.watch.detector import JSON_MARKER_RE, KINDS, TEXT_MARKERS, Alert, Detector, candidates
 from forensics.watch.follow import Follower, lag_bytes
+from forensics.watch.gateway import GatewayRooms
 from forensics.watch.pages import PageWatch
 
 STATE_VERSION = 1
@@ -158,8 +160,10 @@ class Watch:
         webhook: str | None = None,
         metrics: Metrics | None = None,
         pages: bool = True,
+        gateway: Path | None = None,
     ) -> None:
         self.root = root
+        self.gateway = GatewayRooms(gateway) if gateway is not None else None
         cfg = load_bundle_config(root) if (root / "bundle.toml").is_file() else None
         tz = cfg.log_timezone if cfg else ZoneInfo("UTC")  # the spec's default zone of text logs
         self.detector = Detector(tz)
@@ -188,6 +192,9 @@ class Watch:
 
     def _emit(self, alert: Alert) -> None:
         alert.detected_at = datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+        if self.gateway is not None:
+            named = self.gateway.name(alert.room)
+            alert.gateway_request_id, alert.account_id = named["gateway_request_id"], named["account_id"]
         rec = alert.to_json()
         self.out.write(json.dumps(rec, ensure_ascii=False) + "\n")
         self.count += 1
@@ -202,6 +209,11 @@ class Watch:
         """Read what was written since the last poll; returns the lines read."""
         n = 0
         per_node: dict[str, int] = {}
+        if self.gateway is not None:  # first: the records written by now name the rooms alerted below
+            self.gateway.poll()
+            for note in self.gateway.notes:
+                print(f"watch: {note}", file=sys.stderr)
+            self.gateway.notes.clear()
         for f, before, data in self.follower.poll_chunks():
             k = data.count(b"\n")
             n += k

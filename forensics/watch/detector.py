@@ -72,6 +72,9 @@ class Alert:
     log_time: str | None  # the deciding line's time (UTC, on its node's clock)
     detected_at: str = ""
     summary: str = ""
+    # with watch --gateway: the gateway record that names the room (None while no record names it)
+    gateway_request_id: str | None = None
+    account_id: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

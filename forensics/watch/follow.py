@@ -40,7 +40,8 @@ class Follower:
         self.root = root
         self.pages = pages
         self.files: dict[str, Followed] = {}
-        self.notes: list[str] = []  # rotations, truncations: said on stderr by the caller
+        self.notes: list[str] = []  # rotations, truncations, files not read: said on stderr by the caller
+        self.ignored: set[str] = set()  # the files and folders said once to be ignored
 
     def load(self, data: dict[str, Any]) -> None:
         for rel, s in data.items():
@@ -52,19 +53,52 @@ class Follower:
     def _discover(self) -> None:
         engine = self.root / "engine"
         found: list[tuple[Path, str, str]] = []
+        skipped: list[tuple[Path, str]] = []
         if engine.is_dir():
-            for d in sorted(p for p in engine.iterdir() if p.is_dir()):
-                for p in sorted(d.iterdir()):
+            for d in sorted(engine.iterdir()):
+                if not d.is_dir():
+                    skipped.append((d, "not in an engine/<node>/ folder"))
+                    continue
+                entries = sorted(d.iterdir())
+                live = {p.name for p in entries if p.name.endswith((".log", ".jsonl"))}
+                for p in entries:
                     if p.name.endswith(".log"):
                         found.append((p, d.name, "log"))
                     elif p.name.endswith(".jsonl"):
                         found.append((p, d.name, "jsonl"))
-        if self.pages and (self.root / "pages").is_dir():
-            found += [(p, p.stem, "pages") for p in sorted((self.root / "pages").glob("*.jsonl"))]
+                    elif p.is_dir():
+                        skipped.append((p, "a folder inside a node folder (watch reads engine/<node>/*.log, *.jsonl)"))
+                    elif any(p.name.startswith(n + ".") for n in live):
+                        skipped.append((p, "a rotated part of a log: watch follows the live file from where it is"))
+                    else:
+                        skipped.append((p, "not a .log or .jsonl engine log"))
+        if not engine.is_dir() and "engine/" not in self.ignored:
+            self.ignored.add("engine/")  # said once; the folder may appear when the cluster starts
+            self.notes.append("no engine/ folder (yet): waiting for engine/<node>/*.log, *.jsonl")
+        pages = self.root / "pages"
+        if pages.is_dir():
+            for p in sorted(pages.iterdir()):
+                if self.pages and p.is_file() and p.name.endswith(".jsonl"):
+                    found.append((p, p.stem, "pages"))
+                elif not self.pages:
+                    skipped.append((p, "--no-pages"))
+                else:
+                    skipped.append(
+                        (p, "watch follows JSONL page events (pages/*.jsonl) only; investigate reads the rest")
+                    )
+        gateway = self.root / "gateway"
+        if gateway.is_dir():
+            why = "watch reads no gateway folder (investigate does; --gateway FILE names the alerted rooms' requests)"
+            skipped.append((gateway, why))
         for p, node, source in found:
             rel = str(p.relative_to(self.root))
             if rel not in self.files:
                 self.files[rel] = Followed(rel, node, source)
+        for p, why in skipped:
+            rel = str(p.relative_to(self.root)) + ("/" if p.is_dir() else "")
+            if rel not in self.ignored:
+                self.ignored.add(rel)
+                self.notes.append(f"ignored {rel}: {why}")
 
     def poll(self) -> Iterator[tuple[Followed, int, bytes]]:
         """Every whole line written since the last poll: (file, line number, bytes with newline)."""

@@ -707,3 +707,23 @@ def test_lines_after_the_head_of_a_long_log_still_count(tmp_path: Path) -> None:
     )
     # 1 the role warning, 2-6001 filler, 6002 the pool, 6003-6012 filler, 6013 the scheduler line
     assert [e.line for e in audit.evidence] == [1, 6013]
+
+
+def test_a_bundle_root_audits_its_engine_nodes_only() -> None:
+    # gateway/, pages/, bundle.toml and exclusions.toml are no servers: only engine/<node>/ are
+    bundle = ROOT / "sample_data" / "bundle"
+    proc = run_cli(bundle, "--json")
+    assert proc.returncode == 1, proc.stderr  # the sample's prefill pools are smaller than the context
+    servers = json.loads(proc.stdout)
+    nodes = sorted(d.name for d in (bundle / "engine").iterdir() if d.is_dir())
+    assert sorted(s["node"] for s in servers) == nodes
+    assert all(Path(s["path"]).parent.name == "engine" for s in servers)
+    assert "unknown" not in {s["verdict"] for s in servers}
+
+
+def test_a_bundle_root_with_no_node_folders_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "engine").mkdir()
+    (tmp_path / "bundle.toml").write_text("")
+    proc = run_cli(tmp_path)
+    assert proc.returncode == 2
+    assert f"{tmp_path / 'engine'}: no node folders" in proc.stderr and "Traceback" not in proc.stderr

@@ -123,7 +123,7 @@ def test_cli_json_and_table(bundle: Path) -> None:
     runner = CliRunner()
     res = runner.invoke(app, ["cohorts", str(bundle), "--json"])
     assert res.exit_code == 0, res.output
-    data = json.loads(res.output)
+    data = json.loads(res.stdout)
     assert data["requests_before"] == 14
     res = runner.invoke(app, ["cohorts", str(bundle)])
     assert res.exit_code == 0 and "researcher#2" in res.output and "r-v6" in res.output
@@ -180,3 +180,50 @@ def test_rules_over_the_tenant_layer(tmp_path: Path, fixture: str) -> None:
     assert {c["cohort"]: c["requests"] for c in result["cohorts"]} == want
     assert result["requests_before"] == sum(want.values())
     assert result["requests_after"] == want.get("customer", 0)
+
+
+def test_rules_on_client_sent_fields_alone_warn(bundle: Path) -> None:
+    warnings = {w["rule"]: w for w in preview(bundle)["warnings"]}
+    # the user agent and the header rule move acct-x's requests (a customer account: no rule names it);
+    # the account, token and model rules name no field a client sends
+    assert set(warnings) == {"internal-test#3", "internal-test#4"}
+    assert warnings["internal-test#3"]["fields"] == ["user_agent"]
+    assert warnings["internal-test#4"]["fields"] == ["headers.x-internal-test"]
+    assert (warnings["internal-test#4"]["requests"], warnings["internal-test#4"]["sample_accounts"]) == (1, ["acct-x"])
+    assert "internal-test#4 matches headers.x-internal-test" in warnings["internal-test#4"]["message"]
+
+
+def test_no_warning_where_an_account_rule_names_the_sender(tmp_path: Path) -> None:
+    # the header rule comes first and wins, but acct-int is internal by the account rule anyway; a rule
+    # that pins the account besides the header is matched by no stranger
+    write_jsonl(
+        tmp_path / "b" / "gateway" / "g.jsonl",
+        [gw(f"q{i}", i, account="acct-int", headers={"x-internal-test": "1"}) for i in range(1, 4)],
+    )
+    (tmp_path / "x.toml").write_text(
+        '[[cohort]]\nname = "t"\nkind = "internal"\n'
+        '[[cohort.match]]\nheaders = { "x-internal-test" = "1" }\n'
+        '[[cohort.match]]\naccounts = ["acct-int"]\n'
+        '[[cohort.match]]\naccounts = ["acct-int"]\nuser_agents = ["curl/*"]\n'
+    )
+    result = preview(tmp_path / "b", tmp_path / "x.toml")
+    assert result["rules"][0]["won"] == 3
+    assert result["warnings"] == []
+
+
+def test_sample_rules_print_plainly_and_warn_on_client_fields() -> None:
+    sample = Path(__file__).resolve().parents[2] / "sample_data" / "bundle"
+    res = CliRunner().invoke(app, ["cohorts", str(sample), "--json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    found = {w["rule"]: (w["fields"], w["requests"], w["sample_accounts"]) for w in data["warnings"]}
+    # acct-5e0c77 sends x-internal-test: 1 and no rule names it: a customer labelled internal by a header
+    assert found == {
+        "internal-test#2": (["headers.x-internal-test"], 84, ["acct-5e0c77"]),
+        "internal-test#3": (["user_agent"], 64, ["acct-int-perf"]),  # won 64 of the 236 it matches
+    }
+    assert "Warning: rule internal-test#2 matches headers.x-internal-test" in res.stderr
+    text = CliRunner().invoke(app, ["cohorts", str(sample)]).stdout
+    assert "client_cidrs=192.0.2.77/32" in text and "headers.x-internal-test=1" in text
+    assert "accounts=acct-3c9e1f, acct-b71d02" in text
+    assert "IPv4Network" not in text and "[" not in text

@@ -8,6 +8,8 @@ import json
 import os
 import shutil
 import socket
+import subprocess
+import sys
 import urllib.request
 from pathlib import Path
 
@@ -17,6 +19,7 @@ from forensics.simulate import build_config, simulate
 from forensics.watch import Metrics, Watch, run, serve_metrics
 from forensics.watch.follow import Follower
 
+SAMPLE = Path(__file__).resolve().parents[2] / "sample_data" / "bundle"
 DARK = {"prefill_count": 1, "decode_count": 3, "no_telemetry": "decode-1", "abort_rate": 0.1}
 CASES = {
     "seed12-p32-dark": {"seed": 12, "requests": 600, "page_size": 32, **DARK},
@@ -215,3 +218,90 @@ def test_webhook_receives_each_alert(tmp_path: Path) -> None:
     finally:
         server.shutdown()
     assert got and got == _alerts(tmp_path / "a.jsonl")
+
+
+def _watch_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "forensics", "watch", *args], capture_output=True, text=True, timeout=300
+    )
+
+
+def test_once_on_a_folder_without_engine_logs_exits_2_naming_it(tmp_path: Path) -> None:
+    (tmp_path / "pages").mkdir()
+    proc = _watch_cli(str(tmp_path), "--once")
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        f"Error: {tmp_path}: no engine/ folder, nothing to watch (expected engine/<node>/*.log, as in a bundle)"
+    ]
+    assert "lines read" not in proc.stderr and proc.stdout == ""
+
+
+def test_files_watch_does_not_read_are_named_once_with_why(tmp_path: Path) -> None:
+    shutil.copytree(SAMPLE, tmp_path / "b")
+    node = tmp_path / "b" / "engine" / "decode-0"
+    (node / "notes.txt").write_text("operator notes\n")
+    shutil.copy(next(node.glob("*.log")), node / (next(node.glob("*.log")).name + ".1"))
+    w = Watch(tmp_path / "b", alerts=tmp_path / "a.jsonl")
+    w.poll()
+    w.poll()  # a second poll names nothing again
+    notes = w.follower.ignored
+    w.close()
+    parquet = sorted(f"pages/{p.name}" for p in (SAMPLE / "pages").glob("*.parquet"))
+    assert parquet and set(parquet) <= notes
+    assert "pages/prefill-1.jsonl" not in notes  # JSONL page events are followed
+    assert {"engine/decode-0/notes.txt", "gateway/"} <= notes
+    assert not any(n.endswith(".log") for n in notes)
+    proc = _watch_cli(str(tmp_path / "b"), "--once", "--alerts", str(tmp_path / "cli.jsonl"))
+    assert proc.returncode == 0, proc.stderr
+    lines = [x for x in proc.stderr.splitlines() if x.startswith("watch: ignored ")]
+    assert len(lines) == len(set(lines)) == len(notes)
+    said = {x.removeprefix("watch: ignored ").split(": ", 1)[0]: x.split(": ", 2)[2] for x in lines}
+    assert "JSONL page events" in said[parquet[0]]
+    assert "not a .log or .jsonl" in said["engine/decode-0/notes.txt"]
+    rotated = next(n for n in said if n.endswith(".log.1"))
+    assert "rotated" in said[rotated]
+
+
+def test_gateway_names_the_request_and_account_of_each_alerted_room(tmp_path: Path) -> None:
+    import gzip
+
+    simulate(tmp_path / "sim", build_config("default", seed=3, requests=300))
+    bundle = tmp_path / "sim" / "bundle"
+    # the spec's JSONL records of the bundle in one file (its CSV and Parquet parts left out: their
+    # rooms are named by no record, and their alerts must say so), and a line that is not JSON
+    records = (bundle / "gateway" / "gw-a.jsonl").read_bytes() + gzip.decompress(
+        (bundle / "gateway" / "gw-b.jsonl.gz").read_bytes()
+    )
+    gateway = tmp_path / "gateway.jsonl"
+    gateway.write_bytes(records + b"{not json\n")
+    bad_line = records.count(b"\n") + 1
+    named_rooms = {json.loads(x)["bootstrap_room"] for x in records.splitlines()} - {None}
+    proc = _watch_cli(str(bundle), "--once", "--gateway", str(gateway), "--alerts", str(tmp_path / "a.jsonl"))
+    assert proc.returncode == 0, proc.stderr
+    assert f"watch: gateway {gateway} line {bad_line}: not JSON; skipped" in proc.stderr.splitlines()
+    truth = {int(r["room"]): r for r in _truth(tmp_path / "sim")[0]}
+    alerts = [a for a in _alerts(tmp_path / "a.jsonl") if a["room"] is not None]
+    named = [a for a in alerts if a["room"] in named_rooms]
+    assert named and len(named) < len(alerts)  # both cases occur
+    for a in alerts:
+        want = truth[a["room"]]
+        if a["room"] in named_rooms:
+            assert (a["gateway_request_id"], a["account_id"]) == (want["request_id"], want["account_id"]), a
+        else:
+            assert (a["gateway_request_id"], a["account_id"]) == (None, None), a
+    missing = _watch_cli(str(bundle), "--once", "--gateway", str(tmp_path / "nope.jsonl"))
+    assert missing.returncode == 2 and f"--gateway {tmp_path / 'nope.jsonl'}: no such file" in missing.stderr
+
+
+def test_gateway_record_is_read_only_once_whole(tmp_path: Path) -> None:
+    from forensics.watch.gateway import GatewayRooms
+
+    path = tmp_path / "g.jsonl"
+    path.write_bytes(b'{"request_id": "r1", "account_id": "a1", "bootstrap_room": 7}\n{"request_id": "r2", "acc')
+    g = GatewayRooms(path)
+    assert g.poll() == 1 and g.name(7) == {"gateway_request_id": "r1", "account_id": "a1"}
+    assert g.name(8) == {"gateway_request_id": None, "account_id": None}
+    with path.open("ab") as fh:
+        fh.write(b'ount_id": "a2", "bootstrap_room": "8"}\n')
+    assert g.poll() == 1 and g.name(8) == {"gateway_request_id": "r2", "account_id": "a2"}
+    assert g.poll() == 0 and g.notes == []

@@ -163,10 +163,15 @@ def test_a_failed_run_leaves_no_database(bundle: Path, tmp_path: Path, monkeypat
 
     monkeypatch.setattr(pipeline, "write_findings", boom)
     out = tmp_path / "failed"
+    out.mkdir()  # the user's folder: it stays, without the unfinished database
     with pytest.raises(RuntimeError, match="simulated failure"):
         investigate(bundle, out)
     left = sorted(p.name for p in out.iterdir())
     assert not [n for n in left if n.startswith("incident.duckdb") or n == ".kvf-work"], left
+    created = tmp_path / "made-by-the-run" / "out"
+    with pytest.raises(RuntimeError, match="simulated failure"):
+        investigate(bundle, created)
+    assert not (tmp_path / "made-by-the-run").exists()  # the folders this run created go with it
 
 
 def test_progress_shows_each_stage_only_when_asked(bundle: Path, tmp_path: Path, capsys) -> None:

@@ -190,17 +190,18 @@ def unusable_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, subproc
         if build is not None:
             build(b)
         args.append(["investigate", str(b), "--out", str(b.parent / "out")])
-    return dict(zip(UNUSABLE, cli_many(*args), strict=True))
+    return dict(zip(UNUSABLE, zip(cli_many(*args), [Path(a[-1]) for a in args], strict=True), strict=True))
 
 
 @pytest.mark.parametrize("name", list(UNUSABLE))
 def test_unusable_input_exits_2_with_one_line(unusable_runs: dict, name: str) -> None:
     message = UNUSABLE[name][1]
-    proc = unusable_runs[name]
+    proc, out = unusable_runs[name]
     assert proc.returncode == 2, (proc.stdout, proc.stderr)
     assert "Traceback" not in proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("Error: ") and message in lines[0], proc.stderr
+    assert not out.exists()  # the run created --out: it leaves no empty folder behind
 
 
 def test_missing_exclusions_option_file_and_usage_errors_exit_2(tmp_path: Path) -> None:

@@ -189,7 +189,15 @@ def _run_process(tasks: list[NodeTask], workers: int) -> list[dict[str, Any]]:
         return [run_node(t) for t in tasks]
     # spawn: a forked child would inherit the parent's DuckDB threads and locks
     with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
-        return list(pool.map(run_node, tasks))
+        try:
+            return list(pool.map(run_node, tasks))
+        except BaseException:
+            # an interrupted or failed run stops its workers now: the pool's exit would wait for their
+            # tasks, which go on writing into the work folder the run's cleanup removes
+            for proc in list((pool._processes or {}).values()):
+                proc.terminate()
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
 
 
 def _run_ray(tasks: list[NodeTask], address: str | None, workers: int) -> list[dict[str, Any]]:
