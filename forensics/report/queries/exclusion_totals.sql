@@ -60,8 +60,6 @@ SELECT (SELECT count(*) FROM request_cohort) - (SELECT count(*) - count(DISTINCT
        (SELECT count(DISTINCT request_id) FROM report_affected WHERE cohort = 'customer' AND request_id IN (
            SELECT recipient_request_id FROM exposures GROUP BY 1 HAVING bool_and(cross_account = 'false')))
          AS same_account_only_after,
-       (SELECT count(*) FROM exposures WHERE cross_account = 'false') AS same_account_pairs,
-       (SELECT count(*) FROM exposures WHERE cross_account = 'true') AS cross_account_pairs,
        coalesce(likely_tier(), false) AS likely_printed,
        (SELECT reason FROM source_tier) AS likely_reason,
        (SELECT measured_precision FROM source_tier) AS likely_precision,
