@@ -110,6 +110,23 @@ def test_every_exposure_on_a_node_in_a_time_range(db, sample: Path) -> None:
     assert [tuple(r) for r in got] == want and want
 
 
+def test_a_node_without_page_telemetry_in_a_time_range(db, sample: Path) -> None:
+    """The signature responses of a dark node appear in exposures_on_node's time filter, each with its
+    possible sources, at the recipient's own exposure time."""
+    sig = [r for r in _csv(sample / "affected_responses.csv") if r["evidence"] == "signature"]
+    node = next(r["decode_node"] for r in sig)
+    times = sorted(r["first_exposed_at"] for r in sig if r["decode_node"] == node)
+    t1, t2 = times[0], times[len(times) // 2]
+    want = {r["request_id"] for r in sig if r["decode_node"] == node and t1 <= r["first_exposed_at"] < t2}
+    possible = {r["recipient_request_id"] for r in _csv(sample / "possible_sources.csv") if r["node"] == node}
+    got = db.execute(
+        "SELECT DISTINCT recipient_request_id FROM exposures_on_node "
+        "WHERE node = ? AND status = 'possible' AND first_exposed_at >= ? AND first_exposed_at < ?",
+        [node, _ts(t1), _ts(t2)],
+    ).fetchall()
+    assert {r[0] for r in got} == want & possible and want & possible
+
+
 def _ts(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
