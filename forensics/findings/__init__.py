@@ -134,6 +134,7 @@ STEPS = (
     "late_write_responses",  # responses a late transfer may have written into, on those nodes
     "missing_rooms",
     "exposures",
+    "same_account_only",  # the requests whose every pair is of one account, named apart downstream
     recipient_slots,
     source_likelihood,  # an allocator model replayed over the logs of the nodes without page telemetry
     "signature_status",  # ... which also says whether a signature response's pages had been written

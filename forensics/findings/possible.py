@@ -1,6 +1,6 @@
 """Findings stage, possible sources without their pairs: which requests are a possible source of some
 response (possible_pool.reachable), and how many possible sources each response has
-(possible_windows.sources), by the rule of queries/possible_sources/00_possible_pair.sql, counted from
+(possible_windows.sources), by the rule of queries/macros/02_possible_pair.sql, counted from
 sorted times instead of the pairs.
 
 The pairs grow as recipients x requests in their windows (1.6M rows at 24,000 requests, billions at a
@@ -25,20 +25,11 @@ from forensics.db import arrow_view
 LO, HI = np.iinfo(np.int64).min, np.iinfo(np.int64).max
 
 
-def _us(v: np.ndarray, null: int) -> np.ndarray:
-    """Epoch microseconds, with `null` for an unknown time."""
+def _filled(v: np.ndarray, null: int) -> np.ndarray:
+    """An integer column (epoch microseconds, a room, a request-id code) with `null` where it is unknown."""
     if np.ma.isMaskedArray(v):
         v = v.filled(null)
     return np.asarray(v, dtype=np.int64)
-
-
-def _codes(*cols: np.ndarray) -> list[np.ndarray]:
-    """Shared integer codes for text values across the columns; NULL gets -1 (distinct from every value,
-    and from another NULL: a NULL room or request id identifies nothing)."""
-    filled = [np.asarray(c.filled(None) if np.ma.isMaskedArray(c) else c, dtype=object) for c in cols]
-    values = sorted({v for c in filled for v in c.tolist() if v is not None}, key=str)
-    index = {v: i for i, v in enumerate(values)}
-    return [np.array([index.get(v, -1) if v is not None else -1 for v in c.tolist()], dtype=np.int64) for c in filled]
 
 
 def _node(src: dict[str, np.ndarray], rec: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -68,10 +59,9 @@ def _node(src: dict[str, np.ndarray], rec: dict[str, np.ndarray]) -> tuple[np.nd
                 continue
             self_ = (src["room"][members] == rec["room"][cand]) | (src["rid"][members] == rec["rid"][cand])
             reach[members] |= (s_start[members] <= r_fin[cand]) & ~self_
-        # both excluded as the source itself (a request id shared across rooms): every eligible recipient
-        for m in members[~reach[members]]:
-            if s_start[m] > fin.max():
-                continue
+        # both excluded as the source itself (a request id shared across rooms, rare): every eligible
+        # recipient, for the sources some recipient finished after
+        for m in members[~reach[members] & (s_start[members] <= fin.max())]:
             ok = (fin >= s_start[m]) & (rec["room"][prefix] != src["room"][m]) & (rec["rid"][prefix] != src["rid"][m])
             reach[m] = bool(ok.any())
     return reach, count
@@ -80,15 +70,25 @@ def _node(src: dict[str, np.ndarray], rec: dict[str, np.ndarray]) -> tuple[np.nd
 def possible_reach(con: duckdb.DuckDBPyConnection) -> None:
     """possible_pool.reachable and possible_windows.sources (the possible sources of each response, its
     own rows excluded as the view possible_sources excludes them)."""
-    s = con.execute("""SELECT rowid AS id, node, room::VARCHAR AS room, request_id, epoch_us(started) AS started,
-        epoch_us(gone_at) AS gone FROM possible_pool ORDER BY node, id""").fetchnumpy()
-    r = con.execute("""SELECT rowid AS id, node, recipient_room::VARCHAR AS room, recipient_request_id AS rid,
-        epoch_us(started) AS started, epoch_us(finished) AS finished
-        FROM possible_windows ORDER BY node, id""").fetchnumpy()
-    s_room, r_room, s_rid, r_rid = _codes(s["room"], r["room"], s["request_id"], r["rid"])
-    r_room[r_room < 0], r_rid[r_rid < 0] = -2, -2  # a recipient's unknown id is not a source's unknown id
-    src = {"room": s_room, "rid": s_rid, "started": _us(s["started"], LO), "gone": _us(s["gone"], HI)}
-    rec = {"room": r_room, "rid": r_rid, "started": _us(r["started"], LO), "finished": _us(r["finished"], HI)}
+    # request ids as integer codes shared by both tables (one sort in DuckDB); rooms are integers already
+    con.execute("""CREATE OR REPLACE TEMP TABLE reach_ids AS
+        SELECT v, row_number() OVER (ORDER BY v) AS code FROM (
+            SELECT request_id AS v FROM possible_pool UNION SELECT recipient_request_id FROM possible_windows)
+        WHERE v IS NOT NULL""")
+    s = con.execute("""SELECT p.rowid AS id, p.node, p.room, i.code AS rid, epoch_us(p.started) AS started,
+        epoch_us(p.gone_at) AS gone FROM possible_pool p LEFT JOIN reach_ids i ON i.v = p.request_id
+        ORDER BY p.node, id""").fetchnumpy()
+    r = con.execute("""SELECT w.rowid AS id, w.node, w.recipient_room AS room, i.code AS rid,
+        epoch_us(w.started) AS started, epoch_us(w.finished) AS finished
+        FROM possible_windows w LEFT JOIN reach_ids i ON i.v = w.recipient_request_id
+        ORDER BY w.node, id""").fetchnumpy()
+    con.execute("DROP TABLE reach_ids")
+    # rooms are never negative (bootstrap_room lies in 0..2^63-1): -1 and -2 are the unknowns, different
+    # for sources and recipients because a NULL identifies nothing (two unknown ids never match)
+    src = {"room": _filled(s["room"], -1), "rid": _filled(s["rid"], -1), "started": _filled(s["started"], LO),
+           "gone": _filled(s["gone"], HI)}  # fmt: skip
+    rec = {"room": _filled(r["room"], -2), "rid": _filled(r["rid"], -2), "started": _filled(r["started"], LO),
+           "finished": _filled(r["finished"], HI)}  # fmt: skip
     s_node, r_node = np.asarray(s["node"], dtype=object), np.asarray(r["node"], dtype=object)
     reach = np.zeros(len(s_node), dtype=bool)
     count = np.zeros(len(r_node), dtype=np.int64)

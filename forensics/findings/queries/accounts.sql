@@ -9,25 +9,20 @@
 -- though it may matter between end users of one account); requests_same_account_only: its requests whose
 -- data reached its own responses only; roles received_same_account_only / exposed_same_account_only say
 -- so where that is all of it.
--- grain: account_id; reads: affected_responses, exposures, possible_source_requests, possible_modelled,
---        request_cohort; params: none
+-- grain: account_id; reads: affected_responses, exposures, same_account_only, possible_source_requests,
+--        possible_modelled, request_cohort; params: none
 CREATE OR REPLACE TABLE accounts AS
-WITH own_only AS (  -- responses whose every exposure pair is of their own account (none: unknown)
-    SELECT recipient_request_id FROM exposures GROUP BY 1 HAVING bool_and(cross_account = 'false')
-), own_source AS (  -- requests whose data reached responses of their own account only
-    SELECT source_request_id FROM exposures WHERE source_request_id <> '' GROUP BY 1
-    HAVING bool_and(cross_account = 'false')
-), recv AS (
+WITH recv AS (
     SELECT account_id, count(DISTINCT request_id) AS responses_affected,  -- a request id in two records: once
            count(DISTINCT request_id) FILTER (WHERE status = 'confirmed') AS responses_confirmed,
            count(DISTINCT request_id) FILTER (WHERE status = 'indeterminate') AS responses_indeterminate,
-           count(DISTINCT request_id) FILTER (WHERE request_id IN (SELECT recipient_request_id FROM own_only))
+           count(DISTINCT request_id) FILTER (WHERE request_id IN (SELECT request_id FROM same_account_only WHERE side = 'recipient'))
                AS responses_same_account_only
     FROM affected_responses GROUP BY 1
 ), src AS (
     SELECT source_account_id AS account_id, count(DISTINCT source_request_id) AS requests_exposed,
            count(DISTINCT source_request_id) FILTER (WHERE status = 'confirmed') AS requests_exposed_confirmed,
-           count(DISTINCT source_request_id) FILTER (WHERE source_request_id IN (SELECT source_request_id FROM own_source))
+           count(DISTINCT source_request_id) FILTER (WHERE source_request_id IN (SELECT request_id FROM same_account_only WHERE side = 'source'))
                AS requests_same_account_only
     FROM exposures WHERE source_account_id IS NOT NULL GROUP BY 1
 ), poss AS (

@@ -7,20 +7,23 @@
 -- earlier KV there. Never the incident window's first moment unless confirmed (forensics.report).
 -- grain: request_id; reads: signature_responses, model_rooms, allocator_model; params: none
 CREATE OR REPLACE TABLE signature_responses AS
-SELECT s.* REPLACE (
-           CASE WHEN s.status = 'confirmed' AND NOT coalesce(m.written_members >= a.members, false)
-                THEN 'indeterminate' ELSE s.status END AS status,
-           CASE WHEN s.status = 'confirmed' AND NOT coalesce(m.written_members >= a.members, false)
-                THEN s.why || '; not shown written over: '
-                     || CASE WHEN m.room IS NULL OR a.policy IS NULL
-                             THEN 'no allocator model places the room on ' || s.node
-                                  || ' (its log gives no pool or page size, or no line of it gives the room''s pre-allocation)'
-                             ELSE 'since ' || s.node || '''s last start-up ' || m.tokens_before || ' tokens were given to '
-                                  || 'other requests before this one''s pre-allocation, against a pool of '
-                                  || a.pool_tokens || '; the allocator model (' || a.policy || ') finds earlier requests'' KV '
-                                  || 'in its pages in ' || m.written_members || ' of ' || a.members || ' replays'
-                        END || ', so the logs prove only that it attended KV its own request never wrote'
-                ELSE s.why END AS why)
-FROM signature_responses s
-LEFT JOIN model_rooms m ON m.node = s.node AND m.room = s.room
-LEFT JOIN allocator_model a ON a.node = s.node;
+WITH checked AS (
+    SELECT s.*, s.status = 'confirmed' AND NOT coalesce(m.written_members >= a.members, false) AS unshown,
+           CASE WHEN m.room IS NULL OR a.policy IS NULL
+                THEN 'no allocator model places the room on ' || s.node
+                     || ' (its log gives no pool or page size, or no line of it gives the room''s pre-allocation)'
+                ELSE 'since ' || s.node || '''s last start-up ' || m.tokens_before || ' tokens were given to '
+                     || 'other requests before this one''s pre-allocation, against a pool of '
+                     || a.pool_tokens || '; the allocator model (' || a.policy || ') finds earlier requests'' KV '
+                     || 'in its pages in ' || m.written_members || ' of ' || a.members || ' replays'
+           END AS pool_why
+    FROM signature_responses s
+    LEFT JOIN model_rooms m ON m.node = s.node AND m.room = s.room
+    LEFT JOIN allocator_model a ON a.node = s.node
+)
+SELECT * EXCLUDE (unshown, pool_why) REPLACE (
+           CASE WHEN unshown THEN 'indeterminate' ELSE status END AS status,
+           CASE WHEN unshown THEN why || '; not shown written over: ' || pool_why
+                                  || ', so the logs prove only that it attended KV its own request never wrote'
+                ELSE why END AS why)
+FROM checked;

@@ -11,7 +11,8 @@
 -- matching good enough (content_printed), content_reason why or why not. same_account_only_after: customer
 -- responses whose every exposure pair is of their own account (cross_account false), named apart.
 -- grain: one row; reads: request_cohort, gateway_repeats, report_affected, exposures, possible_source_requests,
---        possible_modelled, possible_windows, possible_extra, source_tier, content_pairs, content_tier;
+--        possible_modelled, possible_windows, possible_extra, source_tier, content_pairs, content_tier,
+--        same_account_only;
 --        params: none
 WITH rep AS (SELECT request_id, cohort FROM request_cohort SEMI JOIN gateway_repeats USING (request_id))
 SELECT (SELECT count(*) FROM request_cohort) - (SELECT count(*) - count(DISTINCT request_id) FROM rep) AS requests_before,
@@ -58,7 +59,7 @@ SELECT (SELECT count(*) FROM request_cohort) - (SELECT count(*) - count(DISTINCT
        (SELECT printed FROM content_tier) AS content_printed,
        (SELECT reason FROM content_tier) AS content_reason,
        (SELECT count(DISTINCT request_id) FROM report_affected WHERE cohort = 'customer' AND request_id IN (
-           SELECT recipient_request_id FROM exposures GROUP BY 1 HAVING bool_and(cross_account = 'false')))
+           SELECT request_id FROM same_account_only WHERE side = 'recipient'))
          AS same_account_only_after,
        coalesce(likely_tier(), false) AS likely_printed,
        (SELECT reason FROM source_tier) AS likely_reason,

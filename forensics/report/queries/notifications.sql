@@ -5,12 +5,11 @@
 -- subset is not printed, source_tier): a notification list built from it may be too long, never too short.
 -- responses_received_same_account_only: received responses whose every exposure pair is of the account's
 -- own requests (its notice says so instead of "other customers' data").
--- grain: account_id; reads: report_affected, exposures, possible_source_requests, possible_modelled; params: none
-WITH own_only AS (  -- responses whose every exposure pair is of their own account
-    SELECT recipient_request_id FROM exposures GROUP BY 1 HAVING bool_and(cross_account = 'false')
-), recv AS (
+-- grain: account_id; reads: report_affected, exposures, same_account_only, possible_source_requests,
+--        possible_modelled; params: none
+WITH recv AS (
     SELECT account_id, count(DISTINCT request_id) AS responses_received,
-           count(DISTINCT request_id) FILTER (WHERE request_id IN (SELECT recipient_request_id FROM own_only))
+           count(DISTINCT request_id) FILTER (WHERE request_id IN (SELECT request_id FROM same_account_only WHERE side = 'recipient'))
                AS responses_received_own_only,
            count(DISTINCT request_id) FILTER (WHERE status = 'confirmed') AS responses_received_confirmed,
            string_agg(DISTINCT request_id, ';' ORDER BY request_id) AS received_request_ids,
