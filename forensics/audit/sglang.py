@@ -1,13 +1,16 @@
 """SGLang (0.4.x to 0.5.23) startup and scheduler lines: KV pools, context length, role, page size.
 
-Binding pool per rank, first present wins (lower Pool.priority):
+Binding pool per rank: the pool rule of forensics.engines.sglang (POOL_SOURCES, the rule ingest's
+node_config and the watcher take too), first present wins (lower Pool.priority):
   0 `full_layer_tokens=` of the sliding-window line (the full-attention pool binds, not the SWA one);
   1 `max_total_num_tokens=` of the scheduler line (what `max_req_input_len` is computed from);
   2 the first `KV Cache is allocated` (or 0.5.23 `<name> is allocated`) line of the rank;
+and, as evidence the rule does not take as the pool:
   5 a second unlabeled pool line on the same rank (a draft model's or the SWA half: never binds
     while the first exists);
   7 `VA upper bound` (an upper bound: can prove too small, never proves a fit).
-Pools labeled SWA/mamba never bind; a pool labeled draft/eagle/mtp/nextn binds only if alone.
+Pools labeled SWA/mamba never bind; a pool labeled draft/eagle/mtp/nextn binds only if alone. The
+server's pool is the smallest rank's. Only the last start-up of a log is audited (forensics.audit).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from forensics.engines.sglang import (
     MAX_TOTAL,
     OVER_LIMIT,
     POOL,
+    POOL_PRIORITY,
     POOL_WARNING,
     PREFILL_ROLE,
     SWA_POOLS,
@@ -48,6 +52,10 @@ MARKERS = (
     "sglang",
 )
 
+SECOND_POOL = 5  # a second binding pool line on the rank
+VA_BOUND = 7  # a virtual pool's upper bound
+NEVER_BINDS = 9  # as pool_kind's sliding-window and state pools
+
 # a line holding none of these is dropped before parsing (after the first lines, kept for detection)
 KEYWORDS = ("tokens", "server", "warmup", "max_req_input_len", "Memory pool", "sglang")
 
@@ -62,20 +70,23 @@ def parse(lines: list[LogLine]) -> Facts:
             name = m.group("name").strip()
             kind, prio = pool_kind(name)
             if m.group("what") == "VA upper bound":
-                facts.add_pool(ln.rank, Pool(f"{kind} (VA upper bound)", to_int(m["n"]), ev, 7, exact=False))
+                facts.add_pool(ln.rank, Pool(f"{kind} (VA upper bound)", to_int(m["n"]), ev, VA_BOUND, exact=False))
                 continue
-            if prio == 2 and any(p.priority in (2, 5) for p in facts.pools.get(ln.rank, [])):
-                kind, prio = f"{kind} (second pool on this rank)", 5
+            allocated = POOL_PRIORITY["allocated_tokens"]
+            if prio == allocated and any(p.priority in (allocated, SECOND_POOL) for p in facts.pools.get(ln.rank, [])):
+                kind, prio = f"{kind} (second pool on this rank)", SECOND_POOL
             label = re.sub(r"\s*KV Cache$", "", name)
             facts.add_pool(ln.rank, Pool(f"{kind}: {label}" if label else kind, to_int(m["n"]), ev, prio))
         elif "full_layer_tokens=" in t and (m := SWA_POOLS.search(t)):
             ev = Evidence.of(ln)
-            facts.add_pool(ln.rank, Pool("full_layer_tokens", to_int(m[1]), ev, 0))
-            facts.add_pool(ln.rank, Pool("swa_layer_tokens", to_int(m[2]), ev, 9))
+            facts.add_pool(ln.rank, Pool("full_layer_tokens", to_int(m[1]), ev, POOL_PRIORITY["full_layer_tokens"]))
+            facts.add_pool(ln.rank, Pool("swa_layer_tokens", to_int(m[2]), ev, NEVER_BINDS))
             swa_sizes.add(to_int(m[2]))
         elif "max_total_num_tokens=" in t and (m := MAX_TOTAL.search(t)):
             ev = Evidence.of(ln)
-            facts.add_pool(ln.rank, Pool("max_total_num_tokens", to_int(m[1]), ev, 1))
+            facts.add_pool(
+                ln.rank, Pool("max_total_num_tokens", to_int(m[1]), ev, POOL_PRIORITY["max_total_num_tokens"])
+            )
             if c := CONTEXT_LEN.search(t):
                 facts.set_context(to_int(c[1]), ev)
         elif "server_args=" in t:
@@ -124,8 +135,10 @@ def _mark_swa_halves(facts: Facts, swa_sizes: set[int]) -> None:
         return
     for rank, pools in facts.pools.items():
         facts.pools[rank] = [
-            Pool("swa (by size)", p.tokens, p.evidence, 9, p.exact)
-            if p.priority in (2, 5) and p.tokens in swa_sizes and p.kind.startswith("kv")
+            Pool("swa (by size)", p.tokens, p.evidence, NEVER_BINDS, p.exact)
+            if p.priority in (POOL_PRIORITY["allocated_tokens"], SECOND_POOL)
+            and p.tokens in swa_sizes
+            and p.kind.startswith("kv")
             else p
             for p in pools
         ]

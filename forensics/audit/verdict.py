@@ -1,8 +1,9 @@
 """From Facts to a verdict per server, and the prefill/decode leak windows. Never guesses:
 
 - `pool_smaller_than_context` needs a proof in the log: an engine error or warning saying so, an
-  SGLang over-length abort whose limit M has M + 6 < context (then the pool is exactly M + 6), a
-  vLLM concurrency below 1.00x, or a rank whose binding pool is below the context length.
+  SGLang over-length abort whose limit M has M + 6 < context (then the pool is exactly M + 6:
+  forensics.engines.sglang.pool_from_limit), a vLLM concurrency below 1.00x, or a rank whose binding
+  pool is below the context length.
 - `ok` needs every rank's binding pool (an exact size, not an upper bound) >= the context length,
   or a vLLM concurrency of at least 1.01x on every rank reporting one (1.00x is rounded: then the
   token count decides).
@@ -18,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from forensics.audit.model import OK, TOO_SMALL, UNKNOWN, Evidence, Facts, Pool, ServerAudit
-from forensics.engines.sglang import max_req_input_len
+from forensics.engines.sglang import max_req_input_len, pool_from_limit
 
 MAX_RANK_EVIDENCE = 64
 
@@ -78,9 +79,9 @@ def decide(facts: Facts, path: str, node: str | None, context_length: int | None
             stated.append(pool)
     if ctx is not None:
         for m, ev in facts.max_input_seen:
-            if m + 6 < ctx:
-                small.append(f"scheduler limit {m} + 6 < context {ctx}, so the pool holds {m + 6} tokens")
-                stated.append(m + 6)
+            if (pool := pool_from_limit(m)) < ctx:
+                small.append(f"scheduler limit {m} + {pool - m} < context {ctx}, so the pool holds {pool} tokens")
+                stated.append(pool)
                 evidence.append(ev)
                 break
     audit.pool_tokens = min(stated) if stated else None

@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterable
 from typing import Any
 
 # --- the record prefix and the per-request lines (ingest) ---
@@ -72,13 +73,86 @@ def max_req_input_len(context_len: int, pool_tokens: int) -> int:
     return min(context_len - 1, pool_tokens - 1) - INPUT_RESERVE
 
 
+def pool_from_limit(limit: int) -> int:
+    """The pool an over-length line's limit M gives where the pool, not the context, bounds it
+    (M = pool - 1 - INPUT_RESERVE): M + 6."""
+    return limit + 1 + INPUT_RESERVE
+
+
 def over_length(input_len: int, limit: int) -> bool:
     return input_len >= limit
+
+
+# --- a node's KV pool: one rule, read by ingest (node_config.pool_tokens, and through it node_limits,
+# the findings and the report), the audit and the watcher ---
+# A rank's pool is the first of these sources its start-up lines state, each source's value its first
+# line on the rank:
+#   full_layer_tokens: model_executor/model_runner's `Use Sliding window memory pool. full_layer_tokens=F,
+#     swa_layer_tokens=S` (a sliding-window model): the full-attention layers' pool is the one a long
+#     prompt fills, and model_runner sets max_total_num_tokens to it (the SWA pool is the larger);
+#   max_total_num_tokens: the scheduler's line; managers/tp_worker computes max_req_len, and so
+#     max_req_input_len (the limit the leak window is made of), from this number;
+#   allocated_tokens: the rank's first `KV Cache is allocated. #tokens: N` (0.5.23 `<name> is allocated.`)
+#     line of a pool kind that binds (pool_kind): mem_cache/memory_pool sizes it from the same
+#     max_total_num_tokens, so it stands in where the scheduler line is not in the log; a second such
+#     line on the rank is a draft model's pool or the SWA half, never the pool.
+# A node's pool is the smallest of its ranks' (the rank that fills first). A virtual pool's `VA upper
+# bound` is no exact size and never the pool (the audit weighs it as a bound).
+POOL_SOURCES = ("full_layer_tokens", "max_total_num_tokens", "allocated_tokens")
+# the audit's rank of each source as its binding pool (lower binds first): the order above
+POOL_PRIORITY = {source: i for i, source in enumerate(POOL_SOURCES)}
+
+
+def rank_pool(
+    full_layer_tokens: int | None, max_total_num_tokens: int | None, allocated_tokens: int | None
+) -> int | None:
+    """One rank's pool: the first source of POOL_SOURCES it states (the macro sglang_rank_pool)."""
+    stated = dict(
+        full_layer_tokens=full_layer_tokens,
+        max_total_num_tokens=max_total_num_tokens,
+        allocated_tokens=allocated_tokens,
+    )
+    return next((stated[s] for s in POOL_SOURCES if stated[s] is not None), None)
+
+
+def node_pool(rank_pools: Iterable[int | None]) -> int | None:
+    """A node's pool: the smallest of its ranks' pools (rank_pool) that are known."""
+    return min((p for p in rank_pools if p is not None), default=None)
+
+
+# --- how exact a Req Time Stats line's times are: the clock bounds of the findings and the watcher ---
+# SGLang prints each duration as f"{seconds * 1e3:.2f}ms" (metrics/collector TimeStats.format_duration in
+# 0.4.9 and 0.5.4, observability/req_time_stats in 0.5.11 and 0.5.23): to 1e-5 s. The simulator
+# (forensics.simulate decode.py, engine.py) prints seconds with 4 decimals, `name=0.0123`: to 1e-4 s. A
+# printed duration lies within half its last digit of the true one; the coarser of the two formats bounds
+# both. A line's own time is cut, not rounded, to its resolution (`res`, the record prefix's digits).
+DURATION_ROUNDING = 5e-5
+# decode's landing, t_land = t_end - forward_duration - queue_duration: two durations' rounding
+LANDING_ROUNDING = 2 * DURATION_ROUNDING
+# decode's pre-allocation, t_alloc = t_land - transfer_duration: three
+ALLOC_ROUNDING = 3 * DURATION_ROUNDING
+
+
+def landing_offset(p_t: float, p_res: float, t_land: float, res: float) -> tuple[float, float]:
+    """The bounds a room both nodes finished puts on the clocks' offset, prefill minus decode (seconds).
+    Both lines mark the transfer's landing: prefill's Req Time Stats line at p_t (cut to p_res, so the
+    truth is in [p_t, p_t + p_res)), and decode's t_land (its line's time is cut to res, its durations
+    rounded: the truth is in [t_land - LANDING_ROUNDING, t_land + res + LANDING_ROUNDING]). The macros
+    landing_offset_lo and landing_offset_hi are the same bounds in SQL (node_lifecycle.sql)."""
+    return p_t - (t_land + res + LANDING_ROUNDING), p_t + p_res - t_land + LANDING_ROUNDING
+
+
+def _double(x: float) -> str:
+    return f"{x!r}::DOUBLE"
 
 
 SQL_MACROS = {
     "sglang_max_input(ctx, pool)": f"least(ctx - 1, pool - 1) - {INPUT_RESERVE}",
     "in_leak_window(n, prefill_limit, decode_limit)": "n >= prefill_limit AND n < decode_limit",
+    f"sglang_rank_pool({', '.join(POOL_SOURCES)})": f"coalesce({', '.join(POOL_SOURCES)})",
+    "landing_offset_lo(p_t, t_land, res)": f"p_t - (t_land + res + {_double(LANDING_ROUNDING)})",
+    "landing_offset_hi(p_t, p_res, t_land)": f"p_t + p_res - t_land + {_double(LANDING_ROUNDING)}",
+    "alloc_rounding()": _double(ALLOC_ROUNDING),
 }
 
 PREFIX = re.compile(
@@ -200,12 +274,14 @@ DECODE_ROLE = re.compile(r"for decode server")
 PREFILL_ROLE = re.compile(r"for prefill server|prefill disaggregation mode warmup")
 
 
-BINDING_PRIORITY = 2  # a pool that holds requests' KV (pool_kind): the one whose size binds
+# a pool that holds requests' KV (pool_kind): the allocated_tokens source of the pool rule
+BINDING_PRIORITY = POOL_PRIORITY["allocated_tokens"]
 
 
 def pool_kind(name: str) -> tuple[str, int]:
     """What a pool line's name says it holds, and its priority as the binding pool (lower binds first):
-    sliding-window and state pools never bind (9), a draft model's binds only alone (6), else 2."""
+    sliding-window and state pools never bind (9), a draft model's binds only alone (6), else
+    BINDING_PRIORITY."""
     low = name.lower()
     if "swa" in low or "sliding" in low:
         return "swa", 9

@@ -42,6 +42,7 @@ import pyarrow as pa
 
 from forensics.db import arrow_view
 from forensics.engines import sglang_allocator as sglang
+from forensics.engines.sglang import DURATION_ROUNDING
 from forensics.findings import batch_constraints
 from forensics.ownership.kernels import allocator as alloc
 from forensics.paths import load_query
@@ -75,8 +76,6 @@ POLICIES |= {
 # most placeholder responses first): enough to decide, at a bounded cost
 SCORE_PAGES = 1 << 18
 LEARN_NODES = 2
-# a duration printed with 4 decimals is known to half its last digit
-DURATION_ROUNDING = 5e-5
 
 
 @dataclass
@@ -485,9 +484,8 @@ def source_likelihood(con: duckdb.DuckDBPyConnection) -> None:
     responses without page evidence (signature_responses)."""
     cfg = {
         node: (ps, pool // ps)
-        for node, ps, pool in con.execute("""SELECT node, coalesce(page_size, 1),
-                coalesce(pool_tokens, max_total_num_tokens) FROM node_config
-            WHERE role = 'decode' AND coalesce(pool_tokens, max_total_num_tokens) > 0 ORDER BY node""").fetchall()
+        for node, ps, pool in con.execute("""SELECT node, coalesce(page_size, 1), pool_tokens FROM node_config
+            WHERE role = 'decode' AND pool_tokens > 0 ORDER BY node""").fetchall()
     }
     dark = [
         r[0]

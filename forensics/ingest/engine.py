@@ -41,6 +41,7 @@ from forensics.engines.sglang import (
     SERVER_READY,
     START_TIME,
     STARTUP,
+    SWA_POOLS,
     TIME_STATS,
     XFER_FAILED,
     int_list_len,
@@ -260,7 +261,14 @@ def _kvpoll_timeout(base: dict[str, Any], rid: str | None, t: re.Match[str]) -> 
     return _request(base, rid, _num(t["room"]), "kvpoll_timeout", detail=t["state"], elapsed_s=float(t["s"]))
 
 
-def _parse_message(msg: str, base: dict[str, Any], rows: EngineRows) -> str | None:
+# a node_config row's columns, each line giving some (rank: the record prefix's, for the pool rule)
+EMPTY_CONFIG: dict[str, Any] = dict.fromkeys(
+    ("role", "page_size", "context_len", "full_layer_tokens", "max_total_num_tokens", "allocated_tokens", "tp_size",
+     "model_path")
+)  # fmt: skip
+
+
+def _parse_message(msg: str, base: dict[str, Any], rows: EngineRows, rank: str | None = None) -> str | None:
     """Add what `msg` says to rows; return its kind, or None for a line we do not read."""
     # first, and anchored: a logged request's prompt may quote any other line
     if m := REQUEST_LOG.match(msg):
@@ -311,7 +319,7 @@ def _parse_message(msg: str, base: dict[str, Any], rows: EngineRows) -> str | No
         return "startup"
     if SERVER_READY.search(msg):
         return "server_ready"
-    cfg = {k: base[k] for k in ("node", "file_id", "line")}
+    cfg = {k: base[k] for k in ("node", "file_id", "line")} | {"rank": rank} | EMPTY_CONFIG
     if m := SERVER_ARGS.search(msg):
         a = _server_args(m.group("body"))
         rows.config.append(
@@ -320,45 +328,25 @@ def _parse_message(msg: str, base: dict[str, Any], rows: EngineRows) -> str | No
                 "role": a.get("disaggregation_mode") or "null",
                 "page_size": _int(a.get("page_size")),
                 "context_len": _int(a.get("context_length")),
-                "pool_tokens": None,
-                "max_total_num_tokens": None,
                 "tp_size": _int(a.get("tp_size")),
                 "model_path": a.get("model_path"),
             }
         )
         return "server_args"
-    # the pool a request's KV lives in: the first exact pool line of a kind that binds (the audit's
-    # rule: a sliding-window, state or draft pool, or a virtual pool's upper bound, is not it)
+    # the three sources of the pool rule (forensics.engines.sglang.POOL_SOURCES), each as the line gives it;
+    # node_config.pool_tokens is the rule's pool (store)
+    if "full_layer_tokens=" in msg and (m := SWA_POOLS.search(msg)):
+        rows.config.append(cfg | {"full_layer_tokens": _num(m[1])})
+        return "swa_pools"
     if m := POOL.search(msg):
+        # a sliding-window, state or draft pool, or a virtual pool's upper bound, is no allocated_tokens
         if m.group("what") != "is allocated" or pool_kind(m.group("name"))[1] != BINDING_PRIORITY:
             return "kv_pool_not_binding"  # read, and known not to be the pool (forensics.audit weighs it)
-        rows.config.append(
-            cfg
-            | {
-                "role": None,
-                "page_size": None,
-                "context_len": None,
-                "pool_tokens": _num(m.group("n")),
-                "max_total_num_tokens": None,
-                "tp_size": None,
-                "model_path": None,
-            }
-        )
+        rows.config.append(cfg | {"allocated_tokens": _num(m.group("n"))})
         return "kv_pool"
     if m := MAX_TOTAL.search(msg):
         ctx = CONTEXT_LEN.search(msg)
-        rows.config.append(
-            cfg
-            | {
-                "role": None,
-                "page_size": None,
-                "context_len": _num(ctx[1]) if ctx else None,
-                "pool_tokens": None,
-                "max_total_num_tokens": _num(m[1]),
-                "tp_size": None,
-                "model_path": None,
-            }
-        )
+        rows.config.append(cfg | {"context_len": _num(ctx[1]) if ctx else None, "max_total_num_tokens": _num(m[1])})
         return "max_total"
     return None
 
@@ -389,7 +377,7 @@ def parse_text_line(raw: bytes, node: str, file_id: int, lineno: int, tz: ZoneIn
         msg = m.group("msg")
     base = {"node": node, "file_id": file_id, "line": lineno, "ts": ts}
     try:
-        kind = _parse_message(msg, base, rows)
+        kind = _parse_message(msg, base, rows, rank)
     except (ValueError, OverflowError) as err:
         rows.rejected.append((file_id, lineno, f"SGLang message with unusable fields ({err}): {msg[:120]}"))
         return False
@@ -523,11 +511,13 @@ REQ_SCHEMA = pa.schema(
 CFG_SCHEMA = pa.schema(
     [
         ("node", pa.string()),
+        ("rank", pa.string()),
         ("role", pa.string()),
         ("page_size", pa.int64()),
         ("context_len", pa.int64()),
-        ("pool_tokens", pa.int64()),
+        ("full_layer_tokens", pa.int64()),
         ("max_total_num_tokens", pa.int64()),
+        ("allocated_tokens", pa.int64()),
         ("tp_size", pa.int64()),
         ("model_path", pa.string()),
         ("file_id", pa.int32()),
@@ -548,18 +538,29 @@ def store(con: duckdb.DuckDBPyConnection, rows: EngineRows) -> None:
         "detail, ts, file_id, line, forward_s, start_time, prealloc_s, transfer_s, queue_s, bootstrap_s, elapsed_s, "
         "forwarded_id FROM reqs"
     )
-    # one row per node: the first value each startup line gave (a restart with other values is flagged later)
+    # one row per node: the first value each startup line gave (a restart with other values is flagged
+    # later); its pool is the pool rule's (forensics.engines.sglang): per rank, each source's first line
+    # and the first source stated; the node's, the smallest rank's
     con.execute("""INSERT INTO node_config
+        WITH ranks AS (
+            SELECT node, sglang_rank_pool(
+                       arg_min(full_layer_tokens, (file_id, line)) FILTER (WHERE full_layer_tokens IS NOT NULL),
+                       arg_min(max_total_num_tokens, (file_id, line)) FILTER (WHERE max_total_num_tokens IS NOT NULL),
+                       arg_min(allocated_tokens, (file_id, line)) FILTER (WHERE allocated_tokens IS NOT NULL)) AS pool
+            FROM cfg_raw GROUP BY node, rank
+        )
         SELECT node,
             arg_min(role, (file_id, line)) FILTER (WHERE role IS NOT NULL),
             arg_min(page_size, (file_id, line)) FILTER (WHERE page_size IS NOT NULL),
             arg_min(context_len, (file_id, line)) FILTER (WHERE context_len IS NOT NULL),
-            arg_min(pool_tokens, (file_id, line)) FILTER (WHERE pool_tokens IS NOT NULL),
+            (SELECT min(pool) FROM ranks r WHERE r.node = c.node),
+            arg_min(full_layer_tokens, (file_id, line)) FILTER (WHERE full_layer_tokens IS NOT NULL),
             arg_min(max_total_num_tokens, (file_id, line)) FILTER (WHERE max_total_num_tokens IS NOT NULL),
+            arg_min(allocated_tokens, (file_id, line)) FILTER (WHERE allocated_tokens IS NOT NULL),
             arg_min(tp_size, (file_id, line)) FILTER (WHERE tp_size IS NOT NULL),
             arg_min(model_path, (file_id, line)) FILTER (WHERE model_path IS NOT NULL),
             min(file_id), min(line)
-        FROM cfg_raw GROUP BY node""")
+        FROM cfg_raw c GROUP BY node""")
     batches = pa.Table.from_pylist(rows.batches, schema=batch_lines.SCHEMA)  # noqa: F841
     con.execute(f"INSERT INTO batch_stats SELECT {', '.join(batch_lines.SCHEMA.names)} FROM batches")
     if rows.rejected:

@@ -8,13 +8,18 @@ findings use, applied as soon as their last line arrives:
   decoded over KV its request never wrote (findings/queries/signature_responses.sql);
 - late_transfer: decode gave an aborted room's pages back (`Decode transfer failed`), and prefill's
   transfer of that room may have landed after that: its landing (the prefill's Req Time Stats line,
-  moved onto the decode node's clock) is not provably before the abort. As in node_lifecycle.sql, the
-  rooms both nodes finished bound the two clocks' offset (prefill minus decode) to
-  [p_t - t_land, p_t + p_res - t_land], t_land = decode's line time less its forward and queue
-  durations; until a finished room bounds it the offset is unknown and the landing may be late. The
-  write may land in pages another request holds (findings/queries/late_write_responses.sql);
-- pool_smaller_than_context: a server's KV pool holds fewer tokens than its context length, so a
-  full-context request cannot fit (forensics.engines.sglang.max_req_input_len; forensics.audit);
+  moved onto the decode node's clock) is not provably before the abort. As in node_lifecycle.sql, each
+  room both nodes finished bounds the two clocks' offset (prefill minus decode) by the one rule
+  forensics.engines.sglang.landing_offset (t_land = decode's line time less its forward and queue
+  durations; the lines' resolutions and the durations' rounding widen it), and the offset lies in every
+  such room's bounds, as far as the rooms finished so far give them (the findings take every room of
+  the bundle). Until a finished room bounds it, or while the rooms' bounds disagree (the clocks
+  drifted; the findings then take the wider of the two orders), the offset is unknown and the landing
+  may be late: a live alert errs towards alerting. The write may land in pages another request holds
+  (findings/queries/late_write_responses.sql);
+- pool_smaller_than_context: a server's KV pool (the pool rule of forensics.engines.sglang, as ingest's
+  node_config and the audit take it) holds fewer tokens than its context length, so a full-context
+  request cannot fit (forensics.engines.sglang.max_req_input_len; forensics.audit);
 - exposure (page events, forensics.watch.pages): a read of slots another room wrote.
 Alerts are deduplicated per (kind, room), per (kind, node) for the start-up check. A room is forgotten
 once both sides are done with it, or an hour of log time after its last line: memory stays bounded by
@@ -30,13 +35,14 @@ from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from forensics.engines.sglang import POOL_SOURCES, landing_offset, max_req_input_len, node_pool, rank_pool
 from forensics.ingest.engine import EngineRows, parse_request_line, parse_text_line
 
 # the lines the rules read (a cheap test before the parser: most lines of a busy server are batch logs);
 # investigate reads more kinds (forensics.ingest.engine.MARKERS), the rules need only these
 TEXT_MARKERS = re.compile(
     rb"Req ?Time ?Stats\(|Input length \(|failed for request rank=|server_args=ServerArgs\(|KV Cache"
-    rb"|max_total_num_tokens="
+    rb"|max_total_num_tokens=|full_layer_tokens="
 )
 JSON_MARKER = b'"request.finished"'
 JSON_MARKER_RE = re.compile(re.escape(JSON_MARKER))
@@ -110,9 +116,11 @@ class Room:
 @dataclass
 class NodeFacts:
     role: str | None = None
-    pool: int | None = None
+    pool: int | None = None  # the pool rule's (forensics.engines.sglang.node_pool) over `stated`
     context: int | None = None
     evidence: list[dict[str, Any]] = field(default_factory=list)
+    # rank ("" without one) -> the first value of each of POOL_SOURCES its lines stated
+    stated: dict[str, list[int | None]] = field(default_factory=dict)
 
 
 class Detector:
@@ -179,14 +187,20 @@ class Detector:
         facts = self.nodes.setdefault(node, NodeFacts())
         if c.get("role") and c["role"] != "null":
             facts.role = c["role"]
-        pool = c.get("pool_tokens") or c.get("max_total_num_tokens")
-        if c.get("pool_tokens") or (facts.pool is None and pool):
-            facts.pool = pool
-            facts.evidence.append(ev)
+        cited = False
+        if any(c.get(s) is not None for s in POOL_SOURCES):
+            # the pool rule, as ingest's store applies it: each source's first line per rank. A line of a
+            # better source after the alert may change the pool; SGLang prints one number in all three
+            rank = c.get("rank") or ""
+            first = facts.stated.get(rank, [None] * len(POOL_SOURCES))
+            facts.stated[rank] = [v if v is not None else c.get(s) for v, s in zip(first, POOL_SOURCES, strict=True)]
+            pool = node_pool(rank_pool(*v) for v in facts.stated.values())
+            if pool != facts.pool:
+                facts.pool, cited = pool, True
         if c.get("context_len"):
-            facts.context = c["context_len"]
-            facts.evidence.append(ev)
-        facts.evidence = facts.evidence[-4:]
+            facts.context, cited = c["context_len"], True
+        if cited:
+            facts.evidence = [*facts.evidence, ev][-4:]
         if facts.pool is not None and facts.context is not None and facts.pool < facts.context:
             key = f"pool_smaller_than_context\t{node}"
             if key not in self.alerted:
@@ -195,8 +209,8 @@ class Detector:
                     Alert(
                         "pool_smaller_than_context", node, None, [], list(facts.evidence), None,
                         summary=f"{node}: the KV pool holds {facts.pool} tokens, the context length is "
-                        f"{facts.context}: a prompt of {facts.pool - 5} tokens or more cannot fit, and a "
-                        "prefill server replaces it with a 1-token placeholder",
+                        f"{facts.context}: a prompt of {max_req_input_len(facts.context, facts.pool)} tokens or "
+                        "more cannot fit, and a prefill server replaces it with a 1-token placeholder",
                     )
                 ]  # fmt: skip
         return []
@@ -280,12 +294,12 @@ class Detector:
         ]  # fmt: skip
 
     def _bound_offset(self, s: Room, r: dict[str, Any], t_end: float, res: float) -> None:
-        """A room both nodes finished bounds their clocks' offset (node_lifecycle.sql)."""
+        """A room both nodes finished bounds their clocks' offset (landing_offset, as node_lifecycle.sql:
+        a decode line without both durations gives no landing)."""
         fwd, queue = r.get("forward_s"), r.get("queue_s")
-        if s.prefill_done is None or s.prefill_node is None or fwd is None:
+        if s.prefill_done is None or s.prefill_node is None or fwd is None or queue is None:
             return
-        t_land = t_end - fwd - (queue or 0.0)
-        lo, hi = s.prefill_done - t_land - res, s.prefill_done + s.prefill_res - t_land + res
+        lo, hi = landing_offset(s.prefill_done, s.prefill_res, t_end - fwd - queue, res)
         key = f"{s.prefill_node}\t{s.decode_node}"
         cur = self.offsets.get(key)
         self.offsets[key] = [lo, hi] if cur is None else [max(cur[0], lo), min(cur[1], hi)]

@@ -91,8 +91,9 @@ def _check_engine_rows(rows: engine.EngineRows) -> None:
             "max_input_len",
             "page_size",
             "context_len",
-            "pool_tokens",
+            "full_layer_tokens",
             "max_total_num_tokens",
+            "allocated_tokens",
             "tp_size",
         ):
             v = r.get(key)

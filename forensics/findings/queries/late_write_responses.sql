@@ -6,8 +6,9 @@
 -- say, so such a response is indeterminate and the aborted room one of its possible sources.
 -- The landing, on the decode node's clock: node_lifecycle's [t_land_lo, t_land_hi], never before the
 -- abort; unknown (no prefill line names the room): from the abort on, without end. A response held
--- pages from its pre-allocation (at the earliest its estimate less the durations' rounding) to its
--- decode end (at the latest its line's time plus the line's resolution).
+-- pages from its pre-allocation (at the earliest its estimate less its three durations' rounding: the
+-- macro alloc_rounding, forensics.engines.sglang) to its decode end (at the latest its line's time plus
+-- the line's resolution).
 -- grain: recipient request, aborted room; reads: node_lifecycle, dark_rooms, gateway, request_cohort,
 --        telemetry_nodes, replay_window; params: none
 CREATE OR REPLACE TABLE late_write_responses AS
@@ -22,7 +23,7 @@ WITH landing AS (
            strftime(make_timestamp((least(l.hi, 1e11) * 1e6)::BIGINT), '%Y-%m-%dT%H:%M:%S.%gZ') AS hi_text,
            make_timestamp((l.lo * 1e6)::BIGINT) AS lo_ts
     FROM landing l JOIN node_lifecycle v ON v.node = l.node AND NOT v.aborted AND v.room <> l.source_room
-    WHERE l.hi >= l.t_free AND v.t_alloc - 5e-4 <= l.hi AND v.t_end + v.res >= l.lo
+    WHERE l.hi >= l.t_free AND v.t_alloc - alloc_rounding() <= l.hi AND v.t_end + v.res >= l.lo
 ), senders AS (  -- the aborted rooms' gateway records on that node
     SELECT DISTINCT g.decode_node AS node, g.bootstrap_room AS room, g.request_id, g.account_id,
            coalesce(c.cohort, 'customer') AS cohort

@@ -7,11 +7,13 @@
 -- (t_free); its pre-allocation is its prefill start_time moved onto the decode clock plus the node's
 -- median prealloc_duration (unc_alloc: half the 10th-to-90th percentile spread); its transfer lands
 -- when its prefill's Req Time Stats line says, moved onto the decode clock. Both lines of a finished
--- room mark its landing: a line's time is its true time cut to the line's resolution, so each finished
--- room bounds the offset of the two clocks, prefill minus decode, to [p_t - t_land, p_t + p_res -
--- t_land] (widened by the decode side's own rounding), and the offset lies in every room's bounds:
--- from the largest lower to the smallest upper one (in the other order when the bounds disagree: the
--- wider interval). The landing then lies in [t_land_lo, t_land_hi]; t_land is its middle and
+-- room mark its landing: a line's time is its true time cut to the line's resolution, and decode's
+-- t_land is also off by its two durations' rounding, so each finished room bounds the offset of the two
+-- clocks, prefill minus decode, to [p_t - (t_land + res + r), p_t + p_res - t_land + r] (r: the
+-- durations' rounding; the macros landing_offset_lo and landing_offset_hi, the rule the watcher applies
+-- too: forensics.engines.sglang.landing_offset), and the offset lies in every room's bounds: from the
+-- largest lower to the smallest upper one (in the other order when the bounds disagree: the wider
+-- interval). The landing then lies in [t_land_lo, t_land_hi]; t_land is its middle and
 -- unc_land half its width. NULL times are unknown.
 -- n_xfer: the tokens the transfer writes (the prefill's input length: 1 for a placeholder).
 -- A line without a time (some versions' request log) places nothing.
@@ -47,9 +49,9 @@ WITH lines AS (
            d.t_end - d.fwd - d.queue_s - d.transfer_s AS t_alloc
     FROM decode d LEFT JOIN prefill p USING (room)
 ), land_fit AS (  -- prefill clock minus decode clock, per node pair, from the finished rooms
-    SELECT node, p_node, max(p_t - (t_land + res + DECODE_ROUNDING)) AS off_lo, min(p_t + p_res - t_land) AS off_hi
-    FROM (SELECT *, 5e-4 AS DECODE_ROUNDING FROM timed)  -- a duration printed with 4 decimals, 3 of them summed
-    WHERE t_land IS NOT NULL AND p_t IS NOT NULL AND t_free IS NULL GROUP BY ALL
+    SELECT node, p_node, max(landing_offset_lo(p_t, t_land, res)) AS off_lo,
+           min(landing_offset_hi(p_t, p_res, t_land)) AS off_hi
+    FROM timed WHERE t_land IS NOT NULL AND p_t IS NOT NULL AND t_free IS NULL GROUP BY ALL
 ), land AS (
     SELECT t.node, t.room, t.p_t - greatest(f.off_lo, f.off_hi) AS t_land_lo,
            t.p_t + t.p_res - least(f.off_lo, f.off_hi) AS t_land_hi
