@@ -27,6 +27,7 @@ from forensics.engines.sglang import (
     CONTEXT_LEN,
     DECODE_ROLE,
     MAX_TOTAL,
+    NEVER_BINDS,
     OVER_LIMIT,
     POOL,
     POOL_PRIORITY,
@@ -54,7 +55,6 @@ MARKERS = (
 
 SECOND_POOL = 5  # a second binding pool line on the rank
 VA_BOUND = 7  # a virtual pool's upper bound
-NEVER_BINDS = 9  # as pool_kind's sliding-window and state pools
 
 # a line holding none of these is dropped before parsing (after the first lines, kept for detection)
 KEYWORDS = ("tokens", "server", "warmup", "max_req_input_len", "Memory pool", "sglang")

@@ -103,16 +103,10 @@ POOL_SOURCES = ("full_layer_tokens", "max_total_num_tokens", "allocated_tokens")
 POOL_PRIORITY = {source: i for i, source in enumerate(POOL_SOURCES)}
 
 
-def rank_pool(
-    full_layer_tokens: int | None, max_total_num_tokens: int | None, allocated_tokens: int | None
-) -> int | None:
-    """One rank's pool: the first source of POOL_SOURCES it states (the macro sglang_rank_pool)."""
-    stated = dict(
-        full_layer_tokens=full_layer_tokens,
-        max_total_num_tokens=max_total_num_tokens,
-        allocated_tokens=allocated_tokens,
-    )
-    return next((stated[s] for s in POOL_SOURCES if stated[s] is not None), None)
+def rank_pool(*stated: int | None) -> int | None:
+    """One rank's pool: the first source it states, its values given in POOL_SOURCES order (the macro
+    sglang_rank_pool, a coalesce of the same)."""
+    return next((v for v in stated if v is not None), None)
 
 
 def node_pool(rank_pools: Iterable[int | None]) -> int | None:
@@ -276,19 +270,21 @@ PREFILL_ROLE = re.compile(r"for prefill server|prefill disaggregation mode warmu
 
 # a pool that holds requests' KV (pool_kind): the allocated_tokens source of the pool rule
 BINDING_PRIORITY = POOL_PRIORITY["allocated_tokens"]
+DRAFT_PRIORITY = 6  # a draft model's pool: binds only where no other pool line is on the rank
+NEVER_BINDS = 9  # a sliding-window or state pool: never the pool
 
 
 def pool_kind(name: str) -> tuple[str, int]:
     """What a pool line's name says it holds, and its priority as the binding pool (lower binds first):
-    sliding-window and state pools never bind (9), a draft model's binds only alone (6), else
-    BINDING_PRIORITY."""
+    sliding-window and state pools never bind (NEVER_BINDS), a draft model's binds only alone
+    (DRAFT_PRIORITY), else BINDING_PRIORITY."""
     low = name.lower()
     if "swa" in low or "sliding" in low:
-        return "swa", 9
+        return "swa", NEVER_BINDS
     if any(k in low for k in ("mamba", "ssm", "state", "conv")):
-        return "state", 9
+        return "state", NEVER_BINDS
     if any(k in low for k in ("draft", "eagle", "mtp", "nextn", "spec")):
-        return "draft", 6
+        return "draft", DRAFT_PRIORITY
     return ("full" if "full" in low else "kv"), BINDING_PRIORITY
 
 
