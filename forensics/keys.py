@@ -24,9 +24,12 @@ SUB_SPAN = 1 << 20  # transfers that land at one position: at most SUB_SPAN - 1
 OWN_STRIDE = 2 * SUB_SPAN  # k of an own event = seq * OWN_STRIDE; landed transfers fall between
 NODE_SPAN = 1 << 40  # a node's base = its number * NODE_SPAN; ranks within a node stay below it
 
-# op codes on the way through numpy: an index into OPS (the screen and the replay share it).
+# op codes on the way through numpy: an index into OPS (the screen, its walk and the replay share it).
 # "inj" is not a logged op: a foreign write injected into the history of the room it hit.
 OPS = ("alloc", "free", "write", "xfer", "read", "share", "inj")
+# each code by name, for the code that tests ops (the compiled walks take them as constants)
+OP_ALLOC, OP_FREE, OP_WRITE, OP_XFER = OPS.index("alloc"), OPS.index("free"), OPS.index("write"), OPS.index("xfer")
+OP_READ, OP_SHARE, OP_INJ = OPS.index("read"), OPS.index("share"), OPS.index("inj")
 
 MACROS = {
     # the position of an own event, and of the transfers that landed right after own event seq_lo

@@ -177,11 +177,11 @@ def _events(lc: Lifecycle, rng: np.random.Generator | None) -> tuple[np.ndarray,
     finished = ~lc.aborted
     t["t_land"][finished] = np.fmin(t["t_land"][finished], t["t_read"][finished] - 1e-8)
     kinds = [
-        (alloc.ALLOC_IN, t["t_alloc"]),
-        (alloc.LAND, t["t_land"]),
-        (alloc.READ, np.where(finished, t["t_read"], np.nan)),
-        (alloc.END, np.where(finished, t["t_end"], np.nan)),
-        (alloc.FREE, np.where(lc.aborted, t["t_free"], np.nan)),
+        (alloc.LC_ALLOC_IN, t["t_alloc"]),
+        (alloc.LC_LAND, t["t_land"]),
+        (alloc.LC_READ, np.where(finished, t["t_read"], np.nan)),
+        (alloc.LC_END, np.where(finished, t["t_end"], np.nan)),
+        (alloc.LC_FREE, np.where(lc.aborted, t["t_free"], np.nan)),
     ]
     time = np.concatenate([v for _, v in kinds])
     kind = np.concatenate([np.full(n, k, dtype=np.int8) for k, _ in kinds])

@@ -114,7 +114,7 @@ def _walk(events: list[tuple[int, int]], rooms: dict[str, list], ps: int, n_page
 def test_a_placeholder_attends_what_the_last_holders_of_its_pages_wrote(pol: int) -> None:
     """Rooms 0 and 1 fill pages and leave; room 2, a placeholder (its transfer writes one token), takes
     pages that held both; room 3 arrives after room 2 ended and is not its source."""
-    A, L, R, E = alloc.ALLOC_IN, alloc.LAND, alloc.READ, alloc.END
+    A, L, R, E = alloc.LC_ALLOC_IN, alloc.LC_LAND, alloc.LC_READ, alloc.LC_END
     rooms = {
         "n_read": [64, 64, 128, 64],
         "n_xfer": [64, 64, 1, 64],
@@ -131,7 +131,7 @@ def test_a_placeholder_attends_what_the_last_holders_of_its_pages_wrote(pol: int
 def test_a_late_transfer_into_pages_a_placeholder_attends_is_found() -> None:
     """Room 0 aborts (its pages go back before its transfer lands); room 1, a placeholder, takes those
     pages and reads; room 0's transfer then lands in them."""
-    A, L, R, E, F = alloc.ALLOC_IN, alloc.LAND, alloc.READ, alloc.END, alloc.FREE
+    A, L, R, E, F = alloc.LC_ALLOC_IN, alloc.LC_LAND, alloc.LC_READ, alloc.LC_END, alloc.LC_FREE
     rooms = {
         "n_read": [32, 32],
         "n_xfer": [32, 1],
@@ -146,7 +146,7 @@ def test_a_late_transfer_into_pages_a_placeholder_attends_is_found() -> None:
 def test_anchored_pages_override_the_policy() -> None:
     """The evidence names room 1's page (the prefill's transfer event): the walk puts it there even where
     the policy would have handed out another page, so room 1 attends room 0's page 3, not page 1."""
-    A, L, R, E = alloc.ALLOC_IN, alloc.LAND, alloc.READ, alloc.END
+    A, L, R, E = alloc.LC_ALLOC_IN, alloc.LC_LAND, alloc.LC_READ, alloc.LC_END
     rooms = {
         "n_read": [16, 32, 16],
         "n_xfer": [16, 1, 16],

@@ -82,6 +82,7 @@ HITS_SQL = """SELECT DISTINCT g.sender, g.xseq FROM transfer_landing g
 
 @pytest.mark.parametrize("seed", range(6))
 def test_window_hits_match_the_definition(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    import forensics.ownership.execution.streams as streams
     import forensics.ownership.steps.landing as landing
     from forensics.db import connect
 
@@ -117,7 +118,7 @@ def test_window_hits_match_the_definition(seed: int, monkeypatch: pytest.MonkeyP
             "xe": (xs + rng.integers(1, 30, m)).tolist(),
         },
     )
-    monkeypatch.setattr(landing, "CHUNK_EVENTS", int(rng.choice([50, 333, 10_000])))
+    monkeypatch.setattr(streams, "CHUNK_EVENTS", int(rng.choice([50, 333, 10_000])))
     landing.window_hits(con)
     got = con.execute("SELECT * FROM landing_window_hits ORDER BY ALL").fetchall()
     want = con.execute(HITS_SQL).fetchall()

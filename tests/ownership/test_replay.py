@@ -58,7 +58,7 @@ def test_chunked_work_gives_the_same_answer(tmp_path: Path, monkeypatch: pytest.
     whole = Findings(bundle, Execution(screen=False))
     want = {name: whole.rows(q) for name, q in queries.items()}
     assert want["history_found"] and want["exposures"]
-    monkeypatch.setattr(forensics.ownership.steps.replay, "CHUNK_EVENTS", 700)
+    monkeypatch.setattr(forensics.ownership.steps.replay, "BUCKET_EVENTS", 700)
     monkeypatch.setattr(forensics.ownership.steps.history, "ENVELOPE_CHUNK", 50)
     calls = {"replay": 0, "envelope": 0}
     replay_node, envelope = forensics.ownership.steps.replay._replay_chunk, forensics.ownership.steps.history.envelope

@@ -216,9 +216,10 @@ def test_page_files_out_of_seq_order_give_the_same_answer(tmp_path: Path) -> Non
 @pytest.mark.parametrize("seed", range(6))
 def test_room_marks_names_every_room_of_the_own_events_and_repeats_only_evicted_ones(seed: int) -> None:
     """room_marks over chunks: every room of an own event is written at least once, no room of only
-    landed transfers (XFER) is, and a room is written again only after another room took its place in
+    landed transfers (OP_XFER) is, and a room is written again only after another room took its place in
     the table (a table of 8 entries here, so that evictions happen)."""
-    from forensics.ownership.steps.screen import XFER, room_marks
+    from forensics.keys import OP_XFER
+    from forensics.ownership.steps.screen import room_marks
 
     rng = np.random.default_rng(seed)
     n = 3_000
@@ -226,13 +227,13 @@ def test_room_marks_names_every_room_of_the_own_events_and_repeats_only_evicted_
     for i in np.flatnonzero(rng.random(n) < 0.4):  # runs: an event of the room just before
         room[i] = room[i - 1]
     opc = rng.integers(0, 6, size=n).astype(np.int8)
-    opc[room % 7 == 3] = XFER  # some rooms only ever land as transfers
+    opc[room % 7 == 3] = OP_XFER  # some rooms only ever land as transfers
     recent, used = np.zeros(8, dtype=np.int64), np.zeros(8, dtype=np.bool_)
     marks: list[int] = []
     for a, b in zip([0, 1, 700, 700, 2_000], [1, 700, 700, 2_000, n], strict=True):
         out = np.empty(b - a, dtype=np.int64)
         marks += out[: room_marks(opc[a:b], room[a:b], recent, used, out)].tolist()
-    own = room[opc != XFER]
+    own = room[opc != OP_XFER]
     assert set(marks) == set(own.tolist())
     # a room is written again only when some other room was written in between (the one that took its slot)
     last: dict[int, int] = {}

@@ -11,6 +11,7 @@ import duckdb
 import numpy as np
 import pytest
 
+import forensics.ownership.execution.streams as streams
 import forensics.ownership.steps.transfers as transfers
 from forensics.db import connect
 from forensics.simulate import build_config, simulate
@@ -82,7 +83,7 @@ def test_links_match_the_definition_on_random_events(seed: int, monkeypatch: pyt
     stream = transfers._stream
     monkeypatch.setattr(transfers, "_stream", lambda c, n, ops: passes.append(ops) or stream(c, n, ops))
     if seed % 2:  # small chunks: each pass sees the events in many pieces
-        monkeypatch.setattr(transfers, "CHUNK_EVENTS", 97)
+        monkeypatch.setattr(streams, "CHUNK_EVENTS", 97)
     if seed % 3 == 2:  # transfers stored sorted by receiver (as with many nodes)
         monkeypatch.setattr(transfers, "SORT_RECEIVERS", 0)
     transfers.transfer_links(con)

@@ -22,16 +22,23 @@ from forensics.db import cursor
 T = TypeVar("T")
 Chunk = list[np.ndarray]
 
+# rows per chunk of a streamed read (a few int64 columns each): memory stays bounded however many
+# events a node has; the walks carry their state from one chunk to the next
+CHUNK_EVENTS = 8_000_000
+
 
 class OutOfOrder(Exception):
     """The stored order broke: keys did not strictly rise."""
 
 
-def chunks(con: duckdb.DuckDBPyConnection, sql: str, params: dict, types: tuple, rows: int) -> Iterator[Chunk]:
-    """The query's rows, `rows` at a time, as one contiguous array per column (of the given dtypes)."""
+def chunks(
+    con: duckdb.DuckDBPyConnection, sql: str, params: dict, types: tuple, rows: int | None = None
+) -> Iterator[Chunk]:
+    """The query's rows, `rows` (default CHUNK_EVENTS) at a time, as one contiguous array per column (of
+    the given dtypes)."""
     reading = cursor(con)  # its own cursor: the caller's connection stays free to store results
     try:
-        reader = reading.sql(sql, params=params).to_arrow_reader(rows)
+        reader = reading.sql(sql, params=params).to_arrow_reader(rows or CHUNK_EVENTS)
         for batch in reader:
             yield [_array(batch.column(i), t) for i, t in enumerate(types)]
     finally:

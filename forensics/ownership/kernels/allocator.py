@@ -37,8 +37,9 @@ import numpy as np
 from numba import njit
 
 LIFO, SORTED, DEFERRED, FIFO = 0, 1, 2, 3
-# the walk's event kinds, in the order a request goes through them on the decode node
-ALLOC_IN, LAND, READ, END, FREE = 0, 1, 2, 3, 4
+# the walk's event kinds, in the order a request goes through them on the decode node: steps of a
+# request's lifecycle (LC_), not forensics.keys' op codes
+LC_ALLOC_IN, LC_LAND, LC_READ, LC_END, LC_FREE = 0, 1, 2, 3, 4
 # st: the allocator's scalar state: free pages, released pages listed, the lowest page that may be free
 _AVAIL, _RELEASED, _HINT = 0, 1, 2
 _NEXT, _PREV = 0, 1  # rows of link
@@ -447,7 +448,7 @@ def walk(
         i = ev_room[e]
         kind = ev_kind[e]
         base = h_ptr[i]
-        if kind == ALLOC_IN:
+        if kind == LC_ALLOC_IN:
             # the allocator saw the whole request, whatever part of its pages the evidence names;
             # DEFERRED merges as SGLang's pre-allocation does: alloc(n) on page size 1, alloc_extend of
             # the input's tokens (merge when tokens // page_size + 2 > free pages) on larger pages
@@ -468,7 +469,7 @@ def walk(
             for j in range(cnt):
                 holder[held[base + j]] = i
             got_in[i] = cnt
-        elif kind == LAND:
+        elif kind == LC_LAND:
             if x_ptr[i + 1] > x_ptr[i]:
                 for j in range(x_ptr[i], x_ptr[i + 1]):
                     for p in range(x_start[j] // ps, (x_end[j] - 1) // ps + 1):
@@ -478,7 +479,7 @@ def walk(
                 for j in range(min(got_in[i], (n_xfer[i] + ps - 1) // ps)):
                     fill = min(ps, n_xfer[i] - j * ps)
                     pairs, n_pairs = _write(lw, lf, ld, page_attend, held[base + j], fill, i, pairs, n_pairs)
-        elif kind == READ:
+        elif kind == LC_READ:
             if watch[i]:
                 for j in range(min(got_in[i], (n_read[i] + ps - 1) // ps)):
                     p = held[base + j]
@@ -487,14 +488,14 @@ def walk(
             got_out[i] = _alloc(pol, link, bits, tier, released, st, out_pages[i], held, base + got_in[i])
             for j in range(got_out[i]):
                 holder[held[base + got_in[i] + j]] = i
-        else:  # END writes the output and gives every page back; FREE (an abort) gives the pre-allocation back
-            if kind == END:
+        else:  # LC_END writes the output and gives every page back; LC_FREE (an abort) gives the pre-allocation back
+            if kind == LC_END:
                 off = base + got_in[i]
                 for j in range(got_out[i]):
                     if holder[held[off + j]] == i:
                         fill = min(ps, n_out[i] - j * ps)
                         pairs, n_pairs = _write(lw, lf, ld, page_attend, held[off + j], fill, i, pairs, n_pairs)
-            hi = base + got_in[i] + (got_out[i] if kind == END else 0)
+            hi = base + got_in[i] + (got_out[i] if kind == LC_END else 0)
             m = _release(held, base, hi, i, holder, page_attend, scratch, spare)
             if m:
                 fr = scratch[spare : spare + m].copy()

@@ -12,9 +12,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from forensics.keys import OP_ALLOC, OP_FREE, OP_INJ, OP_READ, OP_SHARE
 from forensics.ownership.kernels.prefetch import prefetch
 
-# op codes of the walk: indexes into forensics.keys.OPS (alloc 0, free 1, write 2, xfer 3, read 4, share 5)
+# the walk's op codes are forensics.keys' (an index into OPS; -1: an op not in OPS)
 
 # events ahead whose records the walk prefetches
 AHEAD = 8
@@ -204,8 +205,8 @@ def screen_chunk(
         else:
             ki, op, r, a, b = _event(own, i)
             i += 1
-        if op < 0 or a < 0 or b > slots:
-            flagged[nf] = r  # not something this pass models: replay the room
+        if op < 0 or op == OP_INJ or a < 0 or b > slots:
+            flagged[nf] = r  # not something this pass models (inj is the replay's alone): replay the room
             nf += 1
             continue
         if b <= a:
@@ -218,7 +219,7 @@ def screen_chunk(
                     for c in range(rec.shape[1]):  # the new run start takes the state of its run
                         rec[x, c] = rec[p, c]
         me = False  # this event's room is flagged
-        if op >= 4:  # read, share: the state does not change
+        if op == OP_READ or op == OP_SHARE:  # the state does not change
             s = a
             while s < b:
                 e = _next_set(words, summary, s)
@@ -261,7 +262,7 @@ def screen_chunk(
                     if h >= 0:
                         flagged[nf] = rec[s, HOLD_ROOM]
                         nf += 1
-                if op == 0:  # alloc
+                if op == OP_ALLOC:
                     if other:
                         me = True
                         rec[s, SHARED] = 1
@@ -269,7 +270,7 @@ def screen_chunk(
                         nf += 1
                     rec[s, HOLD_K] = ki
                     rec[s, HOLD_ROOM] = r
-                elif op == 1:  # free
+                elif op == OP_FREE:
                     if held:
                         rec[s, HOLD_K] = -1
                     else:
@@ -277,7 +278,7 @@ def screen_chunk(
                         if other:
                             flagged[nf] = rec[s, HOLD_ROOM]
                             nf += 1
-                else:  # write, xfer
+                else:  # OP_WRITE, OP_XFER
                     if not held:
                         me = True
                         if other:

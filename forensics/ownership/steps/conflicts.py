@@ -33,7 +33,7 @@ from forensics.db import arrow_view
 from forensics.ownership.execution.parallel import receivers, side_by_side
 from forensics.ownership.execution.streams import chunks
 
-CHUNK = 4_000_000  # transfers per chunk of a receiver's stream
+CHUNK_TRANSFERS = 4_000_000  # transfers per chunk of a receiver's stream
 # columns of the open set (one row per open transfer)
 SND, XSEQ, ROOM, START, END, SEQ_LO, SEQ_HI, LO, HI, TIMED = range(10)
 FIELDS = 10
@@ -143,7 +143,7 @@ def transfer_conflicts(con: duckdb.DuckDBPyConnection) -> None:
 
     def pairs(cur: duckdb.DuckDBPyConnection, job: tuple[str, list[str]]) -> pa.Table:
         node, senders = job
-        rows = receiver_conflicts(chunks(cur, _QUERY, {"node": node, "senders": senders}, _TYPES, CHUNK))
+        rows = receiver_conflicts(chunks(cur, _QUERY, {"node": node, "senders": senders}, _TYPES, CHUNK_TRANSFERS))
         name = np.array(senders + [""], dtype=object)  # list_position counts from 1
         return pa.table(
             {

@@ -30,10 +30,6 @@ from forensics.ownership.execution.streams import chunks, in_order, rising
 SCHEMA = pa.schema([("link", pa.int64()), ("seq_max", pa.int64()), ("seq_min", pa.int64())])
 
 
-# receiver events per chunk of the stream (memory stays bounded however many events a node has)
-CHUNK_EVENTS = 8_000_000
-
-
 def landing_seqs(con: duckdb.DuckDBPyConnection) -> None:
     nodes, weights = receivers(con, "transfer_links")  # the rows of landing_bounds, without its join
     events = "SELECT epoch_us(ts) AS t, seq FROM page_events WHERE node = $node AND op <> 'transfer'"
@@ -47,7 +43,7 @@ def landing_seqs(con: duckdb.DuckDBPyConnection) -> None:
             events,
             events + " ORDER BY seq",
         ):  # as stored (see execution.streams), then sorted
-            table = _receiver_chunks(chunks(cur, query, {"node": node}, (np.int64, np.int64), CHUNK_EVENTS), x)
+            table = _receiver_chunks(chunks(cur, query, {"node": node}, (np.int64, np.int64)), x)
             if table is not None:
                 return table
         ev = cur.execute(events, {"node": node}).fetchnumpy()  # stamps out of seq order: all at once, sorted
@@ -216,10 +212,10 @@ def _node_hits(con: duckdb.DuckDBPyConnection, events: str, node: str, windows: 
         return hit
 
     def stored():
-        return rising(chunks(con, events, {"node": node}, types, CHUNK_EVENTS))
+        return rising(chunks(con, events, {"node": node}, types))
 
     def ordered():
-        return chunks(con, events + " ORDER BY seq", {"node": node}, types, CHUNK_EVENTS)
+        return chunks(con, events + " ORDER BY seq", {"node": node}, types)
 
     return in_order(walk, stored, ordered)[0]
 

@@ -24,12 +24,17 @@ from forensics.db import arrow_view, timed
 from forensics.errors import CapacityError
 from forensics.keys import OPS
 
-# events per numpy chunk (a node's rooms are split into buckets of about this many events)
-CHUNK_EVENTS = 2_000_000
+# events per room bucket (a node's rooms are replayed in buckets of about this many events). A quarter
+# of a streamed chunk (forensics.ownership.execution.streams.CHUNK_EVENTS): a bucket is held whole, each
+# event repeated once per slot piece it covers, with some twenty arrays per row
+BUCKET_EVENTS = 2_000_000
 
-# the classes the state tracks, per op code (forensics.keys.OPS: the codes on the way through numpy)
-ALLOC, FREE, WRITE, READ, INJ = 1, 2, 3, 4, 5
-_CLASS_OF = {"alloc": ALLOC, "free": FREE, "write": WRITE, "xfer": WRITE, "read": READ, "share": READ, "inj": INJ}
+# the classes the state tracks (its own numbering, not op codes), per op code (forensics.keys.OPS)
+CLASS_ALLOC, CLASS_FREE, CLASS_WRITE, CLASS_READ, CLASS_INJ = 1, 2, 3, 4, 5
+_CLASS_OF = {
+    "alloc": CLASS_ALLOC, "free": CLASS_FREE, "write": CLASS_WRITE, "xfer": CLASS_WRITE,
+    "read": CLASS_READ, "share": CLASS_READ, "inj": CLASS_INJ,
+}  # fmt: skip
 OP_CLASS = np.array([_CLASS_OF[op] for op in OPS], dtype=np.int8)
 
 EVENTS_SQL = """
@@ -98,7 +103,7 @@ def replay_rooms(con: duckdb.DuckDBPyConnection, holders_only: bool, screened: b
 
 
 def _replay_rooms(con: duckdb.DuckDBPyConnection, holders_only: bool, screened: bool) -> None:
-    """Node by node, and within a node by room buckets of at most CHUNK_EVENTS events: rooms are
+    """Node by node, and within a node by room buckets of at most BUCKET_EVENTS events: rooms are
     independent, so memory stays bounded (and one chunk's buffers are reused for the next)."""
     con.execute("DROP TABLE IF EXISTS room_state_new")
     source = "timeline"
@@ -111,7 +116,7 @@ def _replay_rooms(con: duckdb.DuckDBPyConnection, holders_only: bool, screened: 
     chunks = con.execute(
         f"""SELECT x.node, greatest(1, ceil(coalesce(count(t.k), 0) / ?))::BIGINT AS parts
             FROM node_index x LEFT JOIN {source} t USING (node) GROUP BY x.node ORDER BY x.node""",
-        [CHUNK_EVENTS],
+        [BUCKET_EVENTS],
     ).fetchall() or [(None, 1)]  # no node at all: one empty chunk makes the typed, empty table
     made = False
     for node, parts in chunks:
@@ -186,12 +191,12 @@ def _replay_chunk(con: duckdb.DuckDBPyConnection, source: str) -> pa.Table:
     def ev_at(prev_rows: np.ndarray) -> np.ndarray:
         return np.where(prev_rows >= 0, ev_of_row[np.maximum(prev_rows, 0)], -1)
 
-    a = ev_at(_prev_of(cls_rows, ALLOC, first_row))
-    f = ev_at(_prev_of(cls_rows, FREE, first_row))
-    w = ev_at(_prev_of(cls_rows, WRITE, first_row))
-    r = ev_at(_prev_of(cls_rows, READ, first_row))
-    i = ev_at(_prev_of(cls_rows, INJ, first_row))
-    nf = ev_at(_next_of(cls_rows, FREE, last_row))
+    a = ev_at(_prev_of(cls_rows, CLASS_ALLOC, first_row))
+    f = ev_at(_prev_of(cls_rows, CLASS_FREE, first_row))
+    w = ev_at(_prev_of(cls_rows, CLASS_WRITE, first_row))
+    r = ev_at(_prev_of(cls_rows, CLASS_READ, first_row))
+    i = ev_at(_prev_of(cls_rows, CLASS_INJ, first_row))
+    nf = ev_at(_next_of(cls_rows, CLASS_FREE, last_row))
 
     def col(name: str) -> tuple[np.ndarray, np.ndarray | None]:
         v = ev[name]

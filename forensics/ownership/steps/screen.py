@@ -46,31 +46,28 @@ import pyarrow.parquet as pq
 from numba import njit
 
 from forensics.db import arrow_view, run_query, scalar, sql_literal, telemetry_node_names, timed
-from forensics.keys import OPS
+from forensics.keys import OP_XFER
 from forensics.ownership.execution.parallel import side_by_side
 from forensics.ownership.execution.streams import alongside, chunks, in_order, rising
 from forensics.ownership.kernels.runmap import RunMap, screen_events
 
 _OPC = "coalesce(op_code(op), -1)"
-
-# events per chunk of the stream (the run map carries over between chunks: memory stays bounded)
-CHUNK_EVENTS = 8_000_000
 PROV_BATCH = 4_000_000  # provenance rows buffered before each insert
 COLUMN_TYPES = (np.int64, np.int8, np.int64, np.int64, np.int64)  # k, opc, room, start, end
-XFER = OPS.index("xfer")  # transfers landed in the node: not its own events
 RECENT = 1 << 15  # rooms remembered by room_marks (512 KB: stays in the core's cache)
 
 
 @njit(cache=True, nogil=True)
 def room_marks(opc, room, recent, used, out):  # pragma: no cover
-    """Write to `out` the rooms of the node's own events (opc other than XFER) that are not among the
-    rooms seen lately, and return how many. `recent`/`used`: a direct-mapped table of rooms seen lately,
-    carried over between chunks. A room's events lie close together in a node's event order, so almost
-    every room is written once; one pushed out of the table by another is written again."""
+    """Write to `out` the rooms of the node's own events (opc other than OP_XFER: transfers landed in it)
+    that are not among the rooms seen lately, and return how many. `recent`/`used`: a direct-mapped
+    table of rooms seen lately, carried over between chunks. A room's events lie close together in a
+    node's event order, so almost every room is written once; one pushed out of the table by another is
+    written again."""
     mask = recent.shape[0] - 1
     n = 0
     for i in range(room.size):
-        if opc[i] == XFER:
+        if opc[i] == OP_XFER:
             continue
         r = room[i]
         u = np.uint64(r) * np.uint64(0x9E3779B97F4A7C15)
@@ -152,11 +149,12 @@ def _spool_parent(con: duckdb.DuckDBPyConnection) -> str | None:
 def _screen_node(
     con: duckdb.DuckDBPyConnection, node: str, slots: int, as_view: bool, spool: Path
 ) -> tuple[np.ndarray, np.ndarray, bool, list[str]]:
-    """Walk the node's timeline in event order, CHUNK_EVENTS at a time: its own events as stored merged
-    with the transfers that landed in it when the stored order rises (forensics.ownership.execution.streams), else one
-    sorted read of the timeline. Returns (flagged rooms, the rooms of its own events (room_marks: a
-    room may come more than once), whether stored order served, the Parquet files under `spool`
-    holding the provenance rows k, s, e, w_k in walk order). `con`: a connection of this node's own
+    """Walk the node's timeline in event order, a chunk (streams.CHUNK_EVENTS) at a time: its own events as
+    stored merged with the transfers that landed in it when the stored order rises
+    (forensics.ownership.execution.streams), else one sorted read of the timeline. Returns (flagged
+    rooms, the rooms of its own events (room_marks: a room may come more than once), whether stored
+    order served, the Parquet files under `spool` holding the provenance rows k, s, e, w_k in walk
+    order). `con`: a connection of this node's own
     (nodes may be walked in parallel threads)."""
     spool.mkdir(parents=True, exist_ok=True)
     params = {"node": node}
@@ -169,7 +167,6 @@ def _screen_node(
                 FROM page_events WHERE node = $node AND op <> 'transfer'""",
             params,
             COLUMN_TYPES,
-            CHUNK_EVENTS,
         )
         landed = con.execute(
             f"""SELECT kv_key(pos, sub) AS k, ({_OPC})::TINYINT AS opc, room, start, "end"
@@ -186,7 +183,6 @@ def _screen_node(
             f"""SELECT k, ({_OPC})::TINYINT AS opc, room, start, "end" FROM timeline WHERE node = $node ORDER BY k""",
             params,
             COLUMN_TYPES,
-            CHUNK_EVENTS,
         )
         return ((chunk, None) for chunk in stream)  # every event in one sorted read: nothing alongside
 

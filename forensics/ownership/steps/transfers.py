@@ -30,16 +30,16 @@ from forensics.db import arrow_view, scalar, timed
 from forensics.ownership.execution.parallel import receivers, side_by_side
 from forensics.ownership.execution.streams import chunks, in_order, rising
 
-# receiver events per streamed chunk (memory stays bounded however many events a node has)
-CHUNK_EVENTS = 8_000_000
 SORT_RECEIVERS = 16  # more nodes than this: the transfers are stored sorted by receiver
 NONE_HI = np.iinfo(np.int64).max  # no read found
 NONE_LO = np.iinfo(np.int64).min  # no alloc / free found
 
 
-# a room's events on the receiver: reads and shares (the first counts), allocs and frees (before it)
-READ, ALLOC, FREE = 0, 1, 2
-_OPK = f"CASE WHEN op IN ('read', 'share') THEN {READ} WHEN op = 'alloc' THEN {ALLOC} ELSE {FREE} END"
+# the link walk's own kinds of receiver event, not forensics.keys' op codes (a read and a share are one
+# kind here, and page_events' ops are text): reads and shares (the first counts), allocs and frees
+# (before it)
+KIND_READ, KIND_ALLOC, KIND_FREE = 0, 1, 2
+_OPK = f"CASE WHEN op IN ('read', 'share') THEN {KIND_READ} WHEN op = 'alloc' THEN {KIND_ALLOC} ELSE {KIND_FREE} END"
 # per transfer, in group order: its slots, then what the receiver's events say about it
 XS, XE, RSEQ, RTS, ASEQ, ATS, FSEQ = range(7)
 
@@ -104,7 +104,7 @@ def _group(room, xs, xe):  # pragma: no cover
 
 @njit(cache=True, nogil=True)
 def _match(table, first, rec, ev_room, ev_seq, ev_t, ev_s, ev_e, ev_k):  # pragma: no cover
-    """Match each event (room, seq, stamp, slots, kind READ/ALLOC/FREE) to the transfers of its room
+    """Match each event (room, seq, stamp, slots, kind KIND_READ/KIND_ALLOC/KIND_FREE) to the transfers of its room
     whose slots it overlaps, through the room table. A read keeps the lowest seq per transfer; an
     alloc or free counts only below the read's seq and keeps the highest. So the events may come in
     any order when every read comes before every alloc and free (two passes), or all together in
@@ -118,10 +118,10 @@ def _match(table, first, rec, ev_room, ev_seq, ev_t, ev_s, ev_e, ev_k):  # pragm
             if not (rec[r, XS] < ev_e[i] and rec[r, XE] > ev_s[i] and seq < rec[r, RSEQ]):
                 continue
             k = ev_k[i]
-            if k == READ:
+            if k == KIND_READ:
                 rec[r, RSEQ] = seq
                 rec[r, RTS] = ev_t[i]
-            elif k == FREE:
+            elif k == KIND_FREE:
                 if seq > rec[r, FSEQ]:
                     rec[r, FSEQ] = seq
             elif seq > rec[r, ASEQ]:
@@ -137,7 +137,6 @@ def _stream(con: duckdb.DuckDBPyConnection, node: str, ops: tuple[str, ...]):
            FROM page_events WHERE node = $node AND op IN ({", ".join(f"'{o}'" for o in ops)})""",
         {"node": node},
         (np.int64, np.int64, np.int64, np.int64, np.int64, np.int8),
-        CHUNK_EVENTS,
     )
 
 
