@@ -1,6 +1,6 @@
 """The one seam between Python and DuckDB: the connection with the project's settings, quoting,
-the Arrow hand-over, the runner of the stages' query files, row fetching, and the key layout's
-macros (forensics.keys)."""
+the Arrow hand-over, the runner of the stages' query files, row fetching, and the SQL macros
+(define_macros, the one way a macro is made; MACRO_HOMES lists where each is defined)."""
 
 from __future__ import annotations
 
@@ -125,10 +125,28 @@ def connect(path: Path | str, memory_limit: str | None = None, threads: int | No
     con.execute(f"SET threads = {int(threads or os.cpu_count() or 2)}")
     tmp = Path(str(path) + ".tmp") if str(path) != ":memory:" else Path(os.environ.get("TMPDIR", "/tmp"))
     con.execute(f"SET temp_directory = {sql_literal(tmp)}")
-    keys.define_macros(con)
-    for head, body in sglang.SQL_MACROS.items():  # the input limit and leak window, defined once
-        con.execute(f"CREATE OR REPLACE MACRO {head} AS {body}")
+    define_macros(con, CONNECTION_MACROS)
     return con
+
+
+# Every SQL macro is an entry (head -> body) of a MACROS dict beside the fact it mirrors, and is made by
+# define_macros, in the database itself (the views of incident.duckdb use them, so they open with them
+# from any client). Who makes each: connect, on every connection, the ones any query may read; a
+# stage's step, its own (a macro is bound when made, so one over a table waits for the table).
+MACRO_HOMES = {
+    "forensics.keys.MACROS": "connect: the event-key layout and the op codes",
+    "forensics.engines.sglang.MACROS": "connect: SGLang's input limit, the leak window, the pool rule "
+    "(sglang_rank_pool) and the clock bounds (landing_offset_lo, landing_offset_hi, alloc_rounding)",
+    "forensics.findings.rules.MACROS": "the findings' first step: cross_account, possible_pair",
+    "forensics.findings.likelihood.MACROS": "its step, once the run has measured source_tier: is_likely, likely_tier",
+}
+CONNECTION_MACROS = {**keys.MACROS, **sglang.MACROS}
+
+
+def define_macros(con: duckdb.DuckDBPyConnection, macros: dict[str, str]) -> None:
+    """Create (or replace) each macro of `macros` (head -> body) on `con`."""
+    for head, body in macros.items():
+        con.execute(f"CREATE OR REPLACE MACRO {head} AS {body}")
 
 
 def memory_limit_bytes(con: duckdb.DuckDBPyConnection) -> int:

@@ -1,6 +1,6 @@
 """The event-key layout and the op codes, written once: Python constants and the DuckDB macros that
-mirror them (created on every connection by forensics.db.connect, so every query file uses the
-macros, never the numbers).
+mirror them (MACROS, created on every connection by forensics.db.connect, so every query file uses
+the macros, never the numbers).
 
 A node's events form one ordered stream. Its own event with seq s sits at position pos = 2*s; the
 transfers that landed in its pool right after its event seq_lo sit at pos = 2*seq_lo + 1, ranked
@@ -14,11 +14,6 @@ base + rank orders (node, event) pairs as one BIGINT and range joins need no equ
 """
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    import duckdb
 
 SUB_SPAN = 1 << 20  # transfers that land at one position: at most SUB_SPAN - 1
 OWN_STRIDE = 2 * SUB_SPAN  # k of an own event = seq * OWN_STRIDE; landed transfers fall between
@@ -51,10 +46,3 @@ MACROS = {
     "op_code(op)": "CASE op " + " ".join(f"WHEN '{o}' THEN {i}" for i, o in enumerate(OPS)) + " END",
     "op_name(code)": "['" + "', '".join(OPS) + "'][code + 1]",
 }
-
-
-def define_macros(con: duckdb.DuckDBPyConnection) -> None:
-    """Create the layout's macros on `con` (in the database itself: the views of incident.duckdb use
-    them, so they open with them from any client)."""
-    for head, body in MACROS.items():
-        con.execute(f"CREATE OR REPLACE MACRO {head} AS {body}")

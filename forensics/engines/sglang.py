@@ -140,7 +140,7 @@ def _double(x: float) -> str:
     return f"{x!r}::DOUBLE"
 
 
-SQL_MACROS = {
+MACROS = {  # made on every connection (forensics.db.connect)
     "sglang_max_input(ctx, pool)": f"least(ctx - 1, pool - 1) - {INPUT_RESERVE}",
     "in_leak_window(n, prefill_limit, decode_limit)": "n >= prefill_limit AND n < decode_limit",
     f"sglang_rank_pool({', '.join(POOL_SOURCES)})": f"coalesce({', '.join(POOL_SOURCES)})",

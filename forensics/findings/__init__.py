@@ -20,6 +20,7 @@ from forensics.contract import POSSIBLE_PAIRS_LIMIT
 from forensics.db import arrow_view, query_rows, run_query, run_steps, telemetry_node_names
 from forensics.findings.likelihood import source_likelihood
 from forensics.findings.possible import possible_reach
+from forensics.findings.rules import define_rules
 from forensics.outputs import write_csv
 from forensics.ownership.kernels.envelope import envelope
 from forensics.paths import load_query
@@ -117,7 +118,7 @@ def recipient_slots(con: duckdb.DuckDBPyConnection) -> None:
 
 
 STEPS = (
-    "macros",  # cross_account, possible_pair: rules several queries read, written once
+    define_rules,  # cross_account, possible_pair: rules several queries read, written once (macros)
     "gap_rooms",
     "read_provenance",
     order_alternatives,  # where an ambiguous landing makes other last writers possible

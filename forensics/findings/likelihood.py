@@ -40,7 +40,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from forensics.db import arrow_view
+from forensics.db import arrow_view, define_macros
 from forensics.engines import sglang_allocator as sglang
 from forensics.engines.sglang import DURATION_ROUNDING
 from forensics.findings import batch_constraints
@@ -51,6 +51,12 @@ MEMBERS = 8
 # a possible pair at least this likely is in the likely subset (the is_likely macro the findings and
 # report queries read)
 LIKELY = 0.5
+# the likely subset exists only where the tier was measured good enough to print (source_tier): made
+# by source_likelihood once source_tier holds this run's measure (forensics.db.define_macros)
+MACROS = {
+    "likely_tier()": "(SELECT likely_printed FROM source_tier)",
+    "is_likely(likelihood)": f"likelihood >= {LIKELY!r} AND likely_tier()",
+}
 # the headline prints the likely subset only where the bundle's own page evidence measured its precision
 # at least this high, on at least this many true pairs (else it says why the logs cannot rank sources)
 MIN_PRECISION = 0.8
@@ -581,6 +587,4 @@ def source_likelihood(con: duckdb.DuckDBPyConnection) -> None:
             WHERE m.policy IS NOT NULL""")
         con.execute("CREATE OR REPLACE TABLE allocator_model AS SELECT * FROM likelihood_model")
         con.execute("CREATE OR REPLACE TABLE source_tier AS SELECT * FROM likelihood_tier")
-    # the likely subset exists only where the tier was measured good enough to print (source_tier)
-    con.execute(f"""CREATE OR REPLACE MACRO likely_tier() AS (SELECT likely_printed FROM source_tier);
-        CREATE OR REPLACE MACRO is_likely(likelihood) AS likelihood >= {LIKELY!r} AND likely_tier()""")
+    define_macros(con, MACROS)  # likely_tier reads source_tier, which now holds this run's measure

@@ -1,6 +1,6 @@
 """Findings stage, possible sources without their pairs: which requests are a possible source of some
 response (possible_pool.reachable), and how many possible sources each response has
-(possible_windows.sources), by the rule of queries/macros/02_possible_pair.sql, counted from
+(possible_windows.sources), by the rule possible_pair (forensics.findings.rules), counted from
 sorted times instead of the pairs.
 
 The pairs grow as recipients x requests in their windows (1.6M rows at 24,000 requests, billions at a

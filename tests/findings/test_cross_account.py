@@ -7,13 +7,14 @@ from __future__ import annotations
 import csv
 from collections import Counter
 
-from forensics.db import connect, run_query
+from forensics.db import connect
+from forensics.findings.rules import define_rules
 from tests import support
 
 
 def test_the_macro_says_true_false_or_unknown() -> None:
     con = connect(":memory:")
-    run_query(con, "findings", "macros")
+    define_rules(con)
     got = con.execute("""SELECT cross_account('a', 'b'), cross_account('a', 'a'), cross_account(NULL, 'a'),
         cross_account('a', ''), cross_account(NULL, NULL)""").fetchone()
     assert got == ("true", "false", "unknown", "unknown", "unknown")

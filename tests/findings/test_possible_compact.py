@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from forensics.db import connect, run_query
+from forensics.db import connect
 from forensics.findings.possible import possible_reach
+from forensics.findings.rules import define_rules
 
 T0 = 1_790_000_000
 
@@ -27,7 +28,7 @@ def _ts(rng: random.Random, p_null: float) -> str | None:
 def _random_tables(seed: int):
     rng = random.Random(seed)
     con = connect(":memory:")
-    run_query(con, "findings", "macros")  # possible_pair
+    define_rules(con)  # possible_pair
     con.execute("""CREATE TABLE possible_pool (node VARCHAR, room BIGINT, request_id VARCHAR, started TIMESTAMPTZ,
         gone_at TIMESTAMPTZ, reachable BOOLEAN)""")
     con.execute("""CREATE TABLE possible_windows (recipient_request_id VARCHAR, node VARCHAR, recipient_room BIGINT,

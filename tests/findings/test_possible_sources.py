@@ -8,6 +8,7 @@ import duckdb
 
 from forensics.db import connect, run_query
 from forensics.findings.likelihood import source_likelihood
+from forensics.findings.rules import define_rules
 
 T = "2026-09-01 {}:00+00"
 
@@ -54,7 +55,7 @@ def hand_made_node() -> duckdb.DuckDBPyConnection:
     for step in ("dark_rooms", "node_lifecycle", "late_write_responses"):
         run_query(con, "findings", step)
     source_likelihood(con)
-    run_query(con, "findings", "macros")
+    define_rules(con)
     run_query(con, "findings", "possible_sources")
     return con
 

@@ -80,3 +80,23 @@ def test_every_command_has_help() -> None:
     for name in names:
         out = subprocess.run([sys.executable, "-m", "forensics", name, "--help"], capture_output=True, text=True)
         assert out.returncode == 0 and "Usage" in out.stdout, name
+
+
+def test_every_macro_is_made_by_define_macros_from_a_home() -> None:
+    """One mechanism for SQL macros: only forensics.db.define_macros writes CREATE MACRO, and each home
+    db.MACRO_HOMES names is a dict of macros (head -> body)."""
+    import importlib
+
+    from forensics.db import MACRO_HOMES
+
+    creates = re.compile(r"CREATE\s+(?:OR\s+REPLACE\s+)?(?:TEMP\s+)?MACRO", re.I)
+    writers = sorted(
+        p.relative_to(PACKAGE).as_posix()
+        for p in PACKAGE.rglob("*")
+        if p.suffix in (".py", ".sql") and creates.search(p.read_text())
+    )
+    assert writers == ["db.py"]
+    for home in MACRO_HOMES:
+        module, _, name = home.rpartition(".")
+        macros = getattr(importlib.import_module(module), name)
+        assert macros and all(re.fullmatch(r"\w+\([\w, ]*\)", head) for head in macros), home
