@@ -149,6 +149,12 @@ def define_macros(con: duckdb.DuckDBPyConnection, macros: dict[str, str]) -> Non
         con.execute(f"CREATE OR REPLACE MACRO {head} AS {body}")
 
 
+def thread_count(con: duckdb.DuckDBPyConnection) -> int:
+    """The threads `con` was given (connect's `threads`: investigate --threads, or a task's share of
+    it): also how many threads the steps on `con` run their compiled walks in."""
+    return int(con.execute("SELECT current_setting('threads')").fetchall()[0][0])
+
+
 def memory_limit_bytes(con: duckdb.DuckDBPyConnection) -> int:
     """DuckDB's memory limit in bytes (current_setting shows it as e.g. '7.4 GiB'); 0 if unreadable."""
     return parse_size(str(con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0])) or 0

@@ -11,7 +11,7 @@ import platform
 import shlex
 import shutil
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -31,7 +31,7 @@ from forensics.ingest import copy_in_place, in_place_note, ingest_gateway, inges
 from forensics.ingest.gateway import gateway_join_summary
 from forensics.intake import BundleConfig, InputFile, Window, load_bundle_config, parse_utc, sha256_file
 from forensics.outputs import make_private, private_files, write_json, write_parquet
-from forensics.ownership import Execution, rebuild_ownership
+from forensics.ownership import Execution, NodeRun, rebuild_ownership
 from forensics.report.blast import BLAST_FILES
 from forensics.report.render import PARTS as REPORT_PARTS
 
@@ -73,6 +73,7 @@ class InvestigationResult:
     headline: dict[str, int]
     tasks: dict[str, int] | None = None  # per-node tasks run and reused, when they ran apart
     self_contained: bool = False
+    execution: NodeRun | None = None  # what the per-node work ran (forensics.ownership.execution.nodes)
     source_tiers: dict[str, Any] | None = None  # what the evidence measured of the likely subset (source_tier)
     possible_pairs: dict[str, Any] | None = None  # the possible pairs counted, and whether their CSV was written
 
@@ -130,17 +131,19 @@ def analyze(
     execution: Execution | None = None,
     window: Window | None = None,
 ):
-    """Ingest, label cohorts, rebuild ownership and compute findings into `con` (no files written)."""
+    """Ingest, label cohorts, rebuild ownership and compute findings into `con` (no files written).
+    Returns the input files, the bundle's config, the exclusion rules and file, and what the per-node
+    ownership work ran."""
     with timed("ingest"):
         files, config = ingest_into(con, bundle, window)
     excl, rules = exclusion_rules(bundle, exclusions)
     with timed("cohorts"):
         assign_cohorts(con, rules)
     with timed("ownership"):
-        rebuild_ownership(con, execution)
+        ran = rebuild_ownership(con, execution)
     with timed("findings"):
         compute_findings(con)
-    return files, config, rules, excl
+    return files, config, rules, excl, ran
 
 
 @dataclass(frozen=True)
@@ -256,7 +259,9 @@ def investigate(
     check_inputs(bundle, exclusions)
     check_out(out, bundle, force)
     execution = execution or Execution(workers=0)
-    execution.memory_limit = execution.memory_limit or memory_limit
+    # the run's threads and memory limit hold for the per-node tasks too (shared among their workers)
+    threads = threads or execution.threads
+    execution = replace(execution, memory_limit=execution.memory_limit or memory_limit, threads=threads)
     started = datetime.now(UTC)
     created = _first_missing(out)
     try:
@@ -348,9 +353,8 @@ def _investigate(
     try:
         work = out / ".kvf-work"  # per-node task files: scratch, removed after the analysis
         shutil.rmtree(work, ignore_errors=True)
-        execution.workdir = work
         try:
-            files, config, rules, excl = analyze(con, bundle, exclusions, execution, window)
+            files, config, rules, excl, ran = analyze(con, bundle, exclusions, replace(execution, workdir=work), window)
         finally:
             shutil.rmtree(work, ignore_errors=True)
         plan = possible_pairs_plan(con, possible_pairs)
@@ -384,7 +388,7 @@ def _investigate(
             "possible_sources": plan,
             "window": window.describe() if window.active else None,
             "self_contained": self_contained,  # False: incident.duckdb reads the bundle's Parquet files in place
-            "execution": {k: v for k, v in execution.stats.items() if k != "tasks"} or None,
+            "execution": ran.manifest(),
         }
         write_json(manifest, out / "manifest.json")
         if self_contained:
@@ -396,8 +400,8 @@ def _investigate(
         con.close()
     shutil.rmtree(Path(str(db_path) + ".tmp"), ignore_errors=True)
     make_private(db_path)
-    tasks = {k: execution.stats[k] for k in ("tasks_run", "reused")} if "tasks_run" in execution.stats else None
-    return InvestigationResult(out, counts, headline, tasks, source_tiers=tiers, possible_pairs=plan)
+    tasks = {"tasks_run": ran.tasks_run, "reused": ran.reused} if ran.apart else None
+    return InvestigationResult(out, counts, headline, tasks, source_tiers=tiers, possible_pairs=plan, execution=ran)
 
 
 def ingest_bundle(bundle: Path, db: Path, exclusions: Path | None = None, self_contained: bool = False) -> IngestResult:

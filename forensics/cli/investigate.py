@@ -55,7 +55,12 @@ def investigate(
     memory_limit: str | None = typer.Option(
         None, "--memory-limit", help="DuckDB memory limit, e.g. 8GB (default: half the machine); the rest spills."
     ),
-    threads: int | None = typer.Option(None, "--threads", help="DuckDB worker threads (default: all cores)."),
+    threads: int | None = typer.Option(
+        None,
+        "--threads",
+        help="Threads the run uses: DuckDB's and those the compiled walks run in, shared among the --workers "
+        "(default: all cores).",
+    ),
     workers: int = typer.Option(
         0,
         "--workers",

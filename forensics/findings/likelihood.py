@@ -31,7 +31,6 @@ source_tier (one row: what the evidence measured of the likely subset), and the 
 from __future__ import annotations
 
 import hashlib
-import os
 import zlib
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -40,7 +39,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from forensics.db import arrow_view, define_macros
+from forensics.db import arrow_view, define_macros, thread_count
 from forensics.engines import sglang_allocator as sglang
 from forensics.engines.sglang import DURATION_ROUNDING
 from forensics.findings import batch_constraints
@@ -260,8 +259,8 @@ def _walk_node(
         )  # fmt: skip
         return np.unique(pairs[:, 0].astype(np.int64) * len(lc.room) + pairs[:, 1])
 
-    # the walk releases the GIL: members run on every core
-    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+    # the walk releases the GIL: members run side by side, in as many threads as the run was given
+    with ThreadPoolExecutor(max_workers=thread_count(con)) as pool:
         for m in range(MEMBERS):
             kind, room = _events(lc, None if m == 0 else rng)
             pol, window = policies[m % len(policies)]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import duckdb
 
-from forensics.db import query_rows, run_query, timed
+from forensics.db import query_rows, run_query, thread_count, timed
 from forensics.errors import InputError
 from forensics.ingest.engine import EngineRows, parse_log, parse_requests_jsonl, store
 from forensics.ingest.gateway import define_gateway, join_gateway, load_gateway_file, reject_repeated_records
@@ -85,7 +85,7 @@ def ingest_into(
     config = load_bundle_config(bundle)
     window = window or Window()
     with timed("ingest/discover"):  # lists the files and hashes each (SHA-256)
-        files = discover(bundle, window)
+        files = discover(bundle, window, threads=thread_count(con))
     run_query(con, "ingest", "schema")
     con.execute("INSERT INTO replay_window VALUES (?, ?)", [window.since, window.until])
     con.execute("INSERT INTO engine_build VALUES (?)", [config.engine_version])

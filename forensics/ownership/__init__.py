@@ -26,14 +26,14 @@ from __future__ import annotations
 import duckdb
 
 from forensics.db import run_steps
-from forensics.ownership.execution.nodes import Execution, run_nodes
+from forensics.ownership.execution.nodes import Execution, NodeRun, run_nodes
 from forensics.ownership.steps import NODE, PLACEMENT
 
-__all__ = ["Execution", "rebuild_ownership"]
+__all__ = ["Execution", "NodeRun", "rebuild_ownership"]
 
 
-def rebuild_ownership(con: duckdb.DuckDBPyConnection, execution: Execution | None = None) -> None:
+def rebuild_ownership(con: duckdb.DuckDBPyConnection, execution: Execution | None = None) -> NodeRun:
     """Place transfers (needs every node), then each node's work (steps.NODE), in this process, in
-    worker processes or on Ray as `execution` says."""
+    worker processes or on Ray as `execution` says; returns what the per-node work ran."""
     run_steps(con, "ownership", PLACEMENT)
-    run_nodes(con, NODE, execution or Execution())
+    return run_nodes(con, NODE, execution or Execution())

@@ -10,7 +10,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from forensics.ownership.execution.nodes import Execution, auto_workers
+from forensics.ownership.execution.nodes import Execution, NodeRun, auto_workers
 from forensics.pipeline import investigate
 from forensics.simulate import build_config, simulate
 from tests import support
@@ -33,15 +33,15 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp / "sim" / "bundle"
 
 
-def run(bundle: Path, out: Path, **kw) -> Execution:
-    execution = Execution(**kw)
-    result = investigate(bundle, out, execution=execution)
-    if "tasks_run" in execution.stats:  # the command's summary says what ran and what was reused
-        stats = execution.stats
-        assert f"Per-node tasks: {stats['tasks_run']} run, {stats['reused']} reused" in result.summary()
+def run(bundle: Path, out: Path, **kw) -> NodeRun:
+    result = investigate(bundle, out, execution=Execution(**kw))
+    ran = result.execution
+    assert ran is not None
+    if ran.apart:  # the command's summary says what ran and what was reused
+        assert f"Per-node tasks: {ran.tasks_run} run, {ran.reused} reused" in result.summary()
     else:
         assert "Per-node tasks" not in result.summary()
-    return execution
+    return ran
 
 
 def tables(out: Path) -> dict[str, list[tuple]]:
@@ -67,7 +67,7 @@ def assert_same(a: Path, b: Path) -> None:
 def serial(bundle: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("serial") / "out"
     ex = run(bundle, out, workers=1)
-    assert ex.stats.get("tasks_run") is None  # one worker: all nodes at once in this process
+    assert ex.tasks_run is None  # one worker: all nodes at once in this process
     rows = sum(1 for _ in (out / "affected_responses.csv").open()) - 1
     assert rows >= 5  # exposures to compare
     return out
@@ -75,8 +75,8 @@ def serial(bundle: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_worker_processes_match_one_worker(bundle: Path, serial: Path, tmp_path: Path) -> None:
     ex = run(bundle, tmp_path / "pool", workers=2)
-    assert ex.stats["tasks_run"] == 4 and ex.stats["workers"] == 2
-    assert {t["node"] for t in ex.stats["tasks"]} == {"decode-0", "decode-1", "prefill-0", "prefill-1"}
+    assert ex.tasks_run == 4 and ex.workers == 2
+    assert {t["node"] for t in ex.tasks} == {"decode-0", "decode-1", "prefill-0", "prefill-1"}
     assert_same(serial, tmp_path / "pool")
     assert not (tmp_path / "pool" / ".kvf-work").exists()  # task files are scratch
 
@@ -84,17 +84,17 @@ def test_worker_processes_match_one_worker(bundle: Path, serial: Path, tmp_path:
 def test_ray_local_matches_one_worker(bundle: Path, serial: Path, tmp_path: Path) -> None:
     pytest.importorskip("ray")
     ex = run(bundle, tmp_path / "ray", executor="ray", workers=2)
-    assert ex.stats["tasks_run"] == 4
+    assert ex.tasks_run == 4
     assert_same(serial, tmp_path / "ray")
 
 
 def test_cache_reuses_unchanged_nodes_only(bundle: Path, serial: Path, tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     first = run(bundle, tmp_path / "c1", workers=1, cache=cache)
-    assert (first.stats["tasks_run"], first.stats["reused"]) == (4, 0)
+    assert (first.tasks_run, first.reused) == (4, 0)
     assert_same(serial, tmp_path / "c1")
     again = run(bundle, tmp_path / "c2", workers=1, cache=cache)
-    assert (again.stats["tasks_run"], again.stats["reused"]) == (0, 4)
+    assert (again.tasks_run, again.reused) == (0, 4)
     assert_same(serial, tmp_path / "c2")
 
     # the bundle grows: one more file with later events of decode-1 only
@@ -108,10 +108,10 @@ def test_cache_reuses_unchanged_nodes_only(bundle: Path, serial: Path, tmp_path:
     ]
     (grown / "pages" / "decode-1-late.jsonl").write_text("".join(json.dumps(r) + "\n" for r in extra))
     third = run(grown, tmp_path / "c3", workers=1, cache=cache)
-    assert (third.stats["tasks_run"], third.stats["reused"]) == (1, 3)
+    assert (third.tasks_run, third.reused) == (1, 3)
     fresh = run(grown, tmp_path / "c4", workers=1)
     assert_same(fresh_out := tmp_path / "c4", tmp_path / "c3")
-    assert fresh.stats.get("tasks_run") is None and fresh_out.is_dir()
+    assert fresh.tasks_run is None and fresh_out.is_dir()
     # the new events are in the analysis (a node's timeline grew by two)
     con = support.open_db(tmp_path / "c3" / "incident.duckdb")
     n = con.execute("SELECT count(*) FROM timeline WHERE node = 'decode-1' AND room = 7").fetchone()[0]
@@ -124,3 +124,35 @@ def test_auto_workers() -> None:
     assert auto_workers(4, cores=8) == 4
     assert auto_workers(16, cores=8) == 8
     assert auto_workers(0, cores=8) == 1
+
+
+def test_threads_reach_the_node_tasks_and_the_likelihood(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--threads 1 holds in every per-node task (their DuckDB, in whose threads their walks run) and in
+    the allocator model's pool, on a machine that seems to have 8 cores (the defaults would take them)."""
+    import os
+
+    import forensics.findings.likelihood as likelihood
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 8)
+    pools: list[int] = []
+    pool = likelihood.ThreadPoolExecutor
+
+    def recorded(max_workers: int):
+        pools.append(max_workers)
+        return pool(max_workers=max_workers)
+
+    monkeypatch.setattr(likelihood, "ThreadPoolExecutor", recorded)
+    result = investigate(support.SAMPLE, tmp_path / "out", threads=1, execution=Execution(workers=2))
+    ran = result.execution
+    assert ran is not None and ran.tasks_run and ran.workers == 2
+    assert [t["threads"] for t in ran.tasks] == [1] * ran.tasks_run
+    assert pools and set(pools) == {1}  # the sample's decode-2 has no page telemetry: the model walks it
+
+
+def test_each_worker_gets_its_share_of_the_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    from forensics.ownership.execution.nodes import task_threads
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 8)
+    assert (task_threads(None, 1), task_threads(None, 3), task_threads(4, 2), task_threads(1, 4)) == (8, 2, 2, 1)

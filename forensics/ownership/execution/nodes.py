@@ -17,6 +17,10 @@ and the code version (the query files and this package's modules).
 Executors: "process" (default; `workers` processes, 1 = all nodes at once in this process, 0 = auto,
 see auto_workers) and "ray" (one Ray task per node: `ray.init(address=...)` if given, else a local
 Ray instance). All give identical tables.
+
+The run's threads (`threads`, investigate --threads; default all cores) and memory limit are shared
+among the workers: each task's DuckDB gets its share (task_threads, _share), and so do the compiled
+walks, which run in the threads of the task's side_by_side (as many as its DuckDB has).
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ from forensics.db import (
     scalar,
     sql_literal,
     telemetry_node_names,
+    thread_count,
     timed,
 )
 from forensics.errors import InputError
@@ -56,9 +61,11 @@ from forensics.paths import query_files
 EXECUTORS = ("process", "ray")
 
 
-@dataclass
+@dataclass(frozen=True)
 class Execution:
-    """How the per-node work runs. workers: 0 = auto (see auto_workers), 1 = all nodes in this process."""
+    """How the per-node work is to run (settings only: what the run decided and measured is its
+    NodeRun). workers: 0 = auto (see auto_workers), 1 = all nodes in this process; threads and
+    memory_limit: the run's, shared among the workers (None: all cores, half the machine)."""
 
     executor: str = "process"
     workers: int = 1
@@ -68,7 +75,37 @@ class Execution:
     threads: int | None = None
     ray_address: str | None = None
     screen: bool = True  # False: replay every room in detail (investigate --full-replay)
-    stats: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class NodeRun:
+    """What run_nodes decided and measured: the replay (screened or full), the worker processes used
+    (0 resolved by auto_workers) and, when the nodes ran as tasks, how many ran, how many were reused
+    from the cache and each task's own account (run_node's)."""
+
+    replay: str
+    workers: int
+    nodes: int | None = None
+    tasks_run: int | None = None
+    reused: int | None = None
+    tasks: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def apart(self) -> bool:
+        """Whether the nodes ran as tasks (else all at once on the main connection)."""
+        return self.tasks_run is not None
+
+    def manifest(self) -> dict[str, Any]:
+        """The manifest's `execution` section (the tasks' own accounts, timings among them, left out)."""
+        if not self.apart:
+            return {"replay": self.replay}
+        return {
+            "replay": self.replay,
+            "nodes": self.nodes,
+            "tasks_run": self.tasks_run,
+            "reused": self.reused,
+            "workers": self.workers,
+        }
 
 
 @dataclass(frozen=True)
@@ -120,6 +157,7 @@ def run_node(task: NodeTask) -> dict[str, Any]:
             target = out / f"{table}.parquet"
             con.execute(f"COPY (SELECT * FROM {table}) TO {sql_literal(target)} (FORMAT parquet)")
         events = scalar(con, "SELECT count(*) FROM page_events")
+        threads = thread_count(con)
     finally:
         con.close()
     shutil.rmtree(out / "spill", ignore_errors=True)
@@ -127,6 +165,7 @@ def run_node(task: NodeTask) -> dict[str, Any]:
     return {
         "node": task.node,
         "events": events,
+        "threads": threads,  # what this task's DuckDB (and so its walks' side_by_side) had
         "seconds": round(t_end - t0, 3),
         "steps": {
             "start": round(t_load - t0, 3),
@@ -245,42 +284,54 @@ def _load_outputs(con: duckdb.DuckDBPyConnection, stage: NodeStage, outputs: lis
     )
 
 
-def run_nodes(con: duckdb.DuckDBPyConnection, stage: NodeStage, execution: Execution) -> None:
-    """Run `stage` for every node with page telemetry and load its tables into `con`."""
+def run_nodes(con: duckdb.DuckDBPyConnection, stage: NodeStage, execution: Execution) -> NodeRun:
+    """Run `stage` for every node with page telemetry and load its tables into `con`; returns what ran."""
     nodes = telemetry_node_names(con)
-    execution.stats["replay"] = "screened" if execution.screen else "full"
-    if execution.workers == 0:
-        execution.workers = os.cpu_count() or 1 if execution.executor == "ray" else auto_workers(len(nodes))
-    if not nodes or (execution.executor == "process" and execution.workers == 1 and not execution.cache):
+    cores = execution.threads or os.cpu_count() or 1
+    workers = execution.workers or (cores if execution.executor == "ray" else auto_workers(len(nodes), cores))
+    run = NodeRun("screened" if execution.screen else "full", workers)
+    if not nodes or (execution.executor == "process" and workers == 1 and not execution.cache):
         # one worker: the same steps for all nodes at once on this connection, no Parquet round trip
         stage.run(con, execution.screen)
-        return
+        return run
     own_tmp = None
     work = execution.workdir
     if work is None:
         own_tmp = tempfile.mkdtemp(prefix="kvf-work-")
         work = Path(own_tmp)
     try:
-        _run_all(con, stage, execution, nodes, work)
+        _run_all(con, stage, execution, run, nodes, work)
     finally:
         if own_tmp:
             shutil.rmtree(own_tmp, ignore_errors=True)
+    return run
 
 
 def auto_workers(nodes: int, cores: int | None = None) -> int:
-    """Worker processes by default: one per node, up to the cores, when there are more than two cores.
+    """Worker processes by default: one per node, up to the cores (the run's threads, when it is given
+    fewer than the machine has), when there are more than two.
     On two cores DuckDB's own threads already use both, and handing node tables through Parquet costs
     more than the numpy steps gain (measured at 10M events: 126 s in-process, 166 s with 2 workers)."""
     cores = cores or os.cpu_count() or 1
     return 1 if cores <= 2 else max(1, min(cores, nodes))
 
 
+def task_threads(threads: int | None, workers: int) -> int:
+    """Each worker's share of the run's threads (default: all cores), at least one."""
+    return max(1, (threads or os.cpu_count() or 1) // max(1, workers))
+
+
 def _run_all(
-    con: duckdb.DuckDBPyConnection, stage: NodeStage, execution: Execution, nodes: list[str], work: Path
+    con: duckdb.DuckDBPyConnection,
+    stage: NodeStage,
+    execution: Execution,
+    run: NodeRun,
+    nodes: list[str],
+    work: Path,
 ) -> None:
     code = _code_digest()
-    workers = max(1, min(execution.workers, len(nodes)))
-    threads = execution.threads or max(1, (os.cpu_count() or 1) // workers)
+    workers = max(1, min(run.workers, len(nodes)))
+    threads = task_threads(execution.threads, workers)
     memory_limit = _share(execution.memory_limit, workers)
     outputs: list[tuple[str, Path]] = []
     tasks: list[NodeTask] = []
@@ -311,9 +362,7 @@ def _run_all(
     if PROFILE:
         for r in results:
             print(f"[profile]   task {r['node']}: {r['events']} events, {r['seconds']}s {r['steps']}", file=sys.stderr)
-    execution.stats.update(
-        {"nodes": len(nodes), "tasks_run": len(tasks), "reused": reused, "workers": workers, "tasks": results}
-    )
+    run.nodes, run.tasks_run, run.reused, run.workers, run.tasks = len(nodes), len(tasks), reused, workers, results
 
 
 def _share(memory_limit: str | None, workers: int) -> str | None:

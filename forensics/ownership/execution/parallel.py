@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 import duckdb
 
-from forensics.db import cursor
+from forensics.db import cursor, thread_count
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -23,10 +23,6 @@ R = TypeVar("R")
 # most weight (transfers, say) of the items run at once beyond the first of a wave: each item's
 # arrays take memory in proportion (about 100 bytes per transfer)
 SIDE_BY_SIDE_WEIGHT = 20_000_000
-
-
-def duckdb_threads(con: duckdb.DuckDBPyConnection) -> int:
-    return int(con.execute("SELECT current_setting('threads')").fetchall()[0][0])
 
 
 def receivers(con: duckdb.DuckDBPyConnection, relation: str) -> tuple[list[str], list[int]]:
@@ -63,7 +59,7 @@ def side_by_side(
     a time, and not kept once handed over (store each and drop it before the next wave runs: memory then
     holds one wave). `prepare` runs in the caller's thread on `con` (it can read the caller's temp
     tables, which cursors do not see)."""
-    threads = max(1, duckdb_threads(con))
+    threads = max(1, thread_count(con))
     for group in waves(weights if weights is not None else [0] * len(items), threads):
         inputs = [prepare(items[i]) if prepare else items[i] for i in group]
         cursors = [cursor(con) for _ in group]
