@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import resource
 import sys
 import time
@@ -19,7 +20,7 @@ import duckdb
 from forensics import keys, progress
 from forensics.engines import sglang
 from forensics.errors import InputError, check_interrupted
-from forensics.paths import load_query, step_files
+from forensics.paths import step_files
 
 
 def sql_literal(value: str | Path) -> str:
@@ -160,30 +161,48 @@ def memory_limit_bytes(con: duckdb.DuckDBPyConnection) -> int:
     return parse_size(str(con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0])) or 0
 
 
-def _bind(con: duckdb.DuckDBPyConnection, params: dict[str, Any]) -> None:
-    """Values reach the query files only as variables (getvariable('name')), bound as parameters."""
-    for key, value in params.items():
-        con.execute(f"SET VARIABLE {key} = ?", [value])
+_PARAM = re.compile(r"\$([a-z_][a-z0-9_]*)\b")
+
+
+def param_names(sql: str) -> set[str]:
+    """The named parameters ($name) a query file reads, outside its comments."""
+    return set(_PARAM.findall("\n".join(line.split("--")[0] for line in sql.splitlines())))
+
+
+def bound(sql: str, params: dict[str, Any]) -> dict[str, Any]:
+    """Of `params`, those `sql` reads: DuckDB refuses a value for a parameter the statement lacks."""
+    names = param_names(sql)
+    return {k: v for k, v in params.items() if k in names}
+
+
+def _statements(stage: str, name: str, params: dict[str, Any]) -> list[str]:
+    """The statements of a step (one per file), after checking that each parameter given is read."""
+    texts = [path.read_text(encoding="utf-8") for path in step_files(stage, name)]
+    unread = set(params) - set().union(*(param_names(t) for t in texts))
+    if unread:
+        raise TypeError(f"{stage}/queries/{name} reads no parameter {', '.join(sorted(unread))}")
+    return texts
 
 
 def run_query(con: duckdb.DuckDBPyConnection, stage: str, name: str, **params: Any) -> None:
-    """Run forensics/<stage>/queries/<name>.sql, or each file of the folder <name>/ in order."""
-    _bind(con, params)
+    """Run forensics/<stage>/queries/<name>.sql, or each file of the folder <name>/ in order. Values reach
+    the query files only as named parameters ($name), bound by DuckDB."""
+    texts = _statements(stage, name, params)
     with timed(f"{stage}/{name}"):
-        for path in step_files(stage, name):
-            con.execute(path.read_text(encoding="utf-8"))
+        for sql in texts:
+            con.execute(sql, bound(sql, params))
 
 
 def query_rows(con: duckdb.DuckDBPyConnection, stage: str, name: str, **params: Any) -> list[dict[str, Any]]:
     """Run forensics/<stage>/queries/<name>.sql (a SELECT) and return its rows as dicts."""
-    _bind(con, params)
+    (sql,) = _statements(stage, name, params)
     with timed(f"{stage}/{name}"):
-        return rows_of(con, load_query(stage, name))
+        return rows_of(con, sql, params)
 
 
-def rows_of(con: duckdb.DuckDBPyConnection, sql: str) -> list[dict[str, Any]]:
+def rows_of(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """Rows of one SELECT as dicts."""
-    cur = con.execute(sql)
+    cur = con.execute(sql, params or {})
     cols = [d[0] for d in cur.description]
     return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
 

@@ -81,7 +81,9 @@ def _formatted(name: str, dtype: str) -> str:
     return col
 
 
-def write_csv(con: duckdb.DuckDBPyConnection, query: str, path: Path, params: list[Any] | None = None) -> int:
+def write_csv(
+    con: duckdb.DuckDBPyConnection, query: str, path: Path, params: dict[str, Any] | list[Any] | None = None
+) -> int:
     """Run `query` and write its rows as CSV; text, time and yes/no cells are formatted inside DuckDB."""
     # materialized first: DuckDB may drop an ORDER BY inside a subquery, a table's rowid keeps it
     con.execute(f"CREATE OR REPLACE TEMP TABLE csv_out AS {query}", params or [])

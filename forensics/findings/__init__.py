@@ -22,6 +22,7 @@ from forensics.findings.likelihood import source_likelihood
 from forensics.findings.possible import possible_reach
 from forensics.findings.rules import define_rules
 from forensics.outputs import write_csv
+from forensics.ownership import release_scratch
 from forensics.ownership.kernels.envelope import envelope
 from forensics.paths import load_query
 
@@ -128,7 +129,8 @@ STEPS = (
     "exposure_certain",
     "room_flags",
     node_missing,
-    "room_requests",  # drops node_own_rooms, which node_missing reads too
+    "room_requests",
+    release_scratch,  # node_own_rooms' readers (node_missing, room_requests) are done: ownership drops it
     "dark_rooms",  # what the engine logs say per room on nodes without page telemetry
     "node_lifecycle",  # ... and each room's lifecycle on each decode node, from its logs
     "signature_responses",

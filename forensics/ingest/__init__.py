@@ -1,7 +1,8 @@
 """Ingest stage: every evidence file of a bundle into typed DuckDB tables, with row accounting.
 
 Reads: the bundle. Writes: files, rejected, gateway, page_events, engine_lines, engine_requests,
-node_config (see ingest/queries/schema/), and returns the manifest's input entries.
+node_config (see ingest/queries/schema/), the temp table seq_jumps (every jump in a node's seq, for
+the ownership stage's seq_gaps: forensics.ingest.seqs), and returns the manifest's input entries.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from forensics.errors import InputError
 from forensics.ingest.engine import EngineRows, parse_log, parse_requests_jsonl, store
 from forensics.ingest.gateway import define_gateway, join_gateway, load_gateway_file, reject_repeated_records
 from forensics.ingest.pages import define_page_events, load_page_file
-from forensics.ingest.seqs import any_duplicate_seq, keep_ingest_jumps
+from forensics.ingest.seqs import any_duplicate_seq, store_seq_jumps
 from forensics.ingest.staged import InPlace
 from forensics.intake import BundleConfig, InputFile, Window, discover, load_bundle_config
 from forensics.paths import load_query
@@ -69,11 +70,13 @@ def _apply_window(
     con: duckdb.DuckDBPyConnection, window: Window, by_id: dict[int, InputFile], parquet: InPlace
 ) -> None:
     """Page events stamped outside the replay window are counted per file and set aside (never silently)."""
-    con.execute("SET VARIABLE w_since = ?", [window.since])
-    con.execute("SET VARIABLE w_until = ?", [window.until])
-    outside = """(ts < coalesce(getvariable('w_since'), '-infinity'::TIMESTAMPTZ)
-                  OR ts >= coalesce(getvariable('w_until'), 'infinity'::TIMESTAMPTZ))"""
-    for fid, n in con.execute(f"SELECT file_id, count(*) FROM page_events WHERE {outside} GROUP BY 1").fetchall():
+    outside = """(ts < coalesce($since::TIMESTAMPTZ, '-infinity'::TIMESTAMPTZ)
+                  OR ts >= coalesce($until::TIMESTAMPTZ, 'infinity'::TIMESTAMPTZ))"""
+    counts = con.execute(
+        f"SELECT file_id, count(*) FROM page_events WHERE {outside} GROUP BY 1",
+        {"since": window.since, "until": window.until},
+    ).fetchall()
+    for fid, n in counts:
         by_id[fid].rows_loaded -= n
         by_id[fid].rows_outside_window += n
     define_page_events(con, parquet, window)
@@ -117,10 +120,10 @@ def ingest_into(
     for fid, n in repeats + moved:
         by_id[fid].rows_loaded -= n
         by_id[fid].rows_rejected += n
-    with timed("ingest/seq_jumps"):
-        keep_ingest_jumps(con, unchanged=not moved and not window.active)
     if window.active:
         _apply_window(con, window, by_id, parquet)
+    with timed("ingest/seq_jumps"):  # of the events as the analysis will read them: after the window
+        store_seq_jumps(con, unchanged=not moved and not window.active)
     gateway = [f for f in files if f.source == "gateway"]
     if not gateway:
         raise InputError(f"{bundle}: no gateway log (gateway/*.jsonl, *.jsonl.gz, *.csv, *.csv.gz, *.parquet)")

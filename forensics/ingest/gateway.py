@@ -158,7 +158,6 @@ def load_gateway_file(
         return
     f.format = fmt
     if fmt == SPEC_FORMAT:
-        con.execute("SET VARIABLE gw_strict = true")
         _load_spec_file(con, f, in_place)
         return
     mapping = settings.mapping if fmt == "mapping" else FORMATS[fmt]
@@ -190,6 +189,7 @@ def _load_spec_file(con: duckdb.DuckDBPyConnection, f: InputFile, in_place: InPl
                 "gateway_text",
                 "DROP VIEW IF EXISTS gw_typed",
                 "cannot read rows",
+                params={"gw_strict": True},
             )
             return
         ok = _stage_table(con, f, reader, "file_row_number + 1", view=True)
@@ -204,7 +204,7 @@ def _load_spec_file(con: duckdb.DuckDBPyConnection, f: InputFile, in_place: InPl
         ok = _stage_jsonl(con, f)
     if not ok:
         return
-    type_and_keep(con, f, "VIEW" if name.endswith(".parquet") else "TABLE")
+    type_and_keep(con, f, strict=True, stage="VIEW" if name.endswith(".parquet") else "TABLE")
 
 
 def define_gateway(con: duckdb.DuckDBPyConnection, in_place: InPlace) -> None:
@@ -278,7 +278,8 @@ def _joined(con: duckdb.DuckDBPyConnection) -> bool:
 EMPTY_JOIN = """
     CREATE OR REPLACE TABLE gateway_joined (file_id INTEGER, row BIGINT, room BIGINT, prefill_node VARCHAR,
                                             decode_node VARCHAR, how VARCHAR);
-    CREATE OR REPLACE TABLE gateway_unjoined (file_id INTEGER, row BIGINT, request_id VARCHAR, reason VARCHAR)"""
+    CREATE OR REPLACE TABLE gateway_unjoined (file_id INTEGER, row BIGINT, request_id VARCHAR, rooms BIGINT,
+        reason VARCHAR)"""
 
 
 def join_gateway(con: duckdb.DuckDBPyConnection, in_place: InPlace) -> tuple[int, int]:
@@ -299,7 +300,7 @@ def gateway_join_summary(con: duckdb.DuckDBPyConnection) -> dict[str, object] | 
     reason). None when every record named its room."""
     joined = con.execute("SELECT how, count(*) FROM gateway_joined GROUP BY 1 ORDER BY 1").fetchall()
     unjoined = con.execute(
-        """SELECT CASE WHEN reason LIKE 'no engine%' THEN 'no engine request log names it'
+        """SELECT CASE WHEN rooms = 0 THEN 'no engine request log names it'
                        ELSE 'its ids name several rooms' END, count(*) FROM gateway_unjoined GROUP BY 1 ORDER BY 1"""
     ).fetchall()
     if not joined and not unjoined:

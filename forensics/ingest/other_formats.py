@@ -174,13 +174,13 @@ def load_other_format(
     content.store_fingerprints(con, f, m)  # the text itself goes no further than gw_records
     con.execute(f"CREATE OR REPLACE TEMP TABLE gw_stage AS SELECT {project(m, settings)} FROM gw_records")
     con.execute("DROP TABLE gw_records")
-    con.execute("SET VARIABLE gw_strict = false")
-    type_and_keep(con, f)
+    type_and_keep(con, f, strict=False)
 
 
-def type_and_keep(con: duckdb.DuckDBPyConnection, f: InputFile, stage: str = "TABLE") -> None:
+def type_and_keep(con: duckdb.DuckDBPyConnection, f: InputFile, strict: bool, stage: str = "TABLE") -> None:
     """Type the staged text columns (gw_stage, a TABLE or VIEW), reject the bad rows, keep the good ones
-    in gateway_text: every text-staged gateway file, in any format, goes through this."""
+    in gateway_text: every text-staged gateway file, in any format, goes through this. strict: the
+    spec's format, whose records must name the account and the HTTP status (gateway_validate.sql)."""
     run_query(con, "ingest", "gateway_typed")
     validate_staged(
         con,
@@ -191,6 +191,7 @@ def type_and_keep(con: duckdb.DuckDBPyConnection, f: InputFile, stage: str = "TA
         f"DROP VIEW IF EXISTS gw_typed; DROP {stage} IF EXISTS gw_stage",
         "cannot read rows",
         KEEP,
+        params={"gw_strict": strict},
     )
 
 

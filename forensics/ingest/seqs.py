@@ -5,10 +5,11 @@ nearly sorted input).
 
 - any_duplicate_seq: does any node log one seq twice? Only then does the exact SQL that names every
   duplicate and the row it repeats (ingest/queries/page_events_dedupe.sql) need to run. It keeps the
-  jumps it saw in passing (temp table seq_jumps_ingest).
-- seq_jumps: the (node, prev_seq, next_seq) of every jump in a node's seq, for seq_gaps. When ingest
-  removed no event after that check (no duplicate, no slots beyond the pool, no replay window), the
-  seqs are the same and the jumps kept at ingest are taken as they are: one read of every seq, not two.
+  jumps it saw in passing (temp table seq_jumps_ingest, this module's scratch).
+- store_seq_jumps: the temp table seq_jumps (node, prev_seq, next_seq), every jump in a node's seq
+  among the final page_events: what ingest hands the ownership stage's seq_gaps. When ingest removed no
+  event after the duplicate check (no duplicate, no slots beyond the pool, no replay window), the seqs
+  are the same and the jumps it kept are taken as they are: one read of every seq, not two.
 """
 
 from __future__ import annotations
@@ -82,18 +83,12 @@ def _exists(con: duckdb.DuckDBPyConnection, table: str) -> bool:
     return bool(scalar(con, "SELECT count(*) FROM duckdb_tables() WHERE table_name = ?", [table]))
 
 
-def keep_ingest_jumps(con: duckdb.DuckDBPyConnection, unchanged: bool) -> None:
-    """After ingest: the jumps any_duplicate_seq saw stand for the final events if none was removed
-    since (`unchanged`); else they are dropped and seq_jumps reads the seqs again."""
+def store_seq_jumps(con: duckdb.DuckDBPyConnection, unchanged: bool) -> None:
+    """Create temp table seq_jumps (node, prev_seq, next_seq): consecutive seqs of a node's final page
+    events more than 1 apart. The jumps any_duplicate_seq saw stand for them if no event was removed
+    since (`unchanged`); else the seqs are read again."""
     if unchanged and _exists(con, "seq_jumps_ingest"):
         con.execute("ALTER TABLE seq_jumps_ingest RENAME TO seq_jumps")
-    else:
-        con.execute("DROP TABLE IF EXISTS seq_jumps_ingest")
-
-
-def seq_jumps(con: duckdb.DuckDBPyConnection) -> None:
-    """Create temp table seq_jumps (node, prev_seq, next_seq): consecutive seqs more than 1 apart
-    (unless ingest already did, from the same events: keep_ingest_jumps)."""
-    if _exists(con, "seq_jumps"):
         return
+    con.execute("DROP TABLE IF EXISTS seq_jumps_ingest")
     _store(con, "seq_jumps", [_jumps(node, seq, at) for node, seq, _, at in _node_seqs(con)])

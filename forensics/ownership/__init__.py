@@ -15,10 +15,10 @@ Three kinds of code, kept apart:
 - execution/: how the per-node work runs (in this process, worker processes or Ray; the cache) and
   how events stream out of DuckDB in order.
 
-Reads: page_events, replay_window, seq_jumps_ingest (ingest). Writes: telemetry_nodes, seq_gaps,
+Reads: page_events, replay_window, seq_jumps (ingest). Writes: telemetry_nodes, seq_gaps,
 node_index, transfer_links, clock_bounds, transfer_landing, transfer_conflicts; per node: timeline,
 room_state, holdings, alloc_overlaps, anomalous_writes, room_injected, history_items, history_found,
-history_open, node_own_rooms (temp).
+history_open, node_own_rooms (temp: scratch the findings read, dropped by release_scratch).
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ import duckdb
 
 from forensics.db import run_steps
 from forensics.ownership.execution.nodes import Execution, NodeRun, run_nodes
-from forensics.ownership.steps import NODE, PLACEMENT
+from forensics.ownership.steps import NODE, PLACEMENT, SCRATCH_TABLES
 
-__all__ = ["Execution", "NodeRun", "rebuild_ownership"]
+__all__ = ["Execution", "NodeRun", "rebuild_ownership", "release_scratch"]
 
 
 def rebuild_ownership(con: duckdb.DuckDBPyConnection, execution: Execution | None = None) -> NodeRun:
@@ -37,3 +37,10 @@ def rebuild_ownership(con: duckdb.DuckDBPyConnection, execution: Execution | Non
     worker processes or on Ray as `execution` says; returns what the per-node work ran."""
     run_steps(con, "ownership", PLACEMENT)
     return run_nodes(con, NODE, execution or Execution())
+
+
+def release_scratch(con: duckdb.DuckDBPyConnection) -> None:
+    """Drop this stage's scratch tables (steps.SCRATCH_TABLES: node_own_rooms), lookups the findings read:
+    the findings' step list calls this once their last reader has run."""
+    for table in SCRATCH_TABLES:
+        con.execute(f"DROP TABLE IF EXISTS {table}")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import duckdb
 
-from forensics.db import run_query
+from forensics.db import bound, run_query
 from forensics.outputs import write_csv
 from forensics.paths import load_query
 
@@ -31,5 +31,7 @@ def write_blast_files(con: duckdb.DuckDBPyConnection, out: Path) -> dict[str, in
     """Also leaves the table report_sources, which the report reads (first rows and count)."""
     run_query(con, "report", "report_affected")
     run_query(con, "report", "blast_sources")
-    con.execute("SET VARIABLE bucket = 'hour'")
-    return {name: write_csv(con, load_query("report", query), out / name) for name, query in BLAST_FILES.items()}
+    return {
+        name: write_csv(con, sql, out / name, bound(sql, {"bucket": "hour"}))  # blast_hours.csv: by the hour
+        for name, sql in ((name, load_query("report", query)) for name, query in BLAST_FILES.items())
+    }

@@ -10,14 +10,13 @@ import pytest
 
 import forensics.ingest.seqs as seqs
 from forensics.db import run_query
-from forensics.ingest.seqs import seq_jumps
 from forensics.simulate import build_config, simulate
 from tests.support.analysis import Findings
 
 
 def gaps_again(run: Findings) -> list[tuple]:
     run.con.execute("DROP TABLE seq_jumps")
-    seq_jumps(run.con)
+    seqs.store_seq_jumps(run.con, unchanged=False)  # read the final events' seqs again
     run_query(run.con, "ownership", "seq_gaps")
     return run.rows("SELECT * FROM seq_gaps ORDER BY ALL")
 

@@ -100,3 +100,22 @@ def test_every_macro_is_made_by_define_macros_from_a_home() -> None:
         module, _, name = home.rpartition(".")
         macros = getattr(importlib.import_module(module), name)
         assert macros and all(re.fullmatch(r"\w+\([\w, ]*\)", head) for head in macros), home
+
+
+def test_query_files_take_named_parameters_only() -> None:
+    """One parameter style in query files: $name, bound by forensics.db's runner (never session
+    variables, which outlive the query that needs them, nor positional $1 and ?)."""
+    for sql in query_files():
+        body = "\n".join(line.split("--")[0] for line in sql.read_text().splitlines())
+        body = re.sub(r"'[^']*'", "''", body)  # string literals may hold '?' and '$'
+        assert "getvariable(" not in body.lower(), f"{sql.name}: getvariable; take a $name parameter"
+        assert not re.search(r"\$\d|\?", body), f"{sql.name}: a positional parameter; name it ($name)"
+
+
+def test_the_runner_refuses_a_parameter_the_step_does_not_read() -> None:
+    import pytest
+
+    from forensics.db import connect, run_query
+
+    with pytest.raises(TypeError, match="reads no parameter nodes"):
+        run_query(connect(":memory:"), "ownership", "node_own_rooms", node="a", nodes="b")

@@ -5,13 +5,13 @@
 -- unknown, never made up; a status that is logged must still be a status code.
 -- grain: one row per client request; reads: gw_typed; params: file_id, gw_strict
 INSERT INTO rejected
-SELECT getvariable('file_id'), row, reason FROM (
+SELECT $file_id, row, reason FROM (
     SELECT row, CASE
         WHEN parse_error IS NOT NULL THEN parse_error
         WHEN request_id IS NULL THEN 'request_id missing'
         WHEN ts_v IS NULL THEN 'ts missing or not an RFC 3339 timestamp with zone' || coalesce(': ' || left(ts, 60), '')
-        WHEN account_id IS NULL AND getvariable('gw_strict') THEN 'account_id missing'
-        WHEN status_v IS NULL AND (getvariable('gw_strict') OR status IS NOT NULL) THEN 'status missing or not an HTTP status code' || coalesce(': ' || left(status, 40), '')
+        WHEN account_id IS NULL AND $gw_strict THEN 'account_id missing'
+        WHEN status_v IS NULL AND ($gw_strict OR status IS NOT NULL) THEN 'status missing or not an HTTP status code' || coalesce(': ' || left(status, 40), '')
         WHEN prompt_tokens IS NOT NULL AND trim(prompt_tokens) <> '' AND prompt_v IS NULL
             THEN 'prompt_tokens not an integer: ' || left(prompt_tokens, 40)
         WHEN completion_tokens IS NOT NULL AND trim(completion_tokens) <> '' AND completion_v IS NULL

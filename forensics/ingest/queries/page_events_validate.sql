@@ -3,7 +3,7 @@
 -- grain: one row per input row of the file (pages_stage)
 -- reads: pages_stage; params: file_id
 INSERT INTO rejected
-SELECT getvariable('file_id'), row,
+SELECT $file_id, row,
     CASE
         WHEN parse_error IS NOT NULL THEN parse_error
         WHEN node IS NULL OR node = '' THEN 'node missing or empty'

@@ -212,14 +212,15 @@ def _node_key(con: duckdb.DuckDBPyConnection, node: str, code: str, screen: bool
 
 def _export_inputs(con: duckdb.DuckDBPyConnection, node: str, folder: Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
-    con.execute("SET VARIABLE task_node = ?", [node])
     con.execute(
-        f"""COPY (SELECT * FROM page_events WHERE node = getvariable('task_node') AND op <> 'transfer' ORDER BY seq)
-            TO {sql_literal(folder / "events.parquet")} (FORMAT parquet)"""
+        f"""COPY (SELECT * FROM page_events WHERE node = $node AND op <> 'transfer' ORDER BY seq)
+            TO {sql_literal(folder / "events.parquet")} (FORMAT parquet)""",
+        {"node": node},
     )
     con.execute(
-        f"""COPY (SELECT * FROM transfer_landing WHERE receiver = getvariable('task_node') ORDER BY sender, xseq)
-            TO {sql_literal(folder / "landing.parquet")} (FORMAT parquet)"""
+        f"""COPY (SELECT * FROM transfer_landing WHERE receiver = $node ORDER BY sender, xseq)
+            TO {sql_literal(folder / "landing.parquet")} (FORMAT parquet)""",
+        {"node": node},
     )
 
 

@@ -4,4 +4,4 @@
 -- grain: node, room (the screen's rows may name a room more than once; consumers join on it)
 -- reads: page_events; params: node
 INSERT INTO node_own_rooms
-SELECT DISTINCT getvariable('node'), room FROM page_events WHERE node = getvariable('node') AND op <> 'transfer';
+SELECT DISTINCT $node, room FROM page_events WHERE node = $node AND op <> 'transfer';

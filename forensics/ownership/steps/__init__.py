@@ -9,7 +9,6 @@ from __future__ import annotations
 import duckdb
 
 from forensics.db import run_query, scalar, timed
-from forensics.ingest.seqs import seq_jumps
 from forensics.ownership.execution.nodes import NodeStage
 from forensics.ownership.steps.conflicts import transfer_conflicts
 from forensics.ownership.steps.history import HISTORY_WINDOWS, history_round
@@ -22,8 +21,7 @@ from forensics.ownership.steps.transfers import transfer_links
 # placing transfers on their receivers' event order: needs both sides, runs on the whole database
 PLACEMENT = (
     "telemetry_nodes",
-    seq_jumps,
-    "seq_gaps",
+    "seq_gaps",  # from ingest's seq_jumps
     "node_index",
     transfer_links,
     "clock_bounds",

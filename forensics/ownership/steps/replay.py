@@ -48,7 +48,7 @@ FROM (
     UNION ALL
     SELECT node, holder, k, kg, pos, 'inj', start, "end", ambiguous, ts, ts_hi, room, op FROM room_injected
 ) e JOIN node_index x USING (node)
-WHERE e.node = getvariable('replay_node') AND hash(e.room) % getvariable('replay_parts') = getvariable('replay_part')
+WHERE e.node = $node AND hash(e.room) % $parts = $part
 """
 
 STORE_SQL = """
@@ -121,10 +121,7 @@ def _replay_rooms(con: duckdb.DuckDBPyConnection, holders_only: bool, screened: 
     made = False
     for node, parts in chunks:
         for part in range(parts):
-            con.execute("SET VARIABLE replay_node = ?", [node])
-            con.execute("SET VARIABLE replay_parts = ?", [parts])
-            con.execute("SET VARIABLE replay_part = ?", [part])
-            out = _replay_chunk(con, source)
+            out = _replay_chunk(con, source, {"node": node, "parts": parts, "part": part})
             with arrow_view(con, "replay_out", out):
                 con.execute(
                     f"INSERT INTO room_state_new {STORE_SQL}" if made else f"CREATE TABLE room_state_new AS {STORE_SQL}"
@@ -134,9 +131,10 @@ def _replay_rooms(con: duckdb.DuckDBPyConnection, holders_only: bool, screened: 
     con.execute("DROP TABLE IF EXISTS replay_source")
 
 
-def _replay_chunk(con: duckdb.DuckDBPyConnection, source: str) -> pa.Table:
-    """The replay of one chunk (the rooms of replay_node in bucket replay_part), as an Arrow table."""
-    ev = con.sql(EVENTS_SQL.format(source=source)).fetchnumpy()
+def _replay_chunk(con: duckdb.DuckDBPyConnection, source: str, bucket: dict) -> pa.Table:
+    """The replay of one chunk (the rooms of node `bucket["node"]` in bucket `part` of `parts`), as an
+    Arrow table."""
+    ev = con.execute(EVENTS_SQL.format(source=source), bucket).fetchnumpy()
     n = len(ev["k"])
     perm = np.lexsort((ev["k"], ev["room"], ev["node_i"]))  # events by (node, room, k)
     room, node_i = np.asarray(ev["room"])[perm], np.asarray(ev["node_i"])[perm]

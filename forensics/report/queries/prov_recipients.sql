@@ -5,7 +5,7 @@ CREATE OR REPLACE TEMP TABLE report_prov AS
 WITH picked AS (
     SELECT request_id, account_id, cohort, http_status, completion_tokens, kinds, exposed_slots, first_exposed_at
     FROM affected_responses WHERE status = 'confirmed' AND evidence = 'pages'
-    ORDER BY first_exposed_at, request_id LIMIT getvariable('prov_limit')
+    ORDER BY first_exposed_at, request_id LIMIT $prov_limit
 )
 SELECT p.*, rr.node, rr.room
 FROM picked p JOIN (SELECT DISTINCT request_id, node, room FROM room_requests) rr USING (request_id)

@@ -4,7 +4,7 @@
 -- indeterminate rooms) are mapped, on every node they appear on: nothing else looks a room up.
 -- grain: node, room, gateway record (two records of one request_id give two rows: consumers that add
 --        slots up join the distinct mapping columns they need); reads: gateway, request_cohort,
---        node_own_rooms (dropped here: its last reader), page_events, transfer_landing, room_state,
+--        node_own_rooms (ownership's scratch: its last reader), page_events, transfer_landing, room_state,
 --        read_provenance, write_effects, room_flags; params: none
 -- The rooms of a node are those its page events name (its own events, noted by the ownership stage in
 -- node_own_rooms, and the transfers it sent) and the transfers that landed in it (transfer_landing): the
