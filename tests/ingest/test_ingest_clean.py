@@ -45,8 +45,7 @@ def test_clean_screen_counts_every_row_validation_rejects(variant: str) -> None:
         [row[c] for c in COLUMNS],
     )
     con.execute("CREATE TABLE rejected (file_id INTEGER, row BIGINT, reason VARCHAR)")
-    con.execute("SET VARIABLE file_id = 1")
-    con.execute(load_query("ingest", "page_events_validate"))
+    con.execute(load_query("ingest", "page_events_validate"), {"file_id": 1})
     rejected = con.execute("SELECT count(*) FROM rejected").fetchone()[0]
     suspect = con.execute(load_query("ingest", "page_events_clean")).fetchone()[0]
     assert rejected == (0 if variant.startswith("good") else 1)

@@ -255,7 +255,7 @@ def test_leak_window_is_half_open_and_the_audits_own() -> None:
         "('d', 1, ?, ?::BIGINT, NULL::BIGINT)) t(node, line, context_len, pool_tokens, max_total_num_tokens)",
         [ctx, pre_pool, ctx, dec_pool],
     )
-    con.execute((query_dir("ingest") / "schema" / "8b_node_limits.sql").read_text())  # the view ingest makes
+    con.execute((query_dir("ingest") / "schema" / "12_node_limits.sql").read_text())  # the view ingest makes
     lengths = [lo - 1, lo, lo + 1, hi - 1, hi, hi + 1]
     con.execute("CREATE TABLE gateway (prefill_node TEXT, decode_node TEXT, prompt_tokens BIGINT)")
     con.executemany("INSERT INTO gateway VALUES ('p', 'd', ?)", [[n] for n in lengths])

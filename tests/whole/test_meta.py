@@ -28,12 +28,50 @@ def test_every_sql_file_is_used_by_its_own_stage() -> None:
     assert unused == [], f"query files their stage never runs: {unused}"
 
 
+def _header(sql: Path) -> list[str]:
+    lines = sql.read_text().splitlines()
+    return lines[: next((i for i, line in enumerate(lines) if not line.startswith("--")), len(lines))]
+
+
+def _grain(sql: Path) -> str | None:
+    """The header's grain (what one row is): from `-- grain:` up to `; reads:`, continuation lines joined."""
+    head = " ".join(line.removeprefix("--").strip() for line in _header(sql))
+    m = re.search(r"grain:\s*(.*?);\s*reads:", head)
+    return m.group(1).strip() if m else None
+
+
+MADE = re.compile(r"(?:CREATE\s+(?:OR\s+REPLACE\s+)?(?:TEMP\s+)?(?:TABLE|VIEW)\s+(?:IF\s+NOT\s+EXISTS\s+)?)(\w+)", re.I)
+
+
 def test_every_sql_file_has_a_header() -> None:
     for sql in query_files():
-        lines = sql.read_text().splitlines()
-        head = lines[: next((i for i, line in enumerate(lines) if not line.startswith("--")), len(lines))]
+        head = _header(sql)
         assert head and head[0].startswith("-- "), f"{sql.name}: first line should say what it builds"
         assert any(line.startswith("-- grain:") for line in head), f"{sql.name}: header lacks '-- grain:'"
+
+
+def test_every_grain_says_what_one_row_is() -> None:
+    """Not empty, not n/a, not the name of the table the file makes (that says which table, not what one
+    of its rows is); 'no rows' only for a file that drops its step's scratch."""
+    for sql in query_files():
+        grain = _grain(sql)
+        assert grain, f"{sql.name}: no grain before '; reads:'"
+        assert not re.match(r"(n/?a|none|see\b|-)", grain, re.I), f"{sql.name}: grain {grain!r} says nothing"
+        made = {m.lower() for m in MADE.findall(sql.read_text())}
+        assert grain.lower() not in made, f"{sql.name}: grain {grain!r} names the table, not its row"
+        body = "\n".join(line for line in sql.read_text().splitlines() if not line.startswith("--")).strip()
+        drops = body.upper().startswith("DROP ")
+        assert grain.startswith("no rows") == drops, f"{sql.name}: 'no rows' is the grain of a DROP, and only of one"
+
+
+def test_step_files_are_numbered_01_up() -> None:
+    """A step folder's files run in name order: two-digit prefixes from 01, one per file, no gaps or
+    letters (8b_ sorted by luck)."""
+    folders = sorted({sql.parent for sql in query_files() if sql.parent.name != "queries"})
+    assert folders
+    for folder in folders:
+        names = sorted(p.name for p in folder.glob("*.sql"))
+        assert [n[:3] for n in names] == [f"{i:02d}_" for i in range(1, len(names) + 1)], (folder.name, names)
 
 
 def test_every_sql_file_holds_one_statement() -> None:

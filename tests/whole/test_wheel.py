@@ -42,7 +42,7 @@ def test_the_wheel_installs_and_investigates_outside_the_checkout(tmp_path: Path
     assert built.returncode == 0, built.stderr
     (wheel,) = (tmp_path / "dist").glob("kv_forensics-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
-    assert "forensics/ingest/queries/schema/1_files.sql" in names  # a step folder ships too
+    assert "forensics/ingest/queries/schema/01_files.sql" in names  # a step folder ships too
     assert "forensics/report/templates/report.html.j2" in names
 
     venv = tmp_path / "fresh"

@@ -2,7 +2,7 @@
 -- screen run first on every file (the CASE that names each problem costs about three times as much).
 -- A row counts here unless every check is plainly true (a NULL anywhere counts), so 0 means the
 -- file has no bad row and the naming pass is skipped; anything else runs it.
--- grain: one count; reads: pages_stage; params: none
+-- grain: one row (the count); reads: pages_stage; params: none
 SELECT count(*) FROM pages_stage
 WHERE NOT coalesce(
     parse_error IS NULL

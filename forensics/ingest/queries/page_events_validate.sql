@@ -1,7 +1,6 @@
 -- Validate one staged page-event file: every bad row goes to rejected with a reason. The good rows are
 -- the others: forensics.ingest.pages copies them from a text file, or reads them in place from a Parquet file.
--- grain: one row per input row of the file (pages_stage)
--- reads: pages_stage; params: file_id
+-- grain: one row per input row of the file (pages_stage); reads: pages_stage; params: file_id
 INSERT INTO rejected
 SELECT $file_id, row,
     CASE

@@ -1,5 +1,5 @@
 -- Step 5 of conflict_reads: makes conflict_rooms.
--- grain: conflict_rooms; reads: conflict_prov, read_provenance, conflict_own; params: none
+-- grain: node, room, reason; reads: conflict_prov, read_provenance, conflict_own; params: none
 CREATE OR REPLACE TABLE conflict_rooms AS
 SELECT DISTINCT node, room, reason FROM (
     SELECT r.node, r.room, h.reason FROM conflict_prov h JOIN read_provenance r ON r.rowid = h.prov_row

@@ -1,3 +1,3 @@
 -- Step 9 of conflict_reads: drops conflict_new.
--- grain: n/a (drops conflict_new); reads: nothing; params: none
+-- grain: no rows: drops conflict_new, this step's scratch; reads: nothing; params: none
 DROP TABLE conflict_new;

@@ -1,3 +1,3 @@
 -- Step 10 of conflict_reads: drops conflict_prov.
--- grain: n/a (drops conflict_prov); reads: nothing; params: none
+-- grain: no rows: drops conflict_prov, this step's scratch; reads: nothing; params: none
 DROP TABLE conflict_prov;

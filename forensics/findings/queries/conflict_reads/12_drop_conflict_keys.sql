@@ -1,3 +1,3 @@
 -- Step 12 of conflict_reads: drops conflict_keys.
--- grain: n/a (drops conflict_keys); reads: nothing; params: none
+-- grain: no rows: drops conflict_keys, this step's scratch; reads: nothing; params: none
 DROP TABLE conflict_keys;

@@ -1,3 +1,0 @@
--- The historical replay window (--since/--until; NULL = open end): one row.
--- grain: replay_window; reads: nothing; params: none
-CREATE TABLE IF NOT EXISTS replay_window (since TIMESTAMPTZ, "until" TIMESTAMPTZ);

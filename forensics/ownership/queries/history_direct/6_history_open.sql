@@ -1,4 +1,0 @@
--- Step 6 of history_direct: makes history_open.
--- grain: history_open; reads: history_parts; params: none
-CREATE OR REPLACE TABLE history_open AS
-SELECT item, s, e FROM history_parts WHERE w_k IS NULL;

@@ -1,4 +1,0 @@
--- Step 4 of history_search: makes history_found.
--- grain: history_found; reads: nothing; params: none
-CREATE OR REPLACE TABLE history_found (item BIGINT, s BIGINT, e BIGINT, w_room BIGINT, w_k BIGINT,
-    w_amb BOOLEAN, w_ts TIMESTAMPTZ);
