@@ -169,7 +169,7 @@ def getpass_user() -> str:
 OUT_NAMES = frozenset(
     {*OUTPUTS, *BLAST_FILES, "manifest.json", "incident.duckdb"}
     | {f"{part}.{ext}" for part in REPORT_PARTS for ext in ("html", "md")}
-    | {"incident.duckdb.wal", "incident.duckdb.tmp", ".kvf-work", "parquet"}
+    | {"incident.duckdb.wal", "incident.duckdb.tmp", ".kvf-work", "parquet", "notices"}
 )
 
 

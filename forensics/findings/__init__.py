@@ -142,12 +142,14 @@ STEPS = (
     source_likelihood,  # an allocator model replayed over the logs of the nodes without page telemetry
     "signature_status",  # ... which also says whether a signature response's pages had been written
     "affected_responses",
+    "affected_times",  # when each counts as affected: the notices' and the report's one definition
     # every request whose KV a response without page evidence could have attended, and those whose text
     # its response echoes (where the gateway logs text)
     "possible_sources",
     possible_reach,  # ... counted per source and per response without expanding the pairs
     "hazards",
     "coverage",
+    "account_requests",  # every request of every account in each role: what its counts and notices list
     "accounts",
 )
 

@@ -1,7 +1,8 @@
 """Report stage: the disclosure report (report.html, report.md) and the blast-radius files.
 
-Reads the findings stage's tables (see forensics.report.data); writes report.html, report.md and,
-through forensics.report.blast, notifications.csv and blast_*.csv into the output folder.
+Reads the findings stage's tables (see forensics.report.data); writes report.html, report.md,
+brief.html, through forensics.report.blast notifications.csv and blast_*.csv, and through
+forensics.report.notices the per-account notices (notices/) into the output folder.
 """
 
 from __future__ import annotations
@@ -23,12 +24,14 @@ def render_report(
     files: list[InputFile],
     rules: list[Rule],
     as_of: str | None = None,
+    notice_templates: list[Path] | None = None,
     **_: Any,
 ) -> dict[str, int]:
     """Write the report and the blast-radius CSVs; returns rows written per CSV. Deterministic:
     no wall-clock time unless `as_of` (RFC 3339) is given."""
     from forensics.report.blast import write_blast_files
     from forensics.report.data import gather
+    from forensics.report.notices import store_incident, write_notices
     from forensics.report.render import render
 
     when = parse_utc(as_of, "--as-of") if as_of else None
@@ -36,4 +39,6 @@ def render_report(
     ctx = gather(con, config=config, files=files, rules=rules, as_of=when)
     ctx["blast_files"] = counts
     render(ctx, out)
+    store_incident(con, ctx, config.disclosure)
+    counts.update(write_notices(con, out, notice_templates))
     return counts

@@ -30,6 +30,7 @@ BLAST_FILES = {
 def write_blast_files(con: duckdb.DuckDBPyConnection, out: Path) -> dict[str, int]:
     """Also leaves the table report_sources, which the report reads (first rows and count)."""
     run_query(con, "report", "report_affected")
+    run_query(con, "report", "notice_requests")  # what notifications.csv counts and the notices list
     run_query(con, "report", "blast_sources")
     return {
         name: write_csv(con, sql, out / name, bound(sql, {"bucket": "hour"}))  # blast_hours.csv: by the hour

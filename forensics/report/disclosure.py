@@ -1,5 +1,5 @@
-"""Report stage, disclosure fields: what a notification must contain (../shared/notes/disclosure.md:
-GDPR Art. 33(3) and 34, HIPAA 164.404-164.410, SEC Form 8-K Item 1.05, EU AI Act Art. 73), each
+"""Report stage, disclosure fields: what a notification must contain (GDPR Art. 33(3) and 34, HIPAA
+164.404-164.410, SEC Form 8-K Item 1.05, EU AI Act Art. 73; docs/notices.md cites each), each
 filled from the findings where the tool knows it and from bundle.toml where a person must supply it
 ([incident], [remediation], [disclosure]); a field nobody supplied is listed as missing, not left out.
 """
@@ -217,12 +217,6 @@ def fields(config: BundleConfig, totals: dict[str, Any], found: dict[str, Any], 
     return [{"field": f, "known": k, "supplied": s, "missing": m} for f, k, s, m in rows]
 
 
-def _ids(ids: str, shown: int = 6) -> str:
-    parts = [p for p in ids.split(";") if p]
-    more = len(parts) - shown
-    return " ".join(parts[:shown]) + (f" (+{more:,} more: notifications.csv)" if more > 0 else "")
-
-
 def _n(count: int, noun: str) -> str:
     return f"{count:,} {noun}{'' if count == 1 else 's'}"
 
@@ -255,56 +249,77 @@ def _received_tell(got: int, own: int) -> str:
     )
 
 
+# the roles of an account in the disclosure, in the order a notice tells them (account_requests.role)
+ROLES = ("received", "exposed", "possibly_exposed")
+
+
+def account_roles(n: dict[str, Any]) -> list[dict[str, Any]]:
+    """One account's roles (a row of notifications.csv: both directions), in plain language: what
+    happened, when, how sure, what to tell. The notification annex and the per-account notices print
+    these same sentences."""
+    got, sure = n["responses_received"], n["responses_received_confirmed"]
+    own = n["responses_received_same_account_only"]
+    exp, exp_sure = n["requests_exposed"], n["requests_exposed_confirmed"]
+    possible, likely = n["requests_possibly_exposed"], n["requests_likely_exposed"]
+    roles = [
+        {
+            "key": "received",
+            "role": "received others' data" if own < got else "received its own account's data",
+            "requests": got,
+            "confirmed": sure,
+            "same_account_only": own,
+            "when": _span(n["received_first_at"], n["received_last_at"]),
+            "confidence": _sure(got, sure),
+            "tell": _received_tell(got, own),
+        },
+        {
+            "key": "exposed",
+            "role": "its data was exposed",
+            "requests": exp,
+            "confirmed": exp_sure,
+            "when": _span(n["exposed_first_at"], n["exposed_last_at"]),
+            "confidence": _sure(exp, exp_sure),
+            "tell": f"Data from {_n(exp, 'request')} of yours was in memory that responses to other requests were "
+            f"computed over (recipients: {n['recipient_cohorts'] or 'unknown'}); fragments of your prompts "
+            "could have appeared in those responses.",
+        },
+        {
+            "key": "possibly_exposed",
+            "role": "its data may have been exposed",
+            "requests": possible,
+            "likely": likely,
+            "when": "unknown (no page evidence)",
+            "confidence": "possible; the logs cannot rank which"
+            if likely is None
+            else f"possible; {likely:,} rated likely by the allocator model",
+            "tell": f"Up to {_n(possible, 'request')} of yours may have been in memory that other responses were "
+            "computed over, on a server that kept no page records: we cannot confirm which.",
+        },
+    ]
+    return [r for r in roles if r["requests"]]
+
+
+def _cell(r: dict[str, Any]) -> str:
+    """A role as the annex's table cell: the count and, in brackets, what is less than certain."""
+    n, key = r["requests"], r["key"]
+    if key == "possibly_exposed":
+        return f"up to {n:,}" + ("" if r["likely"] is None else f" ({r['likely']:,} likely)")
+    notes = [f"{n - r['confirmed']:,} indeterminate"] if r["confirmed"] < n else []
+    own = r.get("same_account_only", 0)
+    if own:
+        notes.append("all own account" if own == n else f"{own:,} own account only")
+    return f"{n:,}" + (f" ({'; '.join(notes)})" if notes else "")
+
+
 def notification_rows(notifications: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The notification annex: one row per (account, role), in plain language, from the rows of
-    notifications.csv (one per account, both directions): what happened, when, how sure, what to tell."""
+    """The notification annex: one row per account (the rows of notifications.csv) with its roles, each
+    role's table cell, and the dates over which what it received or gave happened."""
     out = []
     for n in notifications:
-        got, sure = n["responses_received"], n["responses_received_confirmed"]
-        exp, exp_sure = n["requests_exposed"], n["requests_exposed_confirmed"]
-        possible, likely = n["requests_possibly_exposed"], n["requests_likely_exposed"]
-        roles = [
-            (
-                got,
-                "received others' data",
-                _span(n["received_first_at"], n["received_last_at"]),
-                _sure(got, sure),
-                _received_tell(got, n["responses_received_same_account_only"]),
-                _ids(n["received_request_ids"]),
-            ),
-            (
-                exp,
-                "its data was exposed",
-                _span(n["exposed_first_at"], n["exposed_last_at"]),
-                _sure(exp, exp_sure),
-                f"Data from {_n(exp, 'request')} of yours was in memory that responses to other requests were "
-                f"computed over (recipients: {n['recipient_cohorts'] or 'unknown'}); fragments of your prompts "
-                "could have appeared in those responses.",
-                _ids(n["exposed_request_ids"]),
-            ),
-            (
-                possible,
-                "its data may have been exposed",
-                "unknown (no page evidence)",
-                "possible; the logs cannot rank which"
-                if likely is None
-                else f"possible; {likely:,} rated likely by the allocator model",
-                f"Up to {_n(possible, 'request')} of yours may have been in memory that other responses were "
-                "computed over, on a server that kept no page records: we cannot confirm which.",
-                "see possible_sources.csv",
-            ),
-        ]
-        for count, role, when, confidence, tell, ids in roles:
-            if count:
-                out.append(
-                    {
-                        "account_id": n["account_id"],
-                        "role": role,
-                        "requests": count,
-                        "when": when,
-                        "confidence": confidence,
-                        "tell": tell,
-                        "ids": ids,
-                    }
-                )
+        roles = {r["key"]: dict(r, cell=_cell(r)) for r in account_roles(n)}
+        firsts = [t for t in (n["received_first_at"], n["exposed_first_at"]) if t is not None]
+        lasts = [t for t in (n["received_last_at"], n["exposed_last_at"]) if t is not None]
+        when = _span(min(firsts), max(lasts)) if firsts else "unknown"
+        cells = {key: roles[key]["cell"] if key in roles else "—" for key in ROLES}
+        out.append({**n, "roles": roles, "cells": cells, "when": when})
     return out

@@ -54,6 +54,11 @@ def f_ts(value: datetime | None, missing: str = "—") -> str:
     return fmt_ts(value) if value is not None else missing
 
 
+def f_ts_html(value: datetime | None, missing: str = "—") -> Markup:
+    """A time in HTML: never broken across lines (a printed "2026-08- / 27T03:09" cannot be read back)."""
+    return Markup('<span class="nw">{}</span>').format(f_ts(value, missing))
+
+
 def f_num(value: Any) -> str:
     if value is None:
         return "—"
@@ -88,6 +93,8 @@ def _env(markdown: bool) -> jinja2.Environment:
         finalize=md_escape if markdown else None,
     )
     env.filters.update(ts=f_ts, num=f_num, offset=f_offset, plain=f_plain, code=md_code, block=md_block)
+    if not markdown:
+        env.filters["ts"] = f_ts_html
     return env
 
 

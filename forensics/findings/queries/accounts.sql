@@ -9,29 +9,23 @@
 -- though it may matter between end users of one account); requests_same_account_only: its requests whose
 -- data reached its own responses only; roles received_same_account_only / exposed_same_account_only say
 -- so where that is all of it.
--- grain: account_id; reads: affected_responses, exposures, same_account_only, possible_source_requests,
---        possible_modelled, request_cohort; params: none
+-- grain: account_id; reads: account_requests, request_cohort; params: none
 CREATE OR REPLACE TABLE accounts AS
 WITH recv AS (
-    SELECT account_id, count(DISTINCT request_id) AS responses_affected,  -- a request id in two records: once
-           count(DISTINCT request_id) FILTER (WHERE status = 'confirmed') AS responses_confirmed,
-           count(DISTINCT request_id) FILTER (WHERE status = 'indeterminate') AS responses_indeterminate,
-           count(DISTINCT request_id) FILTER (WHERE request_id IN (SELECT request_id FROM same_account_only WHERE side = 'recipient'))
-               AS responses_same_account_only
-    FROM affected_responses GROUP BY 1
+    SELECT account_id, count(*) AS responses_affected,
+           count(*) FILTER (WHERE status = 'confirmed') AS responses_confirmed,
+           count(*) FILTER (WHERE status = 'indeterminate') AS responses_indeterminate,
+           count(*) FILTER (WHERE same_account_only) AS responses_same_account_only
+    FROM account_requests WHERE role = 'received' GROUP BY 1
 ), src AS (
-    SELECT source_account_id AS account_id, count(DISTINCT source_request_id) AS requests_exposed,
-           count(DISTINCT source_request_id) FILTER (WHERE status = 'confirmed') AS requests_exposed_confirmed,
-           count(DISTINCT source_request_id) FILTER (WHERE source_request_id IN (SELECT request_id FROM same_account_only WHERE side = 'source'))
-               AS requests_same_account_only
-    FROM exposures WHERE source_account_id IS NOT NULL GROUP BY 1
+    SELECT account_id, count(*) AS requests_exposed,
+           count(*) FILTER (WHERE status = 'confirmed') AS requests_exposed_confirmed,
+           count(*) FILTER (WHERE same_account_only) AS requests_same_account_only
+    FROM account_requests WHERE role = 'exposed' GROUP BY 1
 ), poss AS (
-    SELECT account_id, count(DISTINCT source_request_id) AS requests_possibly_exposed,
-           count(DISTINCT source_request_id) FILTER (WHERE likely) AS requests_likely_exposed
-    FROM (SELECT source_account_id AS account_id, source_request_id, false AS likely FROM possible_source_requests
-          UNION ALL
-          SELECT source_account_id, source_request_id, is_likely(likelihood) FROM possible_modelled)
-    WHERE account_id IS NOT NULL AND source_request_id <> '' GROUP BY 1
+    SELECT account_id, count(*) AS requests_possibly_exposed,
+           count(*) FILTER (WHERE status = 'likely') AS requests_likely_exposed
+    FROM account_requests WHERE role = 'possibly_exposed' GROUP BY 1
 ), cohort AS (
     -- request_cohort has every gateway record (forensics.cohorts), with its account
     SELECT account_id, string_agg(DISTINCT cohort, ';' ORDER BY cohort) AS cohort FROM request_cohort GROUP BY 1

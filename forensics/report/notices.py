@@ -1,0 +1,227 @@
+"""Report stage, per-account notices: for every customer account to notify, one file per template (by
+default an HTML letter to print or attach, and a plain-text one for an e-mail body), plus two files for
+mail merge: notices/mail_merge.csv (one row per account: its notice files, counts, dates, what to tell
+it, its request ids) and notices/requests.csv (one row per account, role and request: every request id,
+the possible ones included).
+
+The notices read only incident.duckdb (the tables notice_requests and notice_incident, and the
+notifications query), so `forensics notices OUT --template FILE` renders them again from an edited
+template without rerunning the analysis. Templates are Jinja2, rendered in a sandbox (an edited
+template cannot reach Python) with every undefined name an error; values from the logs are escaped in
+HTML and stripped of control characters in text. docs/notices.md lists what a template is given.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import re
+import shutil
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import jinja2
+from jinja2.sandbox import SandboxedEnvironment
+
+from forensics.db import query_rows, run_query
+from forensics.errors import InputError
+from forensics.outputs import cell, private_open, write_csv
+from forensics.paths import TEMPLATES
+from forensics.report.disclosure import ROLES, notification_rows
+from forensics.report.render import f_num, f_ts
+
+NOTICES = "notices"  # the folder in --out
+DEFAULT_TEMPLATES = (TEMPLATES / "notices" / "notice.html.j2", TEMPLATES / "notices" / "notice.txt.j2")
+# a spreadsheet cuts a cell at 32,767 characters without a word: a longer id list is cut here, saying
+# so and where the whole list is (requests.csv)
+CELL_LIMIT = 32_000
+SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]")
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def notice_stems(account_ids: Iterable[str]) -> dict[str, str]:
+    """A file name (without extension) per account id, safe on every file system: the id itself where
+    it is made of letters, digits, '.', '_' and '-' only and no other id shares it ignoring case; else
+    its safe characters and 8 hex digits of its SHA-256 (ids are hostile text: '../x' stays inside)."""
+    ids = sorted(set(account_ids))
+    folded = defaultdict(list)
+    for a in ids:
+        folded[SAFE_NAME.sub("_", a).lower()[:80]].append(a)
+    out = {}
+    for a in ids:
+        safe = SAFE_NAME.sub("_", a)[:80].lstrip(".") or "account"
+        clash = len(folded[SAFE_NAME.sub("_", a).lower()[:80]]) > 1
+        out[a] = safe if safe == a and not clash else f"{safe}-{hashlib.sha256(a.encode()).hexdigest()[:8]}"
+    return out
+
+
+def _text(value: Any) -> Any:
+    """finalize for text notices: log fields lose control characters (terminal escapes, bidi overrides)."""
+    if value is None:
+        return ""
+    return CONTROL.sub("?", value) if isinstance(value, str) else value
+
+
+def _environment(template: Path) -> tuple[jinja2.Template, str]:
+    """The template, compiled in a sandbox, and the extension of what it renders (notice.html.j2: .html)."""
+    name = template.name.removesuffix(".j2")
+    ext = Path(name).suffix or ".txt"
+    html = ext in (".html", ".htm")
+    env = SandboxedEnvironment(
+        loader=jinja2.FileSystemLoader(str(template.parent)),
+        autoescape=html,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        finalize=None if html else _text,
+    )
+    env.filters.update(ts=f_ts, num=f_num)
+    try:
+        return env.get_template(template.name), ext
+    except jinja2.TemplateSyntaxError as e:
+        raise InputError(f"notice template {template}: line {e.lineno}: {e.message}") from None
+    except (jinja2.TemplateNotFound, OSError) as e:
+        raise InputError(f"notice template {template}: cannot be read ({e})") from None
+
+
+def store_incident(con: duckdb.DuckDBPyConnection, ctx: dict[str, Any], disclosure: dict[str, Any]) -> None:
+    """notice_incident: what every notice says of the incident (id, title, contact, dates, advice), from
+    the report's data and bundle.toml's [disclosure], kept in incident.duckdb as JSON so that the notices
+    render again from the database alone."""
+    h, k, t = ctx["header"], ctx["clocks"], ctx["totals"]
+    incident = {
+        "id": h["incident_id"],
+        "title": h["title"],
+        "report_version": h["report_version"],
+        "report_phase": h["report_phase"],
+        "as_of": h["as_of"],
+        "contact": ctx["contact"],
+        "first_customer_at": k["first_customer_at"],
+        "last_customer_at": k["last_customer_at"],
+        "discovered_at": k["discovered_at"],
+        "advice": str(disclosure.get("advice", "")),
+        "likely_printed": bool(t.get("likely_printed")),
+        "likely_reason": t.get("likely_reason") or "",
+    }
+    run_query(con, "report", "notice_incident", context=json.dumps(incident, default=_json_default, sort_keys=True))
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return {"__ts__": value.isoformat()}
+    raise TypeError(type(value).__name__)
+
+
+def _json_hook(obj: dict[str, Any]) -> Any:
+    return datetime.fromisoformat(obj["__ts__"]) if set(obj) == {"__ts__"} else obj
+
+
+def _ids(ids: list[str]) -> str:
+    """A mail-merge cell of request ids: all of them, or as many as a spreadsheet cell holds and a note."""
+    text = ";".join(ids)
+    if len(text) <= CELL_LIMIT:
+        return text
+    cut = text[:CELL_LIMIT].rsplit(";", 1)[0]
+    shown = cut.count(";") + 1
+    return f"{cut};... ({len(ids) - shown:,} more: requests.csv)"
+
+
+def write_notices(
+    con: duckdb.DuckDBPyConnection, out: Path, templates: Sequence[Path] | None = None
+) -> dict[str, int]:
+    """Render every customer account's notices into out/notices/ (replacing what a previous rendering
+    left there); returns the files written per kind. Needs notice_requests and notice_incident."""
+    compiled = [_environment(t) for t in (templates or DEFAULT_TEMPLATES)]
+    exts = [ext for _, ext in compiled]
+    if len(set(exts)) < len(exts):
+        raise InputError(f"notice templates: two render the same kind of file ({', '.join(sorted(exts))})")
+    row = con.execute("SELECT context FROM notice_incident").fetchone()
+    incident = json.loads(row[0], object_hook=_json_hook) if row else {}
+    cur = con.execute("SELECT * FROM notice_requests ORDER BY account_id, role, request_id")
+    names = [d[0] for d in cur.description]
+    by_account: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: {r: [] for r in ROLES})
+    for values in cur.fetchall():
+        r = dict(zip(names, values, strict=True))
+        by_account[r["account_id"]][r["role"]].append(r)
+    accounts = notification_rows(query_rows(con, "report", "notifications"))
+    stems = notice_stems(a["account_id"] for a in accounts)
+    folder = out / NOTICES
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(mode=0o700)
+    merge = []
+    for a in accounts:
+        stem, requests = stems[a["account_id"]], by_account[a["account_id"]]
+        ctx = {"incident": incident, "account": a, "requests": requests, "notice_name": stem}
+        files = []
+        for template, ext in compiled:
+            try:
+                text = template.render(**ctx)
+            except jinja2.TemplateError as e:  # an edited template naming what is not there
+                raise InputError(f"notice template {template.filename}: {e}") from None
+            with private_open(folder / f"{stem}{ext}") as fh:
+                fh.write(text)
+            files.append(f"{stem}{ext}")
+        merge.append(_merge_row(a, requests, files))
+    _write_merge(folder / "mail_merge.csv", merge)
+    n = write_csv(
+        con,
+        """SELECT account_id, role, request_id, status, same_account_only, first_at, last_at, request_at, node,
+                  recipient_cohorts FROM notice_requests ORDER BY account_id, role, request_id""",
+        folder / "requests.csv",
+    )
+    return {"notices": len(accounts) * len(compiled), "mail_merge.csv": len(merge), "requests.csv": n}
+
+
+def _merge_row(a: dict[str, Any], requests: dict[str, list[dict[str, Any]]], files: list[str]) -> dict[str, Any]:
+    roles = a["roles"]
+
+    def tell(key: str) -> str:
+        return roles[key]["tell"] if key in roles else ""
+
+    return {
+        "account_id": a["account_id"],
+        "notice_files": ";".join(files),
+        "roles": ";".join(roles),
+        "responses_received": a["responses_received"],
+        "responses_received_confirmed": a["responses_received_confirmed"],
+        "responses_received_same_account_only": a["responses_received_same_account_only"],
+        "received_first_at": a["received_first_at"],
+        "received_last_at": a["received_last_at"],
+        "requests_exposed": a["requests_exposed"],
+        "requests_exposed_confirmed": a["requests_exposed_confirmed"],
+        "exposed_first_at": a["exposed_first_at"],
+        "exposed_last_at": a["exposed_last_at"],
+        "requests_possibly_exposed": a["requests_possibly_exposed"],
+        "requests_likely_exposed": a["requests_likely_exposed"],
+        "tell_received": tell("received"),
+        "tell_exposed": tell("exposed"),
+        "tell_possibly_exposed": tell("possibly_exposed"),
+        "received_request_ids": _ids([r["request_id"] for r in requests["received"]]),
+        "exposed_request_ids": _ids([r["request_id"] for r in requests["exposed"]]),
+        "possibly_exposed_request_ids": _ids([r["request_id"] for r in requests["possibly_exposed"]]),
+    }
+
+
+def _write_merge(path: Path, rows: list[dict[str, Any]]) -> None:
+    """CSV cells as every findings CSV has them: neutralized against formula injection, times in UTC."""
+    columns = MERGE_HEADER  # _merge_row's keys, in this order (tests/report/test_notices.py)
+    with private_open(path) as fh:
+        w = csv.writer(fh, lineterminator="\n")
+        w.writerow(columns)
+        for r in rows:
+            w.writerow([cell(r[c]) for c in columns])
+
+
+MERGE_HEADER = (
+    "account_id", "notice_files", "roles", "responses_received", "responses_received_confirmed",
+    "responses_received_same_account_only", "received_first_at", "received_last_at", "requests_exposed",
+    "requests_exposed_confirmed", "exposed_first_at", "exposed_last_at", "requests_possibly_exposed",
+    "requests_likely_exposed", "tell_received", "tell_exposed", "tell_possibly_exposed",
+    "received_request_ids", "exposed_request_ids", "possibly_exposed_request_ids",
+)  # fmt: skip
