@@ -91,7 +91,7 @@ def check_memory_limit(value: str, where: str = "--memory-limit") -> str:
     return value
 
 
-def _session(con: duckdb.DuckDBPyConnection) -> None:
+def session(con: duckdb.DuckDBPyConnection) -> None:
     """The settings of one DuckDB session (a connection or a cursor: a cursor inherits none of them).
     Every table, view and macro the analysis makes goes to the schema `internal`; the investigator's
     surface is schema `main`, documented views over them (forensics.catalog.publish, at the end)."""
@@ -113,7 +113,7 @@ def cursor(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
 def connect(path: Path | str, memory_limit: str | None = None, threads: int | None = None) -> duckdb.DuckDBPyConnection:
     con = duckdb.connect(str(path))
     con.execute(f"CREATE SCHEMA IF NOT EXISTS {INTERNAL}")
-    _session(con)
+    session(con)
     con.execute("SET enable_progress_bar = false")
     con.execute("SET memory_limit = ?", [check_memory_limit(memory_limit) if memory_limit else default_memory_limit()])
     # DuckDB keeps up to a quarter of the limit (of the machine, if that is less) as block memory for

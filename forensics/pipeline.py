@@ -33,6 +33,7 @@ from forensics.intake import BundleConfig, InputFile, Window, load_bundle_config
 from forensics.outputs import make_private, private_files, write_json, write_parquet
 from forensics.ownership import Execution, NodeRun, rebuild_ownership
 from forensics.report.blast import BLAST_FILES
+from forensics.report.notices import check_notice_templates
 from forensics.report.render import PARTS as REPORT_PARTS
 
 
@@ -169,7 +170,7 @@ def getpass_user() -> str:
 OUT_NAMES = frozenset(
     {*OUTPUTS, *BLAST_FILES, "manifest.json", "incident.duckdb"}
     | {f"{part}.{ext}" for part in REPORT_PARTS for ext in ("html", "md")}
-    | {"incident.duckdb.wal", "incident.duckdb.tmp", ".kvf-work", "parquet", "notices"}
+    | {"incident.duckdb.wal", "incident.duckdb.tmp", ".kvf-work", "parquet", "notices", "brief.html"}
 )
 
 
@@ -254,9 +255,11 @@ def investigate(
     custody: Custody | None = None,
     parquet: bool = False,
     possible_pairs: bool | None = None,
+    notice_templates: list[Path] | None = None,
 ) -> InvestigationResult:
     check_options(as_of, memory_limit, threads)
     check_inputs(bundle, exclusions)
+    check_notice_templates(notice_templates)
     check_out(out, bundle, force)
     execution = execution or Execution(workers=0)
     # the run's threads and memory limit hold for the per-node tasks too (shared among their workers)
@@ -277,6 +280,7 @@ def investigate(
                 window or Window(),
                 self_contained,
                 possible_pairs,
+                notice_templates,
             )
             if parquet:
                 result.counts.update(_export_parquet(out))
@@ -344,6 +348,7 @@ def _investigate(
     window: Window,
     self_contained: bool,
     possible_pairs: bool | None = None,
+    notice_templates: list[Path] | None = None,
 ) -> InvestigationResult:
     out.mkdir(parents=True, exist_ok=True)
     db_path = out / "incident.duckdb"
@@ -365,7 +370,9 @@ def _investigate(
         from forensics.report import render_report
 
         with timed("report"):
-            render_report(con, out, config=config, files=files, rules=rules, as_of=as_of)
+            render_report(
+                con, out, config=config, files=files, rules=rules, as_of=as_of, notice_templates=notice_templates
+            )
         manifest = {
             "incident": {"id": config.incident.get("id"), "report": config.report.describe()},
             "inputs": [f.manifest_entry() for f in files],

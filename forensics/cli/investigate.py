@@ -43,6 +43,8 @@ INVESTIGATE_EXAMPLES = """Examples:
   forensics investigate B --out O --since 2026-08-27 --until 2026-09-10 --memory-limit 8GB
 
   forensics investigate B --out O --json | jq .headline
+
+  forensics investigate B --out O --notice-template letter.html.j2   (notices/<account>.html from it)
 """
 
 
@@ -104,6 +106,12 @@ def investigate(
         help="Write possible_sources.csv, every (response, possible source) pair, whatever their number "
         f"(default: up to {POSSIBLE_PAIRS_LIMIT:,} pairs; the windows file and the database's view hold them always).",
     ),
+    notice_template: list[Path] | None = typer.Option(
+        None,
+        "--notice-template",
+        help="A per-account notice template (repeatable), instead of the bundled HTML and text ones; "
+        "`forensics notices OUT --template FILE` renders them again later.",
+    ),
     quiet: bool = QUIET,
 ) -> None:
     """Ingest, rebuild page ownership and provenance, write findings and the disclosure report."""
@@ -143,5 +151,6 @@ def investigate(
             custody=custody,
             parquet=parquet,
             possible_pairs=possible_pairs,
+            notice_templates=notice_template or None,
         )
     typer.echo(result.to_json() if as_json else result.summary())

@@ -186,6 +186,6 @@ def _summary(con: duckdb.DuckDBPyConnection, ctx: dict[str, Any], config: Bundle
         notifications=disclosure.notification_rows(rows(con, "notifications")),
         deadlines=disclosure.deadlines(config, as_of),
         incident_timeline=disclosure.timeline(config, ctx["clocks"], as_of),
-        fields=disclosure.fields(config, ctx["totals"], found, ctx["contact"]),
+        fields=disclosure.fields(config, ctx["totals"], found, ctx["contact"], as_of),
     )
     return ctx

@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from forensics.intake import BundleConfig
+from forensics.outputs import fmt_ts
 from forensics.report.render import f_plain
 
 GDPR_HOURS = 72
@@ -133,9 +134,12 @@ def timeline(config: BundleConfig, clocks: dict[str, Any], as_of: datetime | Non
     return sorted(out, key=lambda r: (r["at"], r["event"]))
 
 
-def fields(config: BundleConfig, totals: dict[str, Any], found: dict[str, Any], contact: str) -> list[dict[str, Any]]:
+def fields(
+    config: BundleConfig, totals: dict[str, Any], found: dict[str, Any], contact: str, as_of: datetime | None
+) -> list[dict[str, Any]]:
     """Every disclosure field: `known` is what the findings say, `supplied` what bundle.toml says,
-    `missing` names the bundle.toml key a person must still fill in ('' when nothing is missing)."""
+    `missing` names the bundle.toml key (or the option) a person must still fill in ('' when nothing is
+    missing). The report's own date is one: a run without --as-of stays reproducible and undated."""
     d = config.disclosure
     srcs_lo, srcs_hi = totals["customer_sources"], totals.get("possible_customer_sources")
     accts_lo, accts_hi = totals["customer_source_accounts"], totals.get("possible_customer_source_accounts")
@@ -160,6 +164,7 @@ def fields(config: BundleConfig, totals: dict[str, Any], found: dict[str, Any], 
     }
     researcher = found.get("researcher_requests")
     rows = [
+        ("Date of this report", fmt_ts(as_of) if as_of else "", "", "" if as_of else "undated: rerun with --as-of"),
         ("Role (controller or processor)", framing.get(str(role), ""), "", "" if role else "[disclosure] role"),
         ("Contact point (Art. 33(3)(b))", contact, "", "" if contact else "[incident] contact"),
         (
@@ -288,7 +293,7 @@ def account_roles(n: dict[str, Any]) -> list[dict[str, Any]]:
             "role": "its data may have been exposed",
             "requests": possible,
             "likely": likely,
-            "when": "unknown (no page evidence)",
+            "when": "time unknown",
             "confidence": "possible; the logs cannot rank which"
             if likely is None
             else f"possible; {likely:,} rated likely by the allocator model",

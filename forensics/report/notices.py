@@ -27,8 +27,9 @@ from typing import Any
 import duckdb
 import jinja2
 from jinja2.sandbox import SandboxedEnvironment
+from markupsafe import Markup
 
-from forensics.db import query_rows, run_query
+from forensics.db import query_rows, run_query, session
 from forensics.errors import InputError
 from forensics.outputs import cell, private_open, write_csv
 from forensics.paths import TEMPLATES
@@ -61,9 +62,13 @@ def notice_stems(account_ids: Iterable[str]) -> dict[str, str]:
 
 
 def _text(value: Any) -> Any:
-    """finalize for text notices: log fields lose control characters (terminal escapes, bidi overrides)."""
+    """finalize for every notice: log fields lose control characters (terminal escapes, and bidi
+    overrides that would show an id reversed in a browser too); HTML escaping then applies as usual.
+    What a template marks safe itself (Markup) is its own text and stays as it is."""
     if value is None:
         return ""
+    if isinstance(value, Markup):
+        return value
     return CONTROL.sub("?", value) if isinstance(value, str) else value
 
 
@@ -79,7 +84,7 @@ def _environment(template: Path) -> tuple[jinja2.Template, str]:
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
-        finalize=None if html else _text,
+        finalize=_text,
     )
     env.filters.update(ts=f_ts, num=f_num)
     try:
@@ -88,6 +93,45 @@ def _environment(template: Path) -> tuple[jinja2.Template, str]:
         raise InputError(f"notice template {template}: line {e.lineno}: {e.message}") from None
     except (jinja2.TemplateNotFound, OSError) as e:
         raise InputError(f"notice template {template}: cannot be read ({e})") from None
+
+
+def check_notice_templates(templates: Sequence[Path] | None) -> None:
+    """Every notice template compiles, and no two render the same kind of file: checked before the
+    analysis starts, so that an edited template's typo costs seconds, not a whole run."""
+    if templates:
+        _compiled(templates)
+
+
+def _compiled(templates: Sequence[Path]) -> list[tuple[jinja2.Template, str]]:
+    for t in templates:
+        if not t.is_file():
+            raise InputError(f"notice template {t}: no such file")
+    compiled = [_environment(t) for t in templates]
+    exts = [ext for _, ext in compiled]
+    if len(set(exts)) < len(exts):
+        raise InputError(f"notice templates: two render the same kind of file ({', '.join(sorted(exts))})")
+    return compiled
+
+
+def render_notices(out: Path, templates: Sequence[Path] | None = None) -> dict[str, int]:
+    """`forensics notices OUT`: the notices again, from OUT/incident.duckdb alone (read-only), with the
+    operator's templates; the analysis is not rerun and nothing else in OUT changes."""
+    db = out / "incident.duckdb"
+    if not db.is_file():
+        raise InputError(f"{out}: no incident.duckdb (expected the --out folder of forensics investigate)")
+    compiled = _compiled(templates or DEFAULT_TEMPLATES)
+    try:
+        con = duckdb.connect(str(db), read_only=True)
+    except duckdb.Error as err:
+        raise InputError(f"{db}: not readable ({str(err).splitlines()[0]})") from None
+    try:
+        session(con)
+        tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+        if not {"notice_requests", "notice_incident"} <= tables:
+            raise InputError(f"{db}: made by a version without notices (no notice_requests): rerun investigate")
+        return _write(con, out, compiled)
+    finally:
+        con.close()
 
 
 def store_incident(con: duckdb.DuckDBPyConnection, ctx: dict[str, Any], disclosure: dict[str, Any]) -> None:
@@ -137,10 +181,12 @@ def write_notices(
 ) -> dict[str, int]:
     """Render every customer account's notices into out/notices/ (replacing what a previous rendering
     left there); returns the files written per kind. Needs notice_requests and notice_incident."""
-    compiled = [_environment(t) for t in (templates or DEFAULT_TEMPLATES)]
-    exts = [ext for _, ext in compiled]
-    if len(set(exts)) < len(exts):
-        raise InputError(f"notice templates: two render the same kind of file ({', '.join(sorted(exts))})")
+    return _write(con, out, _compiled(templates or DEFAULT_TEMPLATES))
+
+
+def _write(
+    con: duckdb.DuckDBPyConnection, out: Path, compiled: list[tuple[jinja2.Template, str]]
+) -> dict[str, int]:
     row = con.execute("SELECT context FROM notice_incident").fetchone()
     incident = json.loads(row[0], object_hook=_json_hook) if row else {}
     cur = con.execute("SELECT * FROM notice_requests ORDER BY account_id, role, request_id")

@@ -114,3 +114,6 @@ def render(ctx: dict[str, Any], out: Path) -> None:
         for path, text in ((out / f"{name}.html", html), (out / f"{name}.md", md)):
             with private_open(path) as fh:
                 fh.write(text)
+    # the board brief: one printed page, HTML only (tests/report/test_notices.py prints it)
+    with private_open(out / "brief.html") as fh:
+        fh.write(_env(markdown=False).get_template("brief.html.j2").render(**html_ctx))

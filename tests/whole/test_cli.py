@@ -114,7 +114,7 @@ def test_manifest_records_the_chain_of_custody(relative_run: dict) -> None:
     assert run["command"].startswith("forensics investigate evidence --out case")
     assert run["operator"] == "a.analyst"
     assert run["started_at"] <= run["finished_at"]
-    written = sorted(p.name for p in out.iterdir() if p.is_file() and p.name != "manifest.json")
+    written = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file() and p.name != "manifest.json")
     assert sorted(run["outputs_sha256"]) == written and "incident.duckdb" in written
     for name, digest in run["outputs_sha256"].items():
         assert hashlib.sha256((out / name).read_bytes()).hexdigest() == digest, name

@@ -350,6 +350,9 @@ def test_reports_escape_every_log_derived_string(hostile_out: Path, part: str) -
     blocks = md.split("```")
     assert len(blocks) % 2 == 1
     md = "".join(blocks[::2])
+    if part == "report":  # the ids are in the per-account notices (Part 2 counts them) and the brief
+        html += "".join(p.read_text(encoding="utf-8") for p in sorted((hostile_out / "notices").glob("*.html")))
+        html += (hostile_out / "brief.html").read_text(encoding="utf-8")
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html  # present, as text
     for raw in (XSS, "<img src=x", "<iframe", "<svg onload", "<marquee>", "<h1>x</h1>", "<u>d", "<b>"):
         assert raw not in html, raw
@@ -360,8 +363,8 @@ def test_outputs_are_private(hostile_out: Path, runs: dict) -> None:
     for out in (hostile_out, runs["out"]):
         names = {p.name for p in out.iterdir()}
         assert {"incident.duckdb", "report.html", "report.md", "manifest.json", "rejected.csv"} <= names
-        for p in out.iterdir():
-            assert stat.S_IMODE(p.stat().st_mode) == 0o600, p.name
+        for p in out.rglob("*"):  # notices/ too: a folder the owner only may enter, files they only may read
+            assert stat.S_IMODE(p.stat().st_mode) == (0o700 if p.is_dir() else 0o600), p
 
 
 def test_ingest_command_outputs_are_private(tmp_path: Path) -> None:

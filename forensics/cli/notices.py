@@ -1,0 +1,38 @@
+"""`forensics notices OUT [--template FILE]...`: the per-account notices rendered again from an
+investigate output folder's incident.duckdb, with the operator's own templates (forensics.report.notices)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from forensics.cli.app import app
+
+EPILOG = """Examples:
+
+  forensics notices out/                                   (the default HTML and text notices again)
+
+  forensics notices out/ --template letter.html.j2 --template email.txt.j2
+
+Templates are Jinja2, rendered in a sandbox; docs/notices.md lists what a template is given. A template's
+name without .j2 gives the kind of file it renders (letter.html.j2: <account>.html)."""
+
+
+@app.command("notices", epilog=EPILOG)
+def notices(
+    out: Annotated[Path, typer.Argument(help="Output folder of forensics investigate.")],
+    template: Annotated[
+        list[Path] | None,
+        typer.Option("--template", help="A notice template (repeatable); default: the bundled HTML and text ones."),
+    ] = None,
+) -> None:
+    """Render the per-account notices again (OUT/notices/) from the database, without rerunning the analysis."""
+    from forensics.report.notices import NOTICES, render_notices
+
+    counts = render_notices(out, template or None)
+    typer.echo(
+        f"notices: {counts['mail_merge.csv']:,} accounts, {counts['notices']:,} notice files, "
+        f"{counts['requests.csv']:,} request rows in {out / NOTICES}/"
+    )
