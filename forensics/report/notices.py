@@ -176,17 +176,13 @@ def _ids(ids: list[str]) -> str:
     return f"{cut};... ({len(ids) - shown:,} more: requests.csv)"
 
 
-def write_notices(
-    con: duckdb.DuckDBPyConnection, out: Path, templates: Sequence[Path] | None = None
-) -> dict[str, int]:
+def write_notices(con: duckdb.DuckDBPyConnection, out: Path, templates: Sequence[Path] | None = None) -> dict[str, int]:
     """Render every customer account's notices into out/notices/ (replacing what a previous rendering
     left there); returns the files written per kind. Needs notice_requests and notice_incident."""
     return _write(con, out, _compiled(templates or DEFAULT_TEMPLATES))
 
 
-def _write(
-    con: duckdb.DuckDBPyConnection, out: Path, compiled: list[tuple[jinja2.Template, str]]
-) -> dict[str, int]:
+def _write(con: duckdb.DuckDBPyConnection, out: Path, compiled: list[tuple[jinja2.Template, str]]) -> dict[str, int]:
     row = con.execute("SELECT context FROM notice_incident").fetchone()
     incident = json.loads(row[0], object_hook=_json_hook) if row else {}
     cur = con.execute("SELECT * FROM notice_requests ORDER BY account_id, role, request_id")

@@ -175,7 +175,7 @@ def test_hostile_account_ids(sample_out: Path, tmp_path: Path) -> None:
     assert not (tmp_path / "case" / "escape<script>alert(1)</script>.html").exists()
     stems = notice_stems(HOSTILE)
     assert len({s.lower() for s in stems.values()}) == len(HOSTILE)  # apart on case-blind file systems
-    for hostile, stem in stems.items():
+    for stem in stems.values():
         assert re.fullmatch(r"[A-Za-z0-9._-]+", stem) and not stem.startswith(".")
         html = (folder / f"{stem}.html").read_text()
         text = (folder / f"{stem}.txt").read_text()
