@@ -37,7 +37,7 @@ from forensics.paths import load_query
 
 
 class Lifecycle(Protocol):
-    """What is read of forensics.findings.likelihood.Lifecycle (one decode node's rooms, in room order)."""
+    """What is read of forensics.findings.allocator_walk.Lifecycle (one decode node's rooms, in room order)."""
 
     room: np.ndarray
     n_read: np.ndarray

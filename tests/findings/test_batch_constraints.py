@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from forensics.findings.allocator_walk import Lifecycle
 from forensics.findings.batch_constraints import Printed, consistency, pin_aborted_allocs
-from forensics.findings.likelihood import Lifecycle
 from forensics.simulate import build_config, simulate
 from tests.support.analysis import Findings
 

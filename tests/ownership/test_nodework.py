@@ -131,17 +131,17 @@ def test_threads_reach_the_node_tasks_and_the_likelihood(tmp_path: Path, monkeyp
     the allocator model's pool, on a machine that seems to have 8 cores (the defaults would take them)."""
     import os
 
-    import forensics.findings.likelihood as likelihood
+    import forensics.findings.allocator_walk as walk
 
     monkeypatch.setattr(os, "cpu_count", lambda: 8)
     pools: list[int] = []
-    pool = likelihood.ThreadPoolExecutor
+    pool = walk.ThreadPoolExecutor
 
     def recorded(max_workers: int):
         pools.append(max_workers)
         return pool(max_workers=max_workers)
 
-    monkeypatch.setattr(likelihood, "ThreadPoolExecutor", recorded)
+    monkeypatch.setattr(walk, "ThreadPoolExecutor", recorded)
     result = investigate(support.SAMPLE, tmp_path / "out", threads=1, execution=Execution(workers=2))
     ran = result.execution
     assert ran is not None and ran.tasks_run and ran.workers == 2
