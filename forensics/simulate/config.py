@@ -79,7 +79,7 @@ class SimConfig:
     read_delay_ms: float = 0.0  # decode reads a landed transfer after this to twice this (0: 0.2 to 2 ms)
     prefill_count: int = 2  # prefill nodes (prefill-0 ..)
     decode_count: int = 3  # decode nodes (decode-0 ..)
-    # the gateway log's format (forensics.simulate.formats): kvf (the spec's), litellm_spendlogs,
+    # the gateway log's format (forensics.simulate.gateway_logs): kvf (the spec's), litellm_spendlogs,
     # litellm_payload, smg, envoy, otlp (docs/gateway-formats.md); kvf_noroom: the spec's without
     # bootstrap_room and the nodes, joined through the x-request-id the engines' request logs record
     gateway_format: str = "kvf"

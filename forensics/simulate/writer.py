@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from forensics.contract import GATEWAY_FIELDS, PAGE_SCHEMA
-from forensics.simulate import formats
+from forensics.simulate import gateway_logs
 from forensics.simulate.cluster import Node
 from forensics.simulate.cohorts import Cohort, exclusions_toml
 from forensics.simulate.config import SimConfig
@@ -75,7 +75,7 @@ def bundle_toml(cfg: SimConfig) -> str:
         f'[incident]\nid = "{cfg.incident_id}"\ntitle = {json.dumps(cfg.incident_title)}\n'
         f'discovered_at = "{cfg.discovered_at}"\ncontact = "privacy@example.com"\n\n'
         f'[engine]\nlog_timezone = "UTC"\n{version}'
-    ) + formats.gateway_toml(cfg)
+    ) + gateway_logs.gateway_toml(cfg)
 
 
 def gateway_record(r: Request, cfg: SimConfig) -> dict[str, object]:
@@ -167,7 +167,7 @@ def node_startup(node: Node, cfg: SimConfig, t0_node: int) -> list[tuple[int, st
 def write_engine(
     root: Path, nodes: dict[str, Node], cfg: SimConfig, headers: dict[int, dict[str, str]] | None = None
 ) -> None:
-    """headers: room -> the request headers the engines' request logs record (formats.engine_headers)."""
+    """headers: room -> the request headers the engines' request logs record (gateway_logs.engine_headers)."""
     t_start = cfg.start_us - 600_000_000
     for name in sorted(nodes):
         node = nodes[name]
@@ -243,10 +243,10 @@ def write_bundle(
     write_bytes(root / "exclusions.toml", exclusions_toml(cohorts).encode())
     if cfg.gateway_format in ("kvf", "kvf_noroom"):
         write_gateway(root, reqs, cfg)
-        formats.write_ids(root, None)
+        gateway_logs.write_ids(root, None)
     else:
-        formats.write_gateway_format(root, cfg, reqs, nodes)
-    write_engine(root, nodes, cfg, formats.engine_headers(cfg, reqs))
+        gateway_logs.write_gateway_format(root, cfg, reqs, nodes)
+    write_engine(root, nodes, cfg, gateway_logs.engine_headers(cfg, reqs))
     for name in sorted(nodes):
         if nodes[name].spec.telemetry:
             write_pages(root, nodes[name], kept_rows[name])

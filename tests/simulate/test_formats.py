@@ -1,4 +1,4 @@
-"""The simulator's gateway log in the real tools' formats (forensics.simulate.formats), checked from the
+"""The simulator's gateway log in the real tools' formats (forensics.simulate.gateway_logs), checked from the
 files it wrote, read back with the standard library only, against the spec's records of the same run."""
 
 from __future__ import annotations
@@ -18,15 +18,10 @@ import pytest
 
 from forensics.simulate import build_config, simulate
 from forensics.simulate.config import GATEWAY_FORMATS, SimConfig
-from forensics.simulate.formats import (
-    SPENDLOGS_COLUMNS,
-    _pg_csv,
-    render_envoy,
-    render_otlp,
-    render_payload,
-    render_smg,
-    render_spendlogs,
-)
+from forensics.simulate.gateway_logs.envoy import render_envoy
+from forensics.simulate.gateway_logs.litellm import SPENDLOGS_COLUMNS, _pg_csv, render_payload, render_spendlogs
+from forensics.simulate.gateway_logs.otlp import render_otlp
+from forensics.simulate.gateway_logs.smg import render_smg
 from forensics.simulate.request import Request
 
 KW = dict(seed=6, requests=260, abort_rate=0.06, long_rate=0.05, oversize_rate=0.03, internal_rate=0.15)
