@@ -24,6 +24,7 @@ from numba import njit
 from forensics.db import arrow_view, scalar
 
 
+# compiled here, not in ownership/kernels/: ingest lies below ownership and may not import it
 @njit(cache=True)
 def _scan(seq: np.ndarray) -> tuple[bool, bool, np.ndarray]:  # pragma: no cover
     """One pass: (strictly rising, some seq repeats its predecessor, positions i where

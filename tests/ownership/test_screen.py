@@ -219,7 +219,7 @@ def test_room_marks_names_every_room_of_the_own_events_and_repeats_only_evicted_
     landed transfers (OP_XFER) is, and a room is written again only after another room took its place in
     the table (a table of 8 entries here, so that evictions happen)."""
     from forensics.keys import OP_XFER
-    from forensics.ownership.steps.screen import room_marks
+    from forensics.ownership.kernels.room_marks import room_marks
 
     rng = np.random.default_rng(seed)
     n = 3_000

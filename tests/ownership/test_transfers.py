@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import forensics.ownership.execution.streams as streams
+import forensics.ownership.kernels.transfer_links as transfer_links
 import forensics.ownership.steps.transfers as transfers
 from forensics.db import connect
 from forensics.simulate import build_config, simulate
@@ -107,17 +108,17 @@ def test_room_table_finds_every_room_and_only_those(seed: int) -> None:
     pool[-1] = 0
     room = rng.choice(pool, m)
     xs = rng.integers(0, 100, m)
-    table, first, row, rec = transfers._group(room, xs, xs + 1)
+    table, first, row, rec = transfer_links.group_by_room(room, xs, xs + 1)
     groups = {}
     for t in range(m):
         groups.setdefault(int(room[t]), []).append(t)
     assert len(first) == len(groups) + 1
     for g, (r, members) in enumerate(groups.items()):  # groups numbered in order of first transfer
-        assert table[transfers._slot(table, r), 1] == g
+        assert table[transfer_links.room_slot(table, r), 1] == g
         assert sorted(row[members]) == list(range(first[g], first[g + 1]))
-        assert (rec[row[members], transfers.XS] == xs[members]).all()
+        assert (rec[row[members], transfer_links.XS] == xs[members]).all()
     absent = np.setdiff1d(rng.integers(-(2**62), 2**62, 2000, dtype=np.int64), room)
-    assert all(table[transfers._slot(table, int(r)), 1] < 0 for r in absent)
+    assert all(table[transfer_links.room_slot(table, int(r)), 1] < 0 for r in absent)
 
 
 def test_links_match_the_definition_on_a_simulated_incident(tmp_path: Path) -> None:

@@ -27,18 +27,13 @@ from __future__ import annotations
 import duckdb
 import numpy as np
 import pyarrow as pa
-from numba import njit
 
 from forensics.db import arrow_view
 from forensics.ownership.execution.parallel import receivers, side_by_side
 from forensics.ownership.execution.streams import chunks
+from forensics.ownership.kernels.conflict_walk import FIELDS, OUT_FIELDS, conflict_walk
 
 CHUNK_TRANSFERS = 4_000_000  # transfers per chunk of a receiver's stream
-# columns of the open set (one row per open transfer)
-SND, XSEQ, ROOM, START, END, SEQ_LO, SEQ_HI, LO, HI, TIMED = range(10)
-FIELDS = 10
-# columns of a result row: the earlier transfer (in timeline order), the later one, the overlap
-OUT_FIELDS = 8
 
 _QUERY = """
 SELECT list_position($senders, sender) AS snd, xseq, room, start, "end", seq_lo, seq_hi,
@@ -48,45 +43,6 @@ FROM transfer_landing WHERE receiver = $node
 ORDER BY seq_lo, land_lo NULLS LAST, snd, xseq  -- snd numbers the senders in name order
 """
 _TYPES = (np.int64,) * FIELDS
-
-
-@njit(cache=True, nogil=True)
-def _walk(cols, first, open_, n_open, out):  # pragma: no cover
-    """Compare transfers first.. of the chunk `cols` (FIELDS arrays in timeline order) with the open
-    set `open_[:n_open]`, appending unordered overlapping pairs to `out`. Returns (next transfer to
-    look at, open count, rows written); stops early when `out` or `open_` is full."""
-    snd, xseq, room, start, end, seq_lo, seq_hi, lo, hi, timed = cols
-    n_out = 0
-    j = first
-    while j < snd.size:
-        if n_out + n_open > out.shape[0] or n_open == open_.shape[0]:
-            return j, n_open, n_out
-        i = 0
-        while i < n_open:
-            a = open_[i]
-            if a[SEQ_HI] <= seq_lo[j]:  # a landed before event seq_hi <= seq_lo[j], j after it
-                open_[i] = open_[n_open - 1]
-                n_open -= 1
-                continue
-            i += 1
-            if a[START] >= end[j] or start[j] >= a[END] or a[ROOM] == room[j]:
-                continue  # disjoint slots, or one room's KV either way
-            if a[SND] == snd[j]:
-                if a[XSEQ] < xseq[j]:  # one sender's seq order, and the timeline agrees
-                    continue
-            elif a[TIMED] == 1 and timed[j] == 1 and a[HI] <= lo[j]:  # a's window ends before j's
-                continue
-            o = out[n_out]
-            o[0], o[1], o[2] = a[SND], a[XSEQ], a[ROOM]
-            o[3], o[4], o[5] = snd[j], xseq[j], room[j]
-            o[6], o[7] = max(a[START], start[j]), min(a[END], end[j])
-            n_out += 1
-        row = open_[n_open]
-        row[SND], row[XSEQ], row[ROOM], row[START], row[END] = snd[j], xseq[j], room[j], start[j], end[j]
-        row[SEQ_LO], row[SEQ_HI], row[LO], row[HI], row[TIMED] = seq_lo[j], seq_hi[j], lo[j], hi[j], timed[j]
-        n_open += 1
-        j += 1
-    return j, n_open, n_out
 
 
 def receiver_conflicts(batches, open_rows: int = 1024, out_rows: int = 4096) -> np.ndarray:
@@ -101,7 +57,7 @@ def receiver_conflicts(batches, open_rows: int = 1024, out_rows: int = 4096) -> 
         cols = tuple(np.ascontiguousarray(c, dtype=np.int64) for c in cols)
         j = 0
         while j < cols[0].size:
-            j, n_open, n_out = _walk(cols, j, open_, n_open, out)
+            j, n_open, n_out = conflict_walk(cols, j, open_, n_open, out)
             if n_out:
                 found.append(out[:n_out].copy())
             if j < cols[0].size:  # stopped early: make room

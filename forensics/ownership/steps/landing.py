@@ -21,11 +21,11 @@ from __future__ import annotations
 import duckdb
 import numpy as np
 import pyarrow as pa
-from numba import njit
 
 from forensics.db import arrow_view
 from forensics.ownership.execution.parallel import receivers, side_by_side
 from forensics.ownership.execution.streams import chunks, in_order, rising
+from forensics.ownership.kernels.windows import NARROW, mark_window_hits
 
 SCHEMA = pa.schema([("link", pa.int64()), ("seq_max", pa.int64()), ("seq_min", pa.int64())])
 
@@ -176,30 +176,6 @@ def _table(x: dict, seq_max: np.ndarray, no_max: np.ndarray, seq_min: np.ndarray
     )
 
 
-NARROW = 1024  # windows this many seqs wide or less (landing_ambiguous/ joins the wider ones)
-
-
-@njit(cache=True, nogil=True)
-def _window_hits(ev_seq, ev_s, ev_e, lo, hi, xs, xe, hit):  # pragma: no cover
-    """Mark transfer t when an event with lo[t] < seq < hi[t] overlaps [xs[t], xe[t]). lo is sorted;
-    every window is at most NARROW wide, so only transfers with lo in [first - NARROW, last) can see
-    an event of this chunk (its seqs ev_seq rise)."""
-    n = ev_seq.size
-    if n == 0:
-        return
-    a = np.searchsorted(lo, ev_seq[0] - NARROW - 1)
-    b = np.searchsorted(lo, ev_seq[n - 1])
-    for t in range(a, b):
-        if hit[t]:
-            continue
-        j = np.searchsorted(ev_seq, lo[t] + 1)
-        while j < n and ev_seq[j] < hi[t]:
-            if ev_s[j] < xe[t] and ev_e[j] > xs[t]:
-                hit[t] = True
-                break
-            j += 1
-
-
 def _node_hits(con: duckdb.DuckDBPyConnection, events: str, node: str, windows: tuple) -> np.ndarray:
     """window_hits of one receiver: its events as stored if their seqs rise, else sorted."""
     lo, hi, xs, xe = windows
@@ -208,7 +184,7 @@ def _node_hits(con: duckdb.DuckDBPyConnection, events: str, node: str, windows: 
     def walk(stream) -> np.ndarray:
         hit = np.zeros(lo.size, dtype=np.bool_)
         for seq, start, end in stream:
-            _window_hits(seq, start, end, lo, hi, xs, xe, hit)
+            mark_window_hits(seq, start, end, lo, hi, xs, xe, hit)
         return hit
 
     def stored():

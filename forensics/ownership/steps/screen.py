@@ -43,42 +43,17 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-from numba import njit
 
 from forensics.db import arrow_view, run_query, scalar, sql_literal, telemetry_node_names, timed
-from forensics.keys import OP_XFER
 from forensics.ownership.execution.parallel import side_by_side
 from forensics.ownership.execution.streams import alongside, chunks, in_order, rising
+from forensics.ownership.kernels.room_marks import room_marks
 from forensics.ownership.kernels.runmap import RunMap, screen_events
 
 _OPC = "coalesce(op_code(op), -1)"
 PROV_BATCH = 4_000_000  # provenance rows buffered before each insert
 COLUMN_TYPES = (np.int64, np.int8, np.int64, np.int64, np.int64)  # k, opc, room, start, end
 RECENT = 1 << 15  # rooms remembered by room_marks (512 KB: stays in the core's cache)
-
-
-@njit(cache=True, nogil=True)
-def room_marks(opc, room, recent, used, out):  # pragma: no cover
-    """Write to `out` the rooms of the node's own events (opc other than OP_XFER: transfers landed in it)
-    that are not among the rooms seen lately, and return how many. `recent`/`used`: a direct-mapped
-    table of rooms seen lately, carried over between chunks. A room's events lie close together in a
-    node's event order, so almost every room is written once; one pushed out of the table by another is
-    written again."""
-    mask = recent.shape[0] - 1
-    n = 0
-    for i in range(room.size):
-        if opc[i] == OP_XFER:
-            continue
-        r = room[i]
-        u = np.uint64(r) * np.uint64(0x9E3779B97F4A7C15)
-        h = np.int64(u >> np.uint64(40)) & mask
-        if used[h] and recent[h] == r:
-            continue
-        used[h] = True
-        recent[h] = r
-        out[n] = r
-        n += 1
-    return n
 
 
 def screen_rooms(con: duckdb.DuckDBPyConnection) -> dict[str, bool]:
