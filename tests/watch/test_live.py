@@ -47,7 +47,12 @@ def test_live_cluster_watched_killed_and_restarted(tmp_path: Path) -> None:
         time.sleep(0.05)
     alerts, state = tmp_path / "alerts.jsonl", tmp_path / "watch.state"
     watcher = _watch(target, alerts, state)
-    time.sleep(2.5)
+    # killed once it has alerted (mid-run: the replay goes on), however long a loaded machine takes
+    deadline = time.monotonic() + 120
+    while not (alerts.exists() and "\n" in alerts.read_text()):  # a whole alert line written
+        assert watcher.poll() is None and writer.poll() is None, "the watcher or the replay ended before an alert"
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
     watcher.send_signal(signal.SIGKILL)  # mid-run, no chance to save
     watcher.wait()
     first = len(_alerts(alerts))
