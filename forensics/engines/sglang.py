@@ -172,8 +172,10 @@ START_TIME = re.compile(r"(?<![\w.])(?:start_time|entry_time)=(?P<s>\d+(?:\.\d+)
 MIN_WALLCLOCK_S = 1e9
 XFER_FAILED = re.compile(
     r"(?P<side>Decode|Prefill) (?P<stage>transfer|bootstrap|handshake) failed for request rank=\d+ "
-    r"\S*rid=(?:'(?P<rid>[^']*)'|\"(?P<rid2>[^\"]*)\") \S*bootstrap_room=(?P<room>\d+)"
-    r"(?: with exception \w+\(bootstrap_room=\d+\): (?P<reason>.*))?"
+    r"\S*rid=(?:'(?P<rid>[^']*)'|\"(?P<rid2>[^\"]*)\")(?: \S*bootstrap_room=(?P<room>\d+))?"
+    # 0.5.16 may print the rid alone, the exception's own text after it (llm-d/llm-d#2433:
+    # "Prefill transfer failed for request rank=0 req.rid='...' with exception PD Disaggregation does NOT ...")
+    r"(?: with exception (?:\w+\(bootstrap_room=\d+\): )?(?P<reason>.*))?"
 )
 # the sender (Bootstrapping: decode never sent its page indices) or the receiver (WaitingForInput:
 # prefill never signalled the transfer done) gave up on a room

@@ -294,7 +294,8 @@ def _parse_message(msg: str, base: dict[str, Any], rows: EngineRows, rank: str |
     if m := XFER_FAILED.search(msg):
         rid, reason = m.group("rid") or m.group("rid2"), m.group("reason") or ""
         kind = f"{m.group('side').lower()}_{m.group('stage')}_failed"
-        rows.requests.append(_request(base, rid, _num(m.group("room")), kind, detail=reason[:500]))
+        room = _num(m.group("room")) if m.group("room") else None  # a line naming the rid alone has none
+        rows.requests.append(_request(base, rid, room, kind, detail=reason[:500]))
         # a timeout is the failure's reason: the line says both that it failed and why
         if t := KVPOLL_TIMEOUT.search(reason):
             rows.requests.append(_kvpoll_timeout(base, rid, t))
