@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from forensics.errors import InputError
+from forensics.intake import shippers
 
 MAX_LINE_CHARS = 200_000  # a binary blob without newlines is cut, not held whole
 SNIFF_LINES = 200  # physical lines read to decide whether the file uses record prefixes
@@ -145,9 +146,16 @@ def read_log(path: Path, keep: Callable[[str], bool] | None = None, head: int = 
     """Logical lines of one file: the first `head`, then those `keep` accepts (all when None).
     A file that cannot be opened or read is an InputError naming it."""
     try:
+        if fmt := shippers.recognise(path):  # a log shipper's export: the engine's lines inside it
+            data = (s.raw + b"\n" for s in shippers.unwrap(path, fmt))
+            return [
+                ln for i, ln in enumerate(logical_lines(str(path), data)) if keep is None or i < head or keep(ln.text)
+            ]
         with path.open("rb") as fh:
             return [
                 ln for i, ln in enumerate(logical_lines(str(path), fh)) if keep is None or i < head or keep(ln.text)
             ]
+    except (ValueError, EOFError) as err:
+        raise InputError(f"cannot read log file {path}: {err}") from err
     except OSError as err:
         raise InputError(f"cannot read log file {path}: {err.strerror or err}") from err

@@ -17,6 +17,7 @@ from forensics.ingest.engine import EngineRows, parse_log, parse_requests_jsonl,
 from forensics.ingest.gateway import define_gateway, join_gateway, load_gateway_file, reject_repeated_records
 from forensics.ingest.pages import define_page_events, load_page_file
 from forensics.ingest.seqs import any_duplicate_seq, store_seq_jumps
+from forensics.ingest.shipped import parse_shipped, store_shipped
 from forensics.ingest.staged import InPlace
 from forensics.intake import BundleConfig, InputFile, Window, discover, load_bundle_config
 from forensics.paths import load_query
@@ -93,6 +94,7 @@ def ingest_into(
     con.execute("INSERT INTO replay_window VALUES (?, ?)", [window.since, window.until])
     con.execute("INSERT INTO engine_build VALUES (?)", [config.engine_version])
     engine_rows = EngineRows()
+    shipped: list[dict[str, object]] = []  # shipped_lines (forensics.ingest.shipped)
     parquet = InPlace()
     gateway_files = InPlace()
     for f in files:
@@ -103,11 +105,15 @@ def ingest_into(
                 load_gateway_file(con, f, gateway_files, config.gateway)
             elif f.source == "pages":
                 load_page_file(con, f, parquet)
+            elif f.source == "engine_log" and f.format:  # inside a log shipper's export
+                parse_shipped(f, config.log_timezone, engine_rows, shipped, config.shipper_node_labels,
+                              config.shipper_nodes)  # fmt: skip
             elif f.source == "engine_log":
                 parse_log(f, config.log_timezone, engine_rows)
             elif f.source == "engine_requests":
                 parse_requests_jsonl(f, config.log_timezone, engine_rows)
     store(con, engine_rows)
+    store_shipped(con, shipped)
     define_gateway(con, gateway_files)
     define_page_events(con, parquet)
     by_id = {f.file_id: f for f in files}

@@ -18,6 +18,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from forensics.errors import InputError
 from forensics.intake.gateway_formats import GatewaySettings, gateway_settings
+from forensics.intake.shippers import recognise as recognise_shipper
 
 ENGINE_VERSION = re.compile(r"\d+\.\d+(?:\.\d+)?(?:\.?(?:post|rc|dev)\d+)?")
 GATEWAY_SUFFIXES = (".jsonl", ".jsonl.gz", ".csv", ".csv.gz", ".parquet")
@@ -26,12 +27,18 @@ GATEWAY_SUFFIXES = (".jsonl", ".jsonl.gz", ".csv", ".csv.gz", ".parquet")
 GATEWAY_OTHER_SUFFIXES = (".json", ".json.gz", ".log", ".log.gz")
 GATEWAY_ROTATED = re.compile(r"(smg|sgl-router)\.\d{4}-\d{2}-\d{2}(\.gz)?")
 PAGE_SUFFIXES = (".parquet", ".jsonl", ".jsonl.gz")
+# what a log shipper's export of an engine log may be named (forensics.intake.shippers recognises it by content)
+SHIPPED_SUFFIXES = (".log", ".jsonl", ".json", ".ndjson", ".csv", ".txt", ".log.gz", ".json.gz", ".jsonl.gz",
+                    ".ndjson.gz", ".csv.gz", ".txt.gz")  # fmt: skip
+SHIPPER_NODE_LABELS = ("pod", "host", "container")  # the labels that name a node, in order, unless [shipper] says
 
 BUNDLE_KEYS: dict[str, set[str]] = {
     "incident": {"id", "title", "discovered_at", "contact"},
     "engine": {"log_timezone", "version"},
     "gateway": {"format", "tenant", "timezone", "mapping"},  # forensics.intake.gateway_formats.gateway_settings
     "report": {"version", "phase", "supersedes"},
+    # files of a log shipper's export directly under engine/: which labels name the node, and renames
+    "shipper": {"node_labels", "nodes"},
     # the disclosure fields a person must supply (forensics.report.disclosure says which are missing)
     "disclosure": {
         "role",
@@ -69,7 +76,7 @@ class InputFile:
     notes: list[str] = field(default_factory=list)
     skipped: str | None = None  # not read at all: a partition outside --since/--until
     rows_outside_window: int = 0  # read, valid, but stamped outside --since/--until
-    format: str | None = None  # a gateway file's format (forensics.intake.gateway_formats)
+    format: str | None = None  # a gateway file's format (gateway_formats), an engine log's shipper (shippers)
 
     def manifest_entry(self) -> dict[str, Any]:
         entry: dict[str, Any] = {
@@ -122,6 +129,8 @@ class BundleConfig:
     report: ReportVersion = field(default_factory=ReportVersion)  # [report]: which filing this is
     disclosure: dict[str, Any] = field(default_factory=dict)  # [disclosure], checked by _disclosure
     gateway: GatewaySettings = field(default_factory=GatewaySettings)  # [gateway] of bundle.toml
+    shipper_node_labels: tuple[str, ...] = SHIPPER_NODE_LABELS  # [shipper] node_labels
+    shipper_nodes: dict[str, str] = field(default_factory=dict)  # [shipper] nodes: label value -> node
 
 
 @dataclass(frozen=True)
@@ -206,12 +215,23 @@ def discover(bundle: Path, window: Window | None = None, threads: int | None = N
         ):
             found.append(("gateway", p, None))
     engine = bundle / "engine"
+    shipped: dict[Path, str] = {}
     if engine.is_dir():
+        # a log shipper's export directly under engine/: its lines name their nodes by the shipper's labels
+        for p in sorted(e for e in engine.iterdir() if e.is_file() and _has_suffix(e, SHIPPED_SUFFIXES)):
+            if fmt := recognise_shipper(p):
+                shipped[p] = fmt
+                found.append(("engine_log", p, None))
         for node_dir in sorted(d for d in engine.iterdir() if d.is_dir()):
             for p in sorted(node_dir.rglob("*")):
-                if p.is_file() and p.name.lower().endswith(".log"):
+                if not p.is_file() or not _has_suffix(p, SHIPPED_SUFFIXES):
+                    continue
+                if fmt := recognise_shipper(p):  # by its fields or line shape, whatever its name
+                    shipped[p] = fmt
                     found.append(("engine_log", p, node_dir.name))
-                elif p.is_file() and p.name.lower().endswith(".jsonl"):
+                elif p.name.lower().endswith(".log"):
+                    found.append(("engine_log", p, node_dir.name))
+                elif p.name.lower().endswith(".jsonl"):
                     found.append(("engine_requests", p, node_dir.name))
     pages = bundle / "pages"
     if pages.is_dir():
@@ -222,7 +242,7 @@ def discover(bundle: Path, window: Window | None = None, threads: int | None = N
     for i, (source, path, node) in enumerate(found, start=1):
         # The database's views read the files in place: an absolute path keeps incident.duckdb
         # readable from any working directory (absolute(), not resolve(): a symlinked bundle stays as named).
-        f = InputFile(i, source, path.absolute(), path.relative_to(bundle).as_posix(), node)
+        f = InputFile(i, source, path.absolute(), path.relative_to(bundle).as_posix(), node, format=shipped.get(path))
         day = partition_date(path.relative_to(bundle)) if source == "pages" else None
         if window is not None and day is not None and window.excludes_day(day):
             f.skipped = f"partition date={day.isoformat()} lies outside --since/--until"
@@ -301,7 +321,22 @@ def load_bundle_config(bundle: Path) -> BundleConfig:
         _report_version(path, data),
         _disclosure(path, data.get("disclosure", {})),
         gateway_settings(path, data.get("gateway", {})),
+        *_shipper(path, data.get("shipper", {})),
     )
+
+
+def _shipper(path: Path, d: dict[str, Any]) -> tuple[tuple[str, ...], dict[str, str]]:
+    """[shipper]: node_labels (a label or a list, in order: pod, host, container, namespace) and nodes
+    (a table: label value -> node name)."""
+    labels = d.get("node_labels", list(SHIPPER_NODE_LABELS))
+    labels = [labels] if isinstance(labels, str) else labels
+    known = ("pod", "container", "host", "namespace")
+    if not isinstance(labels, list) or not labels or any(x not in known for x in labels):
+        raise InputError(f"{path}: [shipper] node_labels {labels!r} must name labels among {', '.join(known)}")
+    nodes = d.get("nodes", {})
+    if not isinstance(nodes, dict) or not all(isinstance(v, str) and v for v in nodes.values()):
+        raise InputError(f'{path}: [shipper] nodes must be a table of label value = "node name"')
+    return tuple(labels), {str(k): v for k, v in nodes.items()}
 
 
 DISCLOSURE_ROLES = ("processor", "controller")
