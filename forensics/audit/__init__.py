@@ -82,12 +82,57 @@ def detect(by_file: list[list[LogLine]]) -> str | None:
     return winners[0] if best > 0 and len(winners) == 1 else None
 
 
+EXCERPT_LINES = 40  # a pasted excerpt: a file this short whose lines name no engine may be one message
+
+
+def excerpt(by_file: list[list[LogLine]]) -> list[list[LogLine]]:
+    """Each short file's lines joined into one logical line, pieces glued with nothing between them: an
+    engine's message pasted or wrapped over several lines without its record prefix (a ticket, a chat,
+    a terminal's width) reads whole again. The message patterns match any whitespace or none where the
+    message has a space (forensics.audit.vllm._loose), so a break at a space or inside a word joins the
+    same. Only where the lines themselves name no engine (audit_server)."""
+    out = []
+    for lines in by_file:
+        if lines and len(lines) <= EXCERPT_LINES:
+            first = lines[0]
+            out.append([LogLine(first.file, first.line, "".join(ln.text.strip() for ln in lines), first.rank)])
+        else:
+            out.append(lines)
+    return out
+
+
+def _detect_excerpt(by_file: list[list[LogLine]]) -> str | None:
+    """detect on the joined excerpts, with the markers' spaces ignored (a break may have taken one)."""
+    scores = dict.fromkeys(PARSERS, 0)
+    for lines in by_file:
+        for ln in lines:
+            text = "".join(ln.text.split())
+            for name, mod in PARSERS.items():
+                scores[name] += sum("".join(m.split()) in text for m in mod.MARKERS)
+    best = max(scores.values())
+    winners = [name for name, score in scores.items() if score == best]
+    return winners[0] if best > 0 and len(winners) == 1 else None
+
+
 def audit_server(server: ServerInput, context_length: int | None = None) -> ServerAudit:
     by_file = [read_log(f, keep=_relevant, head=DETECT_LINES) for f in server.files]
     path = str(server.path)
     if not server.files:
         return ServerAudit(path, "unknown", node=server.node, reason="no log files in this folder")
-    engine = detect(by_file)
+    audit = _audit_lines(server, by_file, detect(by_file), context_length)
+    if audit.verdict == UNKNOWN:  # perhaps one message pasted over several lines: read it whole
+        joined = excerpt(by_file)
+        if joined != by_file and (engine := _detect_excerpt(joined)) is not None:
+            whole = _audit_lines(server, joined, engine, context_length)
+            if whole.verdict != UNKNOWN:
+                return whole
+    return audit
+
+
+def _audit_lines(
+    server: ServerInput, by_file: list[list[LogLine]], engine: str | None, context_length: int | None
+) -> ServerAudit:
+    path = str(server.path)
     if engine is None:
         reason = "engine not recognised (no SGLang, vLLM, TensorRT-LLM or LMDeploy startup line)"
         return ServerAudit(path, "unknown", node=server.node, reason=reason)

@@ -95,7 +95,8 @@ def parse(lines: list[LogLine]) -> Facts:
             old = facts.concurrency.get(ln.rank)
             if old is None or value < old[0]:
                 facts.concurrency[ln.rank] = (value, ev)
-        if "max seq len" in t:
+        # a pasted excerpt's pieces are glued without their spaces (forensics.audit.excerpt)
+        if "max seq len" in t or (len(t) < 8192 and "maxseqlen" in "".join(t.split())):
             _errors(facts, ln)
         if "block_size" in t and (m := _BLOCK_SIZE.search(t)):
             block_size, size_ev = int(m[1]), Evidence.of(ln)
