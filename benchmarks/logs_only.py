@@ -26,14 +26,17 @@ import math
 import os
 import shlex
 import shutil
+import signal
+import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from run import PY, fmt_size, forensics_bin, machine, measure, parse_size  # noqa: E402
+from run import PY, ROOT, fmt_size, forensics_bin, machine, measure, parse_size  # noqa: E402
 
 BEGIN, END = "<!-- logs:begin -->", "<!-- logs:end -->"
 READ = (
@@ -91,19 +94,67 @@ def profile(output: str) -> dict[str, float]:
     return {k: round(v, 2) for k, v in found.items()}
 
 
-def _proc(cmd: list[str], timeout: float, log, label: str, work: Path) -> dict:
-    """Whole process (its output to a file, read whole for the profile lines: measure keeps the tail)."""
+def guarded(cmd: list[str], timeout: float, rss_limit_mb: float, env: dict[str, str]) -> dict:
+    """run.measure with a memory guard: the child (one process: cmd execs) is killed when its RSS passes
+    rss_limit_mb, before the kernel's OOM killer picks some process of the shared machine."""
+    p = subprocess.Popen(
+        cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        env={**os.environ, **env},
+    )  # fmt: skip
+    t0, over, late, peak = time.perf_counter(), threading.Event(), threading.Event(), [0.0]
+
+    def rss_mb() -> float:
+        try:
+            for ln in Path(f"/proc/{p.pid}/status").read_text().splitlines():
+                if ln.startswith("VmRSS:"):
+                    return int(ln.split()[1]) / 1024
+        except OSError:
+            pass
+        return 0.0
+
+    def watch() -> None:
+        while p.poll() is None:
+            peak[0] = max(peak[0], rss_mb())
+            if peak[0] > rss_limit_mb or time.perf_counter() - t0 > timeout:
+                (over if peak[0] > rss_limit_mb else late).set()
+                try:
+                    os.killpg(p.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                return
+            time.sleep(0.5)
+
+    w = threading.Thread(target=watch, daemon=True)
+    w.start()
+    _, status, usage = os.wait4(p.pid, 0)
+    p.returncode = os.waitstatus_to_exitcode(status)
+    w.join()
+    return {
+        "wall": time.perf_counter() - t0,
+        "rss_mb": max(usage.ru_maxrss / 1024, peak[0]),
+        "rc": p.returncode,
+        "rss_limit": over.is_set(),
+        "timeout": late.is_set(),
+    }
+
+
+def _proc(cmd: list[str], a, log, label: str) -> dict:
+    """Whole process (its output to a file, read whole for the profile lines)."""
     load = os.getloadavg()[0]
-    out_f = work / f"{label}.out"
+    out_f = a.work / f"{label}.out"
     shell = "exec " + " ".join(shlex.quote(c) for c in cmd) + f" > {shlex.quote(str(out_f))} 2>&1"
-    r = measure(["sh", "-c", shell], timeout=timeout, env={"KVF_PROFILE": "1"})
+    r = guarded(["sh", "-c", shell], a.timeout, a.rss_limit_gb * 1024, {"KVF_PROFILE": "1"})
     r["output"] = out_f.read_text(errors="replace") if out_f.is_file() else ""
     out_f.unlink(missing_ok=True)
     log(
         f"  {label}: {r['wall']:.1f} s, {r['rss_mb']:.0f} MB, rc {r['rc']}, load {load:.2f}"
         + (" TIMEOUT" if r["timeout"] else "")
+        + (" RSS LIMIT" if r["rss_limit"] else "")
     )
-    status = "timeout" if r["timeout"] else "ok" if r["rc"] == 0 else f"failed (rc {r['rc']})"
+    if r["rss_limit"]:
+        status = f"stopped at {a.rss_limit_gb:g} GB RSS"
+    else:
+        status = "timeout" if r["timeout"] else "ok" if r["rc"] == 0 else f"failed (rc {r['rc']})"
     out = {"status": status, "wall": round(r["wall"], 2), "rss_mb": round(r["rss_mb"]), "load_before": round(load, 2)}
     if status != "ok":
         out["output"] = r["output"][-1500:]
@@ -142,14 +193,12 @@ def run_one(requests: int, a, log) -> dict:
         log(f"  scan failed: {r['output'][-500:]}")
     db = a.work / "logs-ingest.duckdb"
     db.unlink(missing_ok=True)
-    row["ingest"] = _proc([forensics_bin(), "ingest", str(bundle), "--db", str(db)], a.timeout, log, "ingest", a.work)
+    row["ingest"] = _proc([forensics_bin(), "ingest", str(bundle), "--db", str(db)], a, log, "ingest")
     db.unlink(missing_ok=True)
     (a.work / "manifest.json").unlink(missing_ok=True)
     out = a.work / "out-logs"
     shutil.rmtree(out, ignore_errors=True)
-    row["investigate"] = _proc(
-        [forensics_bin(), "investigate", str(bundle), "--out", str(out)], a.timeout, log, "investigate", a.work
-    )
+    row["investigate"] = _proc([forensics_bin(), "investigate", str(bundle), "--out", str(out)], a, log, "investigate")
     shutil.rmtree(out, ignore_errors=True)
     if not a.keep:
         shutil.rmtree(d, ignore_errors=True)
@@ -197,7 +246,7 @@ def table(rows: list[dict]) -> str:
             f"| {r['gen_s']} ({r['gen_requests_per_s']:,}) "
             f"| {r['scan'] if r['scan'] is not None else '-'} | {r['scan_re'] if r['scan_re'] is not None else '-'} "
             f"| {ing if ing else r['ingest']['status']} | {r['ingest']['rss_mb']} "
-            f"| {mb / ing if ing else 0:.1f} | {_r(ing, r['scan'])} | {_r(ing, r['scan_re'])} "
+            f"| {f'{mb / ing:.1f}' if ing else '-'} | {_r(ing, r['scan'])} | {_r(ing, r['scan_re'])} "
             f"| {inv if inv else r['investigate']['status']} | {r['investigate']['rss_mb']} | {_r(inv, r['scan_re'])} "
             f"| {r['ingest']['load_before']}, {r['investigate']['load_before']} |"
         )
@@ -215,7 +264,7 @@ def stage_lines(rows: list[dict]) -> list[str]:
             for k in ("ingest", "cohorts", "ownership", "findings", "write_findings", "report", "publish")
             if k in inv
         )
-        out.append(f"{r['requests']:,} requests: ingest's loads (s): {a}; investigate's stages (s): {b}")
+        out.append(f"{r['requests']:,} requests: ingest's loads (s): {a or '-'}; investigate's stages (s): {b or '-'}")
     return out
 
 
@@ -269,6 +318,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--work", type=Path, default=Path("/tmp/kvf-bench"))
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--timeout", type=float, default=3600)
+    ap.add_argument("--rss-limit-gb", type=float, default=16.0, help="stop a run whose RSS passes this")
     ap.add_argument("--keep", action="store_true", help="keep the generated bundles (about 4.7 GB per 1M requests)")
     ap.add_argument("--results", type=Path, default=HERE / "logs_only.json")
     ap.add_argument("--readme", type=Path, default=HERE / "README.md")
