@@ -13,7 +13,8 @@ import duckdb
 
 from forensics.db import query_rows, run_query, thread_count, timed
 from forensics.errors import InputError
-from forensics.ingest.engine import EngineRows, parse_log, parse_requests_jsonl, store
+from forensics.ingest.bulk import load_engine_files
+from forensics.ingest.engine import EngineRows, store
 from forensics.ingest.gateway import define_gateway, join_gateway, load_gateway_file, reject_repeated_records
 from forensics.ingest.pages import define_page_events, load_page_file
 from forensics.ingest.seqs import any_duplicate_seq, store_seq_jumps
@@ -108,10 +109,13 @@ def ingest_into(
             elif f.source == "engine_log" and f.format:  # inside a log shipper's export
                 parse_shipped(f, config.log_timezone, engine_rows, shipped, config.shipper_node_labels,
                               config.shipper_nodes)  # fmt: skip
-            elif f.source == "engine_log":
-                parse_log(f, config.log_timezone, engine_rows)
-            elif f.source == "engine_requests":
-                parse_requests_jsonl(f, config.log_timezone, engine_rows)
+    # plain engine logs and request logs: in batches of files (forensics.ingest.bulk)
+    engine = [
+        f for f in files
+        if f.source in ("engine_log", "engine_requests") and not f.format and not (f.error or f.skipped)
+    ]  # fmt: skip
+    with timed("ingest/load_engine"):
+        load_engine_files(con, engine, config.log_timezone, engine_rows)
     store(con, engine_rows)
     store_shipped(con, shipped)
     define_gateway(con, gateway_files)

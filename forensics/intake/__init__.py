@@ -26,6 +26,9 @@ GATEWAY_SUFFIXES = (".jsonl", ".jsonl.gz", ".csv", ".csv.gz", ".parquet")
 # JSON-lines .log files (Envoy access logs), and SMG's daily files smg.YYYY-MM-DD (sgl-router.YYYY-MM-DD)
 GATEWAY_OTHER_SUFFIXES = (".json", ".json.gz", ".log", ".log.gz")
 GATEWAY_ROTATED = re.compile(r"(smg|sgl-router)\.\d{4}-\d{2}-\d{2}(\.gz)?")
+# engine logs, rotated ones too (server.log.1, server.log.1.gz, server.log.2.zst): read in place
+ENGINE_LOG = re.compile(r".*\.log(?:\.\d+)?(?:\.gz|\.zst)?", re.I)
+ENGINE_REQUESTS = re.compile(r".*\.jsonl(?:\.\d+)?(?:\.gz|\.zst)?", re.I)
 PAGE_SUFFIXES = (".parquet", ".jsonl", ".jsonl.gz")
 # what a log shipper's export of an engine log may be named (forensics.intake.shippers recognises it by content)
 SHIPPED_SUFFIXES = (".log", ".jsonl", ".json", ".ndjson", ".csv", ".txt", ".log.gz", ".json.gz", ".jsonl.gz",
@@ -224,14 +227,14 @@ def discover(bundle: Path, window: Window | None = None, threads: int | None = N
                 found.append(("engine_log", p, None))
         for node_dir in sorted(d for d in engine.iterdir() if d.is_dir()):
             for p in sorted(node_dir.rglob("*")):
-                if not p.is_file() or not _has_suffix(p, SHIPPED_SUFFIXES):
+                if not p.is_file():
                     continue
-                if fmt := recognise_shipper(p):  # by its fields or line shape, whatever its name
+                if _has_suffix(p, SHIPPED_SUFFIXES) and (fmt := recognise_shipper(p)):  # by its fields or shape
                     shipped[p] = fmt
                     found.append(("engine_log", p, node_dir.name))
-                elif p.name.lower().endswith(".log"):
+                elif ENGINE_LOG.fullmatch(p.name):
                     found.append(("engine_log", p, node_dir.name))
-                elif p.name.lower().endswith(".jsonl"):
+                elif ENGINE_REQUESTS.fullmatch(p.name):
                     found.append(("engine_requests", p, node_dir.name))
     pages = bundle / "pages"
     if pages.is_dir():

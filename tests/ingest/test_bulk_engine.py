@@ -1,0 +1,187 @@
+# ruff: noqa: E501  (log lines as they are written)
+"""The bulk engine-log reader (forensics.ingest.bulk, issue #36) against the per-line Python reader it
+stands for: the same engine_lines, engine_requests, batch_stats, node_config, rejected and files rows, in
+the same order, on simulated bundles (seeds, batch-line releases, gateway formats), gen_logs.py bundles
+(text and JSON request logs, rotation) and the real-line corpus of tests/data/sglang_lines with odd lines
+added (CRLF, NUL, bad times, broken JSON)."""
+
+from __future__ import annotations
+
+import gzip
+import importlib.util
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from forensics import db
+from forensics.ingest import bulk, ingest_into
+from forensics.simulate import build_config, simulate
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "tests" / "data" / "sglang_lines"
+TABLES = ("engine_lines", "engine_requests", "batch_stats", "node_config", "rejected")
+
+
+def _tables(bundle: Path, reader: str, monkeypatch: pytest.MonkeyPatch) -> dict[str, list[tuple]]:
+    monkeypatch.setattr(bulk, "READER", reader)
+    con = db.connect(":memory:")
+    ingest_into(con, bundle)
+    # in table order, but node_config: a GROUP BY's rows, in no order on either path
+    out = {
+        t: con.execute(f"SELECT * FROM {t}" + (" ORDER BY node" if t == "node_config" else "")).fetchall()
+        for t in TABLES
+    }
+    out["files"] = con.execute("SELECT * EXCLUDE (sha256) FROM files ORDER BY file_id").fetchall()
+    con.close()
+    return out
+
+
+def assert_same(bundle: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, list[tuple]]:
+    ref = _tables(bundle, "python", monkeypatch)
+    got = _tables(bundle, "bulk", monkeypatch)
+    for t in ref:
+        assert len(got[t]) == len(ref[t]), t
+        for a, b in zip(ref[t], got[t], strict=True):
+            assert a == b, (t, a, b)
+    return got
+
+
+@pytest.mark.parametrize(
+    ("seed", "batch", "gateway"),
+    [
+        (1, "", "kvf"),
+        (2, "0.4.9", "litellm_spendlogs"),
+        (3, "0.5.4", "envoy"),
+        (4, "0.5.11", "smg"),
+        (5, "0.5.23", "litellm_payload"),
+    ],
+)
+def test_simulated_bundles(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int, batch: str, gateway: str
+) -> None:
+    cfg = build_config(
+        "default", seed=seed, requests=200, page_size=16, batch_lines=batch or None, gateway_format=gateway
+    )
+    simulate(tmp_path / "sim", cfg)
+    got = assert_same(
+        tmp_path / "sim" / "bundle" if (tmp_path / "sim" / "bundle").is_dir() else tmp_path / "sim", monkeypatch
+    )
+    assert got["engine_requests"]
+
+
+def _gen_logs(out: Path, *args: str) -> Path:
+    subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "gen_logs.py"), str(out), "--requests", "1500", *args],
+        check=True,
+        capture_output=True,
+    )
+    return out / "bundle"
+
+
+@pytest.mark.skipif(importlib.util.find_spec("numba") is None, reason="gen_logs.py needs numba")
+@pytest.mark.parametrize("args", [("--seed", "1"), ("--seed", "2", "--release", "0.5.23", "--rotation", "numbered")])
+def test_gen_logs_bundles(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: tuple[str, ...]) -> None:
+    got = assert_same(_gen_logs(tmp_path / "g", *args), monkeypatch)
+    kinds = {r[3] for r in got["engine_requests"]}
+    assert {"received", "finished", "time_stats"} <= kinds
+
+
+ODD_TEXT = [
+    "",
+    "[2026-08-29 10:00:00 TP0] Decode batch, #running-req: 1, #token: full=100, swa=50, token usage: 0.01",
+    "[2026-08-29 10:00:01 TP0] Decode batch, #running-req: 1, #running-req: 2, token usage: 0.01",
+    "[2026-08-29 10:00:02 TP0] Decode batch, #running-req: x, token usage: 0.01",
+    "[2026-08-29 10:00:03 TP0] Prefill batch, #new-seq: 1, #new-token: 99999999999999999999, #cached-token: 0",
+    "[2026-13-45 10:00:03 TP0] Decode batch, #running-req: 1, token usage: 0.01",
+    "[2026-08-29 10:00:04.5 DP0 TP1] Req Time Stats(rid=abc, bootstrap_room=None, input len=5, output len=1, "
+    "type=prefill): bootstrap_queue_duration=1.5ms, queue_duration=0.1, forward_duration=2, start_time=5.0",
+    "[2026-08-29 10:00:05.123456 TP0] Req Time Stats(rid='q', bootstrap_room=7, input len=5, output len=2, "
+    "type=decode): bootstrap_duration=0.5, alloc_wait_duration=0.25, transfer_duration=1ms, start_time=1787967440.2215",
+    "[2026-08-29 10:00:06 TP0] Req Time Stats(rid=r, bootstrap_room=99999999999999999999, input len=5, output len=1, type=decode)",
+    "Receive: obj=GenerateReqInput(rid='a1', bootstrap_room=None)",
+    "Receive: obj=GenerateReqInput(rid=['a', 'b'], bootstrap_room=[1, 2])",
+    "Receive: obj=GenerateReqInput(rid=None, bootstrap_room=3)",
+    "Finish: obj=GenerateReqInput(rid='a1', bootstrap_room=3), out={'meta_info': {'id': 'm', 'finish_reason': None, "
+    "'prompt_tokens': 3, 'completion_tokens': None}}",
+    "Finish: obj=GenerateReqInput(rid='', bootstrap_room=3), out={'meta_info': {'id': 'm', 'finish_reason': "
+    "{'type': 'abort', 'message': 'x y', 'status_code': 400, 'ok': True}, 'prompt_tokens': 0, 'completion_tokens': 07}}",
+    "Finish: obj=GenerateReqInput(rid='a2'), out={'meta_info': {'prompt_tokens': 012}}",
+    "Finish: obj=GenerateReqInput(rid='a3'), out={'meta_info': {'id': 'x', 'id': 'y', 'prompt_tokens': 1}}",
+    "[2026-08-29 10:00:07 TP0] KV Cache is allocated. #tokens: 1,024, K size: 1 GB",
+    "[2026-08-29 10:00:08 TP0] some other line with nothing to read",
+    "[2026-08-29 10:00:09 TP0] nul \x00 byte",
+    "   ",
+]
+ODD_JSON = [
+    '{"timestamp": "2026-08-29T10:00:00", "event": "request.received", "rid": "j1", "obj": {"bootstrap_room": 5, "input_ids": [1, 2, 3]}}',
+    '{"timestamp": "2026-08-29T10:00:00.123", "event": "request.received", "rid": "j2", "obj": {"input_ids": []}}',
+    '{"timestamp": "2026-08-29T10:00:00", "event": "request.received", "rid": "j3", "obj": {"input_ids": [1, "..."]}}',
+    '{"timestamp": "2026-08-29T10:00:00", "event": "request.received", "rid": 5, "obj": {}}',
+    '{"timestamp": "2026-08-29T10:00:00+02:00", "event": "request.finished", "rid": "j4", "obj": {"bootstrap_room": 6},'
+    ' "out": {"meta_info": {"prompt_tokens": 4, "completion_tokens": 2, "finish_reason": {"type": "length", "length": 2}}}}',
+    '{"timestamp": "2026-08-29T10:00:01", "event": "request.finished", "rid": "", "headers": {"X-Request-Id": "fw-1"},'
+    ' "out": {"meta_info": {"id": "mid", "prompt_tokens": 4, "completion_tokens": 2.0, "finish_reason": "stop"}}}',
+    '{"timestamp": "2026-08-29T10:00:01", "event": "request.finished", "rid": "j5", "headers": {"x-correlation-id": "c"},'
+    ' "out": {"meta_info": {"prompt_tokens": 4, "finish_reason": {"type": "stop", "matched": [1, 2]}}}}',
+    '{"timestamp": "2026-08-29T10:00:01", "event": "request.finished", "rid": "j6", "out": {"meta_info": {"prompt_tokens": true}}}',
+    '{"timestamp": "2026-08-29T10:00:01", "event": "request.finished", "rid": "j7", "rid": "j8", "out": {"meta_info": {"prompt_tokens": 1}}}',
+    '{"event": "request.finished", "rid": "j9"}',
+    '{"timestamp": "2026-08-29T10:00:01", "event": "other"}',
+    "[1, 2]",
+    "not json",
+    "",
+    '{"timestamp": "2026-08-29T10:00:01", "event": "request.received", "rid": "j10", "obj": {"bootstrap_room": 18446744073709551615}}',
+    '{"timestamp": "2026-08-29T10:00:02", "event": "request.finished", "rid": "j11"',
+]
+
+
+def _corpus(root: Path) -> Path:
+    sim = root / "sim"
+    simulate(sim, build_config("default", seed=7, requests=30, page_size=16))
+    bundle = root / "b"
+    shutil.copytree(sim / "bundle" if (sim / "bundle").is_dir() else sim, bundle)
+    shutil.rmtree(bundle / "pages", ignore_errors=True)
+    node = bundle / "engine" / "decode-0"
+    node.mkdir(parents=True, exist_ok=True)
+    real = "".join(p.read_text() for p in sorted(DATA.glob("*.log")))
+    (node / "real.log").write_text(real + "\n".join(ODD_TEXT) + "\n")
+    (node / "odd.jsonl").write_text("\n".join(ODD_JSON))  # no newline at the end
+    (node / "crlf.log").write_bytes(("\r\n".join(ODD_TEXT[:8]) + "\r\n").encode())
+    (node / "latin1.log").write_bytes(b"[2026-08-29 10:00:00 TP0] caf\xe9\n" + ODD_TEXT[1].encode() + b"\n")
+    return bundle
+
+
+def test_real_and_odd_lines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    got = assert_same(_corpus(tmp_path), monkeypatch)
+    assert got["rejected"]
+
+
+def test_compressed_rotated_files_read_in_place(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """server.log.1.gz and requests.jsonl.2.zst give the rows the plain files give (file ids aside)."""
+    plain = _corpus(tmp_path / "p")
+    node = plain / "engine" / "decode-0"
+    (node / "crlf.log").unlink()  # DuckDB's reader splits at a carriage return: plain files only
+    (node / "latin1.log").unlink()  # a compressed line that is not UTF-8 is rejected whole
+    (node / "odd.jsonl").write_text("\n".join(ODD_JSON) + "\n")
+    ref = _tables(plain, "python", monkeypatch)
+    packed = tmp_path / "z"
+    shutil.copytree(plain, packed)
+    node = packed / "engine" / "decode-0"
+    for p in sorted(node.glob("*.log")):
+        (node / (p.name + ".1.gz")).write_bytes(gzip.compress(p.read_bytes()))
+        p.unlink()
+    zstd = shutil.which("zstd")
+    for p in sorted(node.glob("*.jsonl")) if zstd else []:
+        subprocess.run([str(zstd), "-q", "--rm", str(p), "-o", str(node / (p.name + ".2.zst"))], check=True)
+    got = _tables(packed, "bulk", monkeypatch)
+    file_col = {"engine_lines": 1, "engine_requests": 9, "batch_stats": 1, "rejected": 0}
+    for t, i in file_col.items():
+
+        def key(rows: list[tuple], i: int = i) -> list[str]:
+            return sorted(repr(r[:i] + r[i + 1 :]) for r in rows)
+
+        assert key(got[t]) == key(ref[t]), t
+    assert any(r[2].endswith(".1.gz") for r in got["files"])
