@@ -82,9 +82,9 @@ from numba import njit
 
 from forensics.engines.sglang import max_req_input_len
 from forensics.simulate import writer
-from forensics.simulate.gateway_logs import _common, envoy, litellm
 from forensics.simulate.batch_lines import decode_line, prefill_line
 from forensics.simulate.config import BATCH_RELEASES, MS, NodeSpec, S, SimConfig, build_config
+from forensics.simulate.gateway_logs import _common, envoy, litellm
 from forensics.simulate.request import CUSTOMER_UAS, HOSTILE_UAS, Request
 
 DAY = 86_400 * S
