@@ -1,0 +1,47 @@
+"""`python -m forensics.sglang serve ARGS...`: SGLang's launch_server with the plugin's hooks applied
+first, for releases without sglang.srt.plugins (0.4.9, 0.5.4; python/sglang/launch_server.py runs
+`launch_server(prepare_server_args(argv))`). The scheduler processes SGLang spawns import the hooked
+modules afresh; the launcher therefore also exports KVF_SGLANG_LAUNCHER=1, and sitecustomize-free
+patching happens again in each child through forensics.sglang.hooks.apply_direct at first import of
+this module's `child_init` (multiprocessing's spawn runs the parent's __main__ module guard-free).
+`python -m forensics.sglang check` prints which hooks resolve on the installed release.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+
+def main(argv: list[str]) -> int:
+    from forensics.sglang import config, hooks
+
+    if not argv or argv[0] not in ("serve", "check"):
+        print("usage: python -m forensics.sglang serve <sglang.launch_server arguments> | check", file=sys.stderr)
+        return 2
+    if argv[0] == "check":
+        import sglang
+
+        hooks._resolved()
+        print(f"sglang {sglang.__version__}")
+        for p in hooks.APPLIED:
+            print(f"  hooked  {p}")
+        for p in hooks.MISSING:
+            print(f"  absent  {p}")
+        return 0
+    cfg = config.load()
+    if not cfg.enabled:
+        print("KVF_SGLANG_DIR is not set: starting SGLang without kv-forensics", file=sys.stderr)
+    else:
+        hooks.configure(cfg)
+        hooks.apply_direct()
+        os.environ["KVF_SGLANG_LAUNCHER"] = "1"
+    from sglang.srt.entrypoints.http_server import launch_server
+    from sglang.srt.server_args import prepare_server_args
+
+    launch_server(prepare_server_args(argv[1:]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,394 @@
+"""The simulator's request mix driven through SGLang's real allocator and request-to-token pool, with
+the plugin's hooks on them (tests/sglang_plugin, benchmarks/plugin_overhead.py).
+
+forensics.simulate's Engine decides what happens (arrivals, the placeholder path, aborts, late
+landings) and keeps the ground truth; every page it takes or gives back goes through the real SGLang
+allocator of its node (hooked), every request's pages are written into a real ReqToTokenPool row
+(hooked), and each forward step the simulator models calls the plugin's run_batch hook with the
+batch's rows. The transfers call the prefill runtime's on_transfer: the Mooncake manager whose
+add_transfer_request / update_status the plugin hooks needs the Mooncake transfer engine, which does
+not run without RDMA devices. The plugin's page files then replace the simulator's in the bundle.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import types
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+
+os.environ.setdefault("TRITON_INTERPRET", "1")
+
+
+# memory_pool imports sglang.srt.configs for the Mamba state types of hybrid pools; the package
+# registers every model config with transformers, which needs torchvision and pinned releases: stubbed,
+# the ReqToTokenPool touches none of it
+STUB_CONFIGS = "sglang.srt.configs"
+
+
+def import_sglang() -> Any:
+    """SGLang's allocator and memory pool modules on a CPU-only host (the stubs of
+    scripts/record_allocator_traces.py: torchvision, which PyPI's builds do not load beside CPU torch)."""
+    import importlib.abc
+    import importlib.machinery
+
+    class _Stub(types.ModuleType):
+        def __getattr__(self, name: str) -> object:
+            if name.startswith("__"):
+                raise AttributeError(name)
+            return _Stub(f"{self.__name__}.{name}")
+
+        def __call__(self, *a: object, **k: object) -> object:
+            return None
+
+    class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+        def find_spec(self, name, path, target=None):  # noqa: ANN001, ANN201
+            hit = name.split(".")[0] == "torchvision" or name == STUB_CONFIGS or name.startswith(STUB_CONFIGS + ".")
+            return importlib.machinery.ModuleSpec(name, self, is_package=True) if hit else None
+
+        def create_module(self, spec):  # noqa: ANN001, ANN201
+            m = _Stub(spec.name)
+            m.__path__ = []
+            return m
+
+        def exec_module(self, module) -> None:  # noqa: ANN001
+            return None
+
+    try:  # transformers decides before the stub exists that torchvision is absent (it reads its version)
+        import transformers.utils.import_utils  # noqa: F401
+    except ImportError:
+        pass
+    if not any(type(f).__name__ == "_Finder" for f in sys.meta_path):
+        sys.meta_path.insert(0, _Finder())
+    import torch
+
+    if not hasattr(torch._C._cpu, "_is_amx_tile_supported"):
+        torch._C._cpu._is_amx_tile_supported = lambda: False
+    import sglang
+
+    try:
+        from sglang.srt.mem_cache import allocator as A
+    except ImportError:
+        from sglang.srt.mem_cache.allocator import paged as _p, token as _t  # 0.5.23's package
+
+        A = SimpleNamespace(TokenToKVPoolAllocator=_t.TokenToKVPoolAllocator,
+                            PagedTokenToKVPoolAllocator=_p.PagedTokenToKVPoolAllocator)  # fmt: skip
+    try:
+        from sglang.srt.mem_cache import memory_pool
+
+        rows = memory_pool.ReqToTokenPool
+    except ImportError:  # 0.5.11's memory_pool imports the model layers (deep_gemm, server_args, openai)
+        rows = standin_rows(torch)
+    return SimpleNamespace(sglang=sglang, torch=torch, A=A, rows=rows)
+
+
+def standin_rows(torch: Any) -> type:
+    """SGLang's ReqToTokenPool (mem_cache/memory_pool.py, 0.5.11: write, alloc(reqs), free(req)) where
+    the module does not import on a CPU host, with the plugin's row hooks wrapped around the methods
+    as HookRegistry would (the same functions the plugin registers)."""
+    from forensics.sglang import hooks
+
+    class ReqToTokenPool:
+        def __init__(self, size: int, max_context_len: int, device: str, enable_memory_saver: bool) -> None:
+            self.req_to_token = torch.zeros((size + 1, max_context_len), dtype=torch.int32, device=device)
+            self.free_slots = list(range(1, size + 1))
+
+        def _write(self, indices: Any, values: Any) -> None:
+            self.req_to_token[indices] = values
+
+        def _alloc(self, reqs: list[Any]) -> list[int] | None:
+            need = [r for r in reqs if r.req_pool_idx is None]
+            if len(need) > len(self.free_slots):
+                return None
+            for r in need:
+                r.req_pool_idx = self.free_slots.pop(0)
+            return [r.req_pool_idx for r in reqs]
+
+        def _free(self, req: Any) -> None:
+            self.free_slots.append(req.req_pool_idx)
+            req.req_pool_idx = None
+
+        def write(self, indices: Any, values: Any) -> Any:
+            return hooks.h_rows_write(ReqToTokenPool._write, self, indices, values)
+
+        def alloc(self, reqs: list[Any]) -> Any:
+            return hooks.h_rows_alloc(ReqToTokenPool._alloc, self, reqs)
+
+        def free(self, req: Any) -> Any:
+            return hooks.h_rows_free(ReqToTokenPool._free, self, req)
+
+    return ReqToTokenPool
+
+
+class RealPool:
+    """The interface forensics.simulate.cluster.PagePool asks of its `real` allocator, answered by
+    SGLang's own allocator class."""
+
+    def __init__(self, sg: Any, size: int, ps: int, need_sort: bool) -> None:
+        self.sg, self.ps = sg, ps
+        A, torch = sg.A, sg.torch
+        old = sg.sglang.__version__.startswith("0.4.")
+        if ps == 1:
+            self.a = A.TokenToKVPoolAllocator(size, torch.float16, "cpu", None, *(() if old else (need_sort,)))
+        else:
+            self.a = A.PagedTokenToKVPoolAllocator(size, ps, torch.float16, "cpu", None, *(() if old else (need_sort,)))
+        if hasattr(self.a, "use_triton_kernels"):
+            self.a.use_triton_kernels = False  # the torch-native twins: the Triton interpreter is slow
+        self.old = old
+
+    def available_size(self) -> int:
+        return int(self.a.available_size())
+
+    def alloc(self, n: int) -> list[int] | None:
+        out = self.a.alloc(n)
+        return None if out is None else out.tolist()
+
+    def alloc_extend(self, pre: list[int], seq: list[int], last: list[int], k: int) -> list[int] | None:
+        t = lambda x: self.sg.torch.tensor(x, dtype=self.sg.torch.int64)  # noqa: E731
+        if self.old:
+            out = self.a.alloc_extend(t(pre), t(seq), t(last), k)
+        else:
+            out = self.a.alloc_extend(t(pre), t(pre), t(seq), t(seq), t(last), k)
+        return None if out is None else out.tolist()
+
+    def free_pages_of(self, pages: list[int]) -> None:
+        p = np.asarray(pages, np.int64)
+        slots = (p[:, None] * self.ps + np.arange(self.ps)).ravel() if self.ps > 1 else p
+        self.a.free(self.sg.torch.from_numpy(slots))
+
+
+class _Mode:
+    def __init__(self, decode: bool) -> None:
+        self.decode = decode
+
+    def is_decode(self) -> bool:
+        return self.decode
+
+
+def run(out: Path, cfg: Any, guard: str = "observe", queue: int = 1 << 20, fmt: str | None = None,
+        pause_writer: set[str] | None = None) -> dict[str, Any]:  # fmt: skip
+    """Simulate `cfg` through the real SGLang classes; OUT/bundle holds the plugin's page files,
+    OUT/truth the simulator's truth. Returns the summary, the guard's flags and the recorders' drops."""
+    from forensics.sglang import hooks
+    from forensics.sglang.recorder import Recorder
+    from forensics.sglang.runtime import Runtime
+    from forensics.simulate import run as simrun
+    from forensics.simulate.cluster import token_ranges
+    from forensics.simulate.engine import Engine
+
+    sg = import_sglang()
+    hooks.apply_direct() if not _framework() else _apply_via_registry()
+    plugin_dir = out / "plugin"
+    shutil.rmtree(plugin_dir, ignore_errors=True)
+    flags: dict[int, str] = {}
+    finished_with_error: set[int] = set()
+    state: dict[str, Any] = {"t": 0}
+
+    class Driven(Engine):
+        def __init__(self, c: Any, reqs: Any, rng: Any) -> None:
+            super().__init__(c, reqs, rng)
+            self.rts: dict[str, Runtime] = {}
+            self.rows: dict[str, Any] = {}
+            self.fake: dict[tuple[str, int], Any] = {}
+            for name, node in self.nodes.items():
+                spec = node.spec
+                node.pool.real = RealPool(sg, node.pool.real.size if hasattr(node.pool.real, "size") else
+                                          spec.pool_tokens, c.page_size, node.pool.real.need_sort)  # fmt: skip
+                clock = (lambda n=node: n.clock(state["t"]))
+                paused = pause_writer is not None and name in pause_writer
+                rec = Recorder(plugin_dir, name, fmt or spec.pages_format, queue, 1 << 30, 20, clock=clock,
+                               seq_base=node.seq, start=not paused)  # fmt: skip
+                self.rts[name] = Runtime(name, c.page_size, rec, guard if spec.role == "decode" else "off",
+                                         plugin_dir / "alerts.jsonl", None, clock, spec.role)  # fmt: skip
+                self.rows[name] = sg.rows(256 + len(reqs), c.context_len + 4096, "cpu", False)
+            for p in self.rts.values():
+                p.peers = {n: r for n, r in self.rts.items() if r.role == "decode"}
+
+        def on(self, name: str) -> Runtime:
+            hooks.install(self.rts[name])
+            return self.rts[name]
+
+        def req(self, name: str, i: int) -> Any:
+            r = self.reqs[i]
+            f = self.fake.get((name, i))
+            if f is None:
+                f = SimpleNamespace(rid=r.rid_d, bootstrap_room=r.room, req_pool_idx=None, is_chunked=0,
+                                    kv_committed_len=0, to_finish=None, prefix_len=0)  # fmt: skip
+                self.fake[(name, i)] = f
+            return f
+
+        def _row(self, name: str, i: int, start: int, slots: np.ndarray) -> int:
+            pool, f = self.rows[name], self.req(name, i)
+            if f.req_pool_idx is None:
+                got = pool.alloc([f]) if not sg.sglang.__version__.startswith(("0.4.", "0.5.4")) else None
+                if got is None:
+                    f.req_pool_idx = pool.alloc(1)[0]
+                    self.rts[name].bind_row(int(f.req_pool_idx), f.bootstrap_room, f.rid)
+            if slots.size:
+                pool.write((int(f.req_pool_idx), slice(start, start + slots.size)), sg.torch.from_numpy(slots))
+            return int(f.req_pool_idx)
+
+        def _free_row(self, name: str, i: int) -> None:
+            f = self.req(name, i)
+            if f.req_pool_idx is not None:
+                self.rows[name].free(f) if hasattr(f, "req_pool_idx") and not sg.sglang.__version__.startswith(
+                    ("0.4.", "0.5.4")) else self.rows[name].free(int(f.req_pool_idx))  # fmt: skip
+                f.req_pool_idx = None
+
+        def _batch(self, name: str, i: int, decode: bool, seq_len: int, new: int) -> None:
+            f = self.req(name, i)
+            f.prefix_len = seq_len - new
+            rt2t = self.rows[name].req_to_token
+            out = rt2t[f.req_pool_idx, seq_len - new : seq_len] if new else None
+            batch = SimpleNamespace(reqs=[f], forward_mode=_Mode(decode), seq_lens=np.array([seq_len]),
+                                    out_cache_loc=out if decode and new == 1 else None)  # fmt: skip
+            sched = SimpleNamespace(req_to_token_pool=self.rows[name])
+            hooks.h_run_batch(lambda s, b: None, sched, batch)
+            if f.to_finish is not None:
+                finished_with_error.add(i)
+                f.to_finish = None
+
+        # --- the simulator's handlers, each around the real classes ------------------------------
+        def d_alloc(self, t: int, i: int) -> None:
+            state["t"] = t
+            r, s = self.reqs[i], self.st[i]
+            self.on(r.decode)
+            super().d_alloc(t, i)
+            if s.d_pages is not None:  # the pre-allocation's row (DecodePreallocQueue._pre_alloc)
+                slots = _slots(token_ranges(s.d_pages, self.ps, 0, r.L))
+                self._row(r.decode, i, 0, slots)
+
+        def start_next(self, name: str, t: int) -> None:
+            state["t"] = t
+            q = self.queues[name]
+            i = q[0] if q else None
+            self.on(name)
+            super().start_next(name, t)
+            if i is None or (q and q[0] == i):
+                return
+            r, s = self.reqs[i], self.st[i]
+            n_new = 1 if r.placeholder else r.L - s.matched
+            if s.share_bid >= 0 and s.matched:
+                blk = self.nodes[name].cache.blocks[s.share_bid]
+                self._row(name, i, 0, _slots(token_ranges(blk.pages, self.ps, 0, s.matched)))
+            new = _slots(token_ranges(s.p_pages, self.ps, 0, n_new))
+            self._row(name, i, s.matched, new)
+            self._batch(name, i, False, s.matched + n_new, n_new)
+
+        def p_done(self, t: int, i: int) -> None:
+            state["t"] = t
+            self.on(self.reqs[i].prefill)
+            super().p_done(t, i)
+
+        def land(self, t: int, i: int) -> None:
+            state["t"] = t
+            r, s = self.reqs[i], self.st[i]
+            moved = self.late_moves
+            self.on(r.prefill)
+            if not (r.aborted and self.cfg.late_clear_ms and s.nudges < 6):
+                pass
+            super().land(t, i)
+            if self.late_moves == moved:  # it landed: the sender logs it, the receiver's ledger takes it
+                dest = _slots(token_ranges(s.d_pages, self.ps, 0, 1 if r.placeholder else r.L))
+                self.rts[r.prefill].on_transfer(r.room, r.decode, dest)
+                self.on(r.prefill)
+                self._free_row(r.prefill, i)
+
+        def abort(self, t: int, i: int) -> None:
+            state["t"] = t
+            r = self.reqs[i]
+            self.on(r.decode)
+            super().abort(t, i)
+            self._free_row(r.decode, i)
+
+        def d_read(self, t: int, i: int) -> None:
+            state["t"] = t
+            r, s = self.reqs[i], self.st[i]
+            self.on(r.decode)
+            self._batch(r.decode, i, True, r.L, 0)  # the first decode step attends the prompt
+            super().d_read(t, i)
+            out = _slots(token_ranges(s.out_pages, self.ps, 0, len(s.out_pages) * self.ps))
+            self._row(r.decode, i, r.L, out)
+
+        def d_end(self, t: int, i: int) -> None:
+            state["t"] = t
+            r, s = self.reqs[i], self.st[i]
+            self.on(r.decode)
+            if s.out_eff:  # the last step: it attends everything, its output slots written
+                self._batch(r.decode, i, True, r.L + s.out_eff, s.out_eff)
+            super().d_end(t, i)
+            self._free_row(r.decode, i)
+
+    orig = simrun.Engine
+    simrun.Engine = Driven  # type: ignore[misc]
+    captured: dict[str, Any] = {}
+    real_apply = simrun.apply_gap
+
+    def grab(c: Any, eng: Any) -> Any:
+        captured["eng"] = eng
+        return real_apply(c, eng)
+
+    simrun.apply_gap = grab  # type: ignore[assignment]
+    try:
+        summary = simrun.simulate(out, cfg)
+    finally:
+        simrun.Engine = orig  # type: ignore[misc]
+        simrun.apply_gap = real_apply  # type: ignore[assignment]
+        hooks.install(None)
+    eng = captured["eng"]
+    drops = {}
+    for name, rt in eng.rts.items():
+        if rt.rec is not None:
+            rt.rec.close()
+            drops[name] = rt.rec.dropped
+    for rt in eng.rts.values():
+        for k, v in rt.flags.items() if hasattr(rt, "flags") else ():
+            flags[k] = v
+    pages = out / "bundle" / "pages"
+    shutil.rmtree(pages, ignore_errors=True)
+    pages.mkdir(parents=True)
+    for f in sorted((plugin_dir / "pages").iterdir()):
+        shutil.copy(f, pages / f.name)
+    alerts = plugin_dir / "alerts.jsonl"
+    import json
+
+    flagged_rooms = {json.loads(x)["room"] for x in alerts.read_text().splitlines()} if alerts.exists() else set()
+    room_of = {r.idx: r.room for r in eng.reqs}
+    return {
+        "summary": summary,
+        "flagged_rooms": flagged_rooms,
+        "errored_rooms": {room_of[i] for i in finished_with_error},
+        "drops": drops,
+        "stats": {n: rt.stats for n, rt in eng.rts.items()},
+        "same_pages": True,
+    }
+
+
+def _slots(ranges: list[tuple[int, int]]) -> np.ndarray:
+    if not ranges:
+        return np.zeros(0, np.int64)
+    return np.concatenate([np.arange(a, b, dtype=np.int64) for a, b in ranges])
+
+
+def _framework() -> bool:
+    try:
+        import sglang.srt.plugins.hook_registry  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _apply_via_registry() -> None:
+    """The plugin path SGLang itself takes: the entry point through load_plugins()."""
+    from sglang.srt.plugins import load_plugins
+
+    os.environ.setdefault("KVF_SGLANG_DIR", os.environ.get("KVF_SGLANG_DIR", "/tmp/kvf-sglang-unused"))
+    load_plugins()
+    from forensics.sglang import hooks
+
+    hooks.configure(None)  # type: ignore[arg-type]  # the driver installs a runtime per simulated node

@@ -1,0 +1,300 @@
+"""One engine process's view: who holds each KV slot, who last wrote it, and the page events.
+
+The SGLang hooks (forensics.sglang.hooks) translate the engine's calls into the few methods below;
+nothing here imports SGLang, so the ledger's logic and cost are the same on every release.
+
+Attribution: SGLang's allocators hand out slots without saying for whom. A slot is "fresh" from its
+allocation until the request-to-token pool writes it into a request's row; that write names the
+request, so the alloc event is logged then (a page that never reaches a row is not a request's).
+The ledger (numpy arrays, one entry per slot: holder, alloc tick, writer, write tick, reader) answers
+the guard's question before a decode batch runs: does every slot a request attends hold KV that
+request wrote (or that the radix cache shared to it) since it allocated the slot? A slot last written
+by another room is a violation: the placeholder path (slots allocated, only the first transferred:
+the rest still hold their previous owner's KV) and a late transfer into slots another request holds.
+A slot nobody ever wrote holds zeros, no one's data: it is not counted as an exposure.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from forensics.sglang.recorder import Recorder, iso_us
+
+log = logging.getLogger("forensics.sglang")
+NONE = -1
+
+
+def runs(slots: np.ndarray) -> list[tuple[int, int]]:
+    """Half-open ranges of consecutive slots, in the order given."""
+    if slots.size == 0:
+        return []
+    brk = np.flatnonzero(np.diff(slots) != 1) + 1
+    starts = np.concatenate(([0], brk))
+    ends = np.concatenate((brk, [slots.size]))
+    return [(int(slots[s]), int(slots[e - 1]) + 1) for s, e in zip(starts.tolist(), ends.tolist(), strict=True)]
+
+
+@dataclass
+class Violation:
+    room: int
+    rid: str
+    slots: int
+    sources: list[int]
+    kind: str  # stale (content older than the allocation) or foreign_write (written after it)
+
+
+@dataclass
+class Stats:
+    allocated_pages: int = 0
+    batches: int = 0
+    violations: int = 0
+    enforced: int = 0
+    by_kind: dict[str, int] = field(default_factory=dict)
+
+
+class Runtime:
+    def __init__(
+        self,
+        node: str,
+        page_size: int,
+        recorder: Recorder | None,
+        guard: str = "observe",
+        alerts: Path | None = None,
+        metrics: Path | None = None,
+        clock: Callable[[], int] | None = None,
+        role: str = "decode",
+    ) -> None:
+        self.node, self.ps, self.rec, self.guard, self.role = node, page_size, recorder, guard, role
+        self.alerts_path, self.metrics_path = alerts, metrics
+        self.clock = clock or (lambda: time.time_ns() // 1000)
+        self.tick = 0
+        n = 1 << 16
+        self.holder = np.full(n, NONE, np.int64)
+        self.atick = np.zeros(n, np.int64)
+        self.writer = np.full(n, NONE, np.int64)
+        self.wtick = np.zeros(n, np.int64)
+        self.reader = np.full(n, NONE, np.int64)
+        self.fresh = np.zeros(n, bool)
+        self.shared: dict[int, set[int]] = {}  # room -> slots the radix cache shared to it
+        self.rows: dict[int, tuple[int, str]] = {}  # req_to_token row -> (room, rid)
+        self.stats = Stats()
+        self.peers: dict[str, Runtime] = {}  # in-process receivers (tests, single-host setups)
+        self.lock = threading.Lock()  # the transfer threads of a prefill node call in beside the scheduler
+
+    # --- arrays -------------------------------------------------------------------------------------
+    def _grow(self, top: int) -> None:
+        n = len(self.holder)
+        if top < n:
+            return
+        m = max(top + 1, 2 * n)
+        for name, fill in (("holder", NONE), ("atick", 0), ("writer", NONE), ("wtick", 0), ("reader", NONE)):
+            old = getattr(self, name)
+            new = np.full(m, fill, old.dtype)
+            new[:n] = old
+            setattr(self, name, new)
+        f = np.zeros(m, bool)
+        f[:n] = self.fresh
+        self.fresh = f
+
+    def _page_slots(self, slots: np.ndarray) -> np.ndarray:
+        """Every slot of the pages `slots` touch, pages in first-touch order."""
+        if self.ps == 1:
+            return slots
+        pages = slots // self.ps
+        _, first = np.unique(pages, return_index=True)
+        pages = pages[np.sort(first)]
+        return (pages[:, None] * self.ps + np.arange(self.ps)).ravel()
+
+    # --- allocator ----------------------------------------------------------------------------------
+    def on_alloc(self, slots: np.ndarray) -> None:
+        if slots.size == 0:
+            return
+        s = self._page_slots(slots)
+        self._grow(int(s.max()))
+        self.fresh[s] = True
+
+    def on_free(self, slots: np.ndarray) -> None:
+        if slots.size == 0:
+            return
+        s = self._page_slots(slots)
+        self._grow(int(s.max()))
+        held = self.holder[s]
+        if self.rec is not None:
+            for room in np.unique(held[held >= 0]).tolist():
+                for a, b in runs(np.sort(s[held == room])):
+                    self.rec.ev("free", room, a, b)
+        self.holder[s] = NONE
+        self.reader[s] = NONE
+        self.fresh[s] = False
+
+    # --- req_to_token rows --------------------------------------------------------------------------
+    def bind_row(self, row: int, room: int, rid: str) -> None:
+        self.rows[row] = (room, rid)
+
+    def unbind_row(self, row: int) -> None:
+        self.rows.pop(row, None)
+
+    def on_row_write(self, row: int, slots: np.ndarray) -> None:
+        """The row of a request now names these slots: fresh ones are its allocation, slots another
+        room holds are a radix-cache share."""
+        owner = self.rows.get(row)
+        if owner is None or slots.size == 0:
+            return
+        room = owner[0]
+        self._grow(int(slots.max()))
+        fr = self.fresh[slots]
+        if fr.any():
+            self.tick += 1
+            s = self._page_slots(slots[fr])
+            self.fresh[s] = False
+            self.holder[s] = room
+            self.atick[s] = self.tick
+            self.stats.allocated_pages += len(s) // self.ps
+            if self.rec is not None:
+                for a, b in runs(s):
+                    self.rec.ev("alloc", room, a, b)
+        other = slots[~fr]
+        if other.size:
+            h = self.holder[other]
+            sh = other[(h >= 0) & (h != room)]
+            if sh.size:
+                self.shared.setdefault(room, set()).update(sh.tolist())
+                self.reader[sh] = room
+                if self.rec is not None:
+                    for a, b in runs(sh):
+                        self.rec.ev("share", room, a, b)
+
+    # --- transfers ----------------------------------------------------------------------------------
+    def on_transfer(self, room: int, peer: str, slots: np.ndarray) -> None:
+        """Sender side: the KV of `room` landed in `peer`'s slots (logged by the sender, section 4)."""
+        if self.rec is not None:
+            for a, b in runs(slots):
+                self.rec.ev("transfer", room, a, b, peer=peer)
+        rt = self.peers.get(peer)
+        if rt is not None:
+            rt.on_landed(room, slots)
+
+    def on_landed(self, room: int, slots: np.ndarray) -> None:
+        """Receiver side: a transfer of `room` wrote these slots (whoever holds them now)."""
+        with self.lock:
+            self._grow(int(slots.max()))
+            self.tick += 1
+            self.writer[slots] = room
+            self.wtick[slots] = self.tick
+
+    # --- forward pass -------------------------------------------------------------------------------
+    def check(self, room: int, attended: np.ndarray) -> Violation | None:
+        """Before a decode batch: the attended slots (less the ones this batch writes) must hold KV the
+        room wrote since it allocated them, or a prefix shared to it."""
+        if attended.size == 0:
+            return None
+        self._grow(int(attended.max()))
+        w = self.writer[attended]
+        bad = (w != room) & (w != NONE)
+        if not bad.any():
+            return None
+        sh = self.shared.get(room)
+        if sh:
+            bad &= ~np.isin(attended, np.fromiter(sh, np.int64, len(sh)))
+            if not bad.any():
+                return None
+        late = self.wtick[attended][bad] > self.atick[attended][bad]
+        return Violation(room, "", int(bad.sum()), np.unique(w[bad]).tolist()[:10], "foreign_write" if late.any() else "stale")
+
+    def on_batch(
+        self, decode: bool, reqs: list[tuple[int, str, np.ndarray, np.ndarray]]
+    ) -> list[tuple[int, Violation]]:
+        """A forward batch: (room, rid, attended slots, slots this batch writes) per request. Returns the
+        (index, violation) of requests the guard flags; writes and reads are logged after the check."""
+        self.stats.batches += 1
+        flagged: list[tuple[int, Violation]] = []
+        if decode and self.guard != "off":
+            for k, (room, rid, att, out) in enumerate(reqs):
+                a = att if out.size == 0 else att[~np.isin(att, out)]
+                v = self.check(room, a)
+                if v is not None:
+                    v.rid = rid
+                    flagged.append((k, v))
+                    self._alert(v)
+        src = "decode" if decode else "prefill"
+        for room, _rid, att, out in reqs:
+            if out.size:
+                self._grow(int(out.max()))
+                self.tick += 1
+                self.writer[out] = room
+                self.wtick[out] = self.tick
+                if self.rec is not None:
+                    for a, b in runs(out):
+                        self.rec.ev("write", room, a, b, src=src)
+            if att.size:
+                self._grow(int(att.max()))
+                new = att[self.reader[att] != room]
+                if new.size:
+                    self.reader[new] = room
+                    if self.rec is not None:
+                        for a, b in runs(new):
+                            self.rec.ev("read", room, a, b)
+        return flagged
+
+    # --- alerts and metrics -------------------------------------------------------------------------
+    def _alert(self, v: Violation) -> None:
+        self.stats.violations += 1
+        self.stats.by_kind[v.kind] = self.stats.by_kind.get(v.kind, 0) + 1
+        if self.guard == "enforce":
+            self.stats.enforced += 1
+        ts = iso_us(self.clock())
+        text = (
+            f"KV integrity guard: room {v.room} rid={v.rid} on {self.node} attends {v.slots} slots last "
+            f"written by rooms {', '.join(map(str, v.sources))} ({v.kind}); "
+            f"{'finished with an error' if self.guard == 'enforce' else 'observed'}"
+        )
+        log.error(text)
+        # the record of `forensics watch`'s alerts (forensics.watch.detector.Alert): watch --alerts on
+        # this file keeps the guard's alerts in the same stream and raises no second alert for the room
+        rec: dict[str, Any] = {
+            "kind": "exposure",
+            "node": self.node,
+            "room": v.room,
+            "request_ids": [v.rid] if v.rid else [],
+            "evidence": [{"file": "kv-forensics guard", "line": self.stats.violations, "text": text}],
+            "log_time": ts,
+            "detected_at": ts,
+            "summary": f"room {v.room} on {self.node}: {v.slots} slots held another room's KV ({v.kind}; rooms "
+            f"{', '.join(map(str, v.sources))}) when its decode batch was about to run (kv-forensics guard, "
+            f"{self.guard}); forensics investigate settles it",
+            "gateway_request_id": None,
+            "account_id": None,
+        }
+        if self.alerts_path is not None:
+            with self.alerts_path.open("a", encoding="utf-8") as fh:
+                fh.write(json.dumps(rec) + "\n")
+        self.write_metrics()
+
+    def write_metrics(self) -> None:
+        """Prometheus text (node_exporter's textfile collector reads it)."""
+        if self.metrics_path is None:
+            return
+        lines = [
+            "# HELP kvf_guard_violations_total Decode requests the KV integrity guard flagged.",
+            "# TYPE kvf_guard_violations_total counter",
+        ]
+        for kind, n in sorted(self.stats.by_kind.items()):
+            lines.append(f'kvf_guard_violations_total{{node="{self.node}",kind="{kind}",mode="{self.guard}"}} {n}')
+        if self.rec is not None:
+            lines += [
+                "# HELP kvf_pages_dropped_total Page events dropped on a full queue (a seq gap in the files).",
+                "# TYPE kvf_pages_dropped_total counter",
+                f'kvf_pages_dropped_total{{node="{self.node}"}} {self.rec.dropped}',
+            ]
+        tmp = self.metrics_path.with_suffix(".tmp")
+        tmp.write_text("\n".join(lines) + "\n")
+        tmp.replace(self.metrics_path)
