@@ -74,7 +74,8 @@ def import_sglang() -> Any:
     try:
         from sglang.srt.mem_cache import allocator as A
     except ImportError:
-        from sglang.srt.mem_cache.allocator import paged as _p, token as _t  # 0.5.23's package
+        from sglang.srt.mem_cache.allocator import paged as _p  # 0.5.23's package
+        from sglang.srt.mem_cache.allocator import token as _t
 
         A = SimpleNamespace(TokenToKVPoolAllocator=_t.TokenToKVPoolAllocator,
                             PagedTokenToKVPoolAllocator=_p.PagedTokenToKVPoolAllocator)  # fmt: skip
@@ -199,7 +200,7 @@ def run(out: Path, cfg: Any, guard: str = "observe", queue: int = 1 << 20, fmt: 
                 spec = node.spec
                 node.pool.real = RealPool(sg, node.pool.real.size if hasattr(node.pool.real, "size") else
                                           spec.pool_tokens, c.page_size, node.pool.real.need_sort)  # fmt: skip
-                clock = (lambda n=node: n.clock(state["t"]))
+                clock = lambda n=node: n.clock(state["t"])  # noqa: E731
                 paused = pause_writer is not None and name in pause_writer
                 rec = Recorder(plugin_dir, name, fmt or spec.pages_format, queue, 1 << 30, 20, clock=clock,
                                seq_base=node.seq, start=not paused)  # fmt: skip

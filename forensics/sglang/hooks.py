@@ -251,7 +251,7 @@ def h_run_batch(original: Callable[..., Any], self: Any, batch: Any, *args: Any,
 
 
 # --- targets ---------------------------------------------------------------------------------------
-ALLOC = ("sglang.srt.mem_cache.allocator", "sglang.srt.mem_cache.allocator.token", "sglang.srt.mem_cache.allocator.paged",
+ALLOC = ("sglang.srt.mem_cache.allocator", "sglang.srt.mem_cache.allocator.token", "sglang.srt.mem_cache.allocator.paged",  # noqa: E501
          "sglang.srt.mem_cache.allocator.base")  # fmt: skip
 TARGETS: list[tuple[tuple[str, ...], str, Callable[..., Any]]] = [
     (ALLOC, "TokenToKVPoolAllocator.alloc", h_alloc),
@@ -268,8 +268,11 @@ TARGETS: list[tuple[tuple[str, ...], str, Callable[..., Any]]] = [
     (("sglang.srt.mem_cache.memory_pool",), "ReqToTokenPool.free", h_rows_free),
     (("sglang.srt.disaggregation.decode",), "DecodePreallocQueue._pre_alloc", h_pre_alloc),
     (("sglang.srt.disaggregation.mooncake.conn",), "MooncakeKVManager.add_transfer_request", h_add_transfer),
-    (("sglang.srt.disaggregation.common.conn", "sglang.srt.disaggregation.mooncake.conn"),
-     "CommonKVManager.update_status", h_update_status),  # fmt: skip
+    (
+        ("sglang.srt.disaggregation.common.conn", "sglang.srt.disaggregation.mooncake.conn"),
+        "CommonKVManager.update_status",
+        h_update_status,
+    ),  # fmt: skip
     (("sglang.srt.disaggregation.mooncake.conn",), "MooncakeKVManager.update_status", h_update_status),
     (("sglang.srt.managers.scheduler",), "Scheduler.run_batch", h_run_batch),
 ]

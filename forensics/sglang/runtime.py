@@ -208,7 +208,9 @@ class Runtime:
             if not bad.any():
                 return None
         late = self.wtick[attended][bad] > self.atick[attended][bad]
-        return Violation(room, "", int(bad.sum()), np.unique(w[bad]).tolist()[:10], "foreign_write" if late.any() else "stale")
+        return Violation(
+            room, "", int(bad.sum()), np.unique(w[bad]).tolist()[:10], "foreign_write" if late.any() else "stale"
+        )
 
     def on_batch(
         self, decode: bool, reqs: list[tuple[int, str, np.ndarray, np.ndarray]]
