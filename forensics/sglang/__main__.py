@@ -1,9 +1,16 @@
 """`python -m forensics.sglang serve ARGS...`: SGLang's launch_server with the plugin's hooks applied
 first, for releases without sglang.srt.plugins (0.4.9, 0.5.4; python/sglang/launch_server.py runs
-`launch_server(prepare_server_args(argv))`). The scheduler processes SGLang spawns import the hooked
-modules afresh; the launcher therefore also exports KVF_SGLANG_LAUNCHER=1, and sitecustomize-free
-patching happens again in each child through forensics.sglang.hooks.apply_direct at first import of
-this module's `child_init` (multiprocessing's spawn runs the parent's __main__ module guard-free).
+`launch_server(prepare_server_args(argv))`).
+
+What it hooks: the patches are applied in the launcher's own process only. SGLang starts its
+scheduler, detokenizer and (in PD mode) transfer workers with multiprocessing's spawn method, and a
+spawned child imports sglang afresh: the patched classes of the parent are not the child's, and no
+hook runs there. On 0.4.9 and 0.5.4 the launcher therefore records only what the launching process
+itself allocates, which in a stock server is nothing; a scheduler process is hooked only where the
+plugin framework runs load_plugins() in it (0.5.11+: use the entry point, not the launcher), or where a
+deployment imports forensics.sglang and calls hooks.apply_direct() in the scheduler process itself
+(for example from a sitecustomize.py on the scheduler's PYTHONPATH with KVF_SGLANG_DIR set). The
+launcher exports KVF_SGLANG_LAUNCHER=1 for such a sitecustomize to test.
 `python -m forensics.sglang check` prints which hooks resolve on the installed release.
 """
 

@@ -7,7 +7,15 @@ allocator of its node (hooked), every request's pages are written into a real Re
 (hooked), and each forward step the simulator models calls the plugin's run_batch hook with the
 batch's rows. The transfers call the prefill runtime's on_transfer: the Mooncake manager whose
 add_transfer_request / update_status the plugin hooks needs the Mooncake transfer engine, which does
-not run without RDMA devices. The plugin's page files then replace the simulator's in the bundle.
+not run without RDMA devices, so the transfer hooks themselves (h_add_transfer, h_update_status)
+are not exercised here. The plugin's page files then replace the simulator's in the bundle.
+
+Which allocator runs: page_size=1 drives TokenToKVPoolAllocator (alloc and free are pure torch on
+every release); page_size > 1 drives PagedTokenToKVPoolAllocator only on a release with the
+torch-native alloc_extend / alloc_decode (0.5.23, use_triton_kernels off): 0.5.11's paged allocator
+runs its Triton kernel, which segfaults under TRITON_INTERPRET=1, and the driver refuses it. The
+tests run 0.5.11 with page_size=1 (scripts/record_allocator_traces.py drives the allocators the same
+way, torch on CPU, never a GPU kernel).
 """
 
 from __future__ import annotations
@@ -89,9 +97,12 @@ def import_sglang() -> Any:
 
 
 def standin_rows(torch: Any) -> type:
-    """SGLang's ReqToTokenPool (mem_cache/memory_pool.py, 0.5.11: write, alloc(reqs), free(req)) where
-    the module does not import on a CPU host, with the plugin's row hooks wrapped around the methods
-    as HookRegistry would (the same functions the plugin registers)."""
+    """A stand-in for SGLang's ReqToTokenPool, copied from the class in
+    python/sglang/srt/mem_cache/memory_pool.py of release 0.5.11 (req_to_token tensor, free_slots list,
+    write, alloc(reqs), free(req); the memory-saver adapter left out), used where that module does not
+    import on a CPU host (0.5.11's memory_pool imports the model layers: deep_gemm, server_args,
+    openai). It is not SGLang's class: the plugin's row hooks are wrapped around its methods as
+    HookRegistry would wrap the real ones (the same functions the plugin registers)."""
     from forensics.sglang import hooks
 
     class ReqToTokenPool:
@@ -137,6 +148,14 @@ class RealPool:
         if ps == 1:
             self.a = A.TokenToKVPoolAllocator(size, torch.float16, "cpu", None, *(() if old else (need_sort,)))
         else:
+            if not hasattr(A.PagedTokenToKVPoolAllocator, "alloc_extend_naive") and "use_triton_kernels" not in (
+                A.PagedTokenToKVPoolAllocator.__init__.__code__.co_names
+            ):
+                raise RuntimeError(
+                    f"SGLang {sg.sglang.__version__}'s PagedTokenToKVPoolAllocator runs alloc_extend through its "
+                    "Triton kernel only, which crashes under TRITON_INTERPRET=1 on CPU: drive page_size=1 "
+                    "(TokenToKVPoolAllocator, pure torch) or a release with the torch-native paged path (0.5.23)"
+                )
             self.a = A.PagedTokenToKVPoolAllocator(size, ps, torch.float16, "cpu", None, *(() if old else (need_sort,)))
         if hasattr(self.a, "use_triton_kernels"):
             self.a.use_triton_kernels = False  # the torch-native twins: the Triton interpreter is slow

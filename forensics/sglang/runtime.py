@@ -12,6 +12,17 @@ request wrote (or that the radix cache shared to it) since it allocated the slot
 by another room is a violation: the placeholder path (slots allocated, only the first transferred:
 the rest still hold their previous owner's KV) and a late transfer into slots another request holds.
 A slot nobody ever wrote holds zeros, no one's data: it is not counted as an exposure.
+
+Limitation: the ledger learns of a transfer landing in a decode node's slots only in-process (the
+sender's on_transfer calls the receiver's on_landed through `peers`: the tests, the simulator driver, a
+single-host setup). Across hosts the decode process sees no landing of its own (Mooncake writes the
+slots by RDMA; the decode side only polls the transfer's status), so a late transfer from another host
+into slots a request now holds is not seen by the guard there; the prefill node's transfer events in
+the page files still let `forensics investigate` find it afterwards. The placeholder case (slots
+allocated, only the first page transferred: the rest still hold an earlier request's KV written by
+this node's own decode steps) is seen locally.
+The guard alerts once per room (later decode steps of a flagged room are still flagged to enforce, not
+alerted again).
 """
 
 from __future__ import annotations
@@ -87,6 +98,7 @@ class Runtime:
         self.shared: dict[int, set[int]] = {}  # room -> slots the radix cache shared to it
         self.rows: dict[int, tuple[int, str]] = {}  # req_to_token row -> (room, rid)
         self.stats = Stats()
+        self.alerted: set[int] = set()  # rooms already alerted (one alert line per room)
         self.peers: dict[str, Runtime] = {}  # in-process receivers (tests, single-host setups)
         self.lock = threading.Lock()  # the transfer threads of a prefill node call in beside the scheduler
 
@@ -249,6 +261,9 @@ class Runtime:
 
     # --- alerts and metrics -------------------------------------------------------------------------
     def _alert(self, v: Violation) -> None:
+        if v.room in self.alerted:
+            return
+        self.alerted.add(v.room)
         self.stats.violations += 1
         self.stats.by_kind[v.kind] = self.stats.by_kind.get(v.kind, 0) + 1
         if self.guard == "enforce":
