@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: demo test check lint sample clean bench schema-doc
+.PHONY: demo test test-sglang check lint sample clean bench schema-doc
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -25,6 +25,21 @@ demo: $(STAMP)
 # two workers, a test file per worker at a time (its module fixtures are built once)
 test: $(TEST_STAMP)
 	$(BIN)/python -m pytest -n 2 --dist loadfile
+	@$(MAKE) --no-print-directory test-sglang
+
+# the SGLang plugin's tests (tests/sglang_plugin) in a venv of their own: SGLang's wheel on CPU torch,
+# built once by scripts/sglang_test_venv.sh (the stamp: a second run does not reinstall). If the build
+# fails (no registry), the target says SKIPPED and why, and passes; a test that fails fails it.
+SGL_VENV := .venv-sglang
+SGL_STAMP := $(SGL_VENV)/.installed
+test-sglang:
+	@mkdir -p $(SGL_VENV); if [ ! -f $(SGL_STAMP) ] || [ scripts/sglang_test_venv.sh -nt $(SGL_STAMP) ]; then \
+	  echo "building $(SGL_VENV) with scripts/sglang_test_venv.sh (log: $(SGL_VENV)/build.log)"; \
+	  if sh scripts/sglang_test_venv.sh $(SGL_VENV) > $(SGL_VENV)/build.log 2>&1; then touch $(SGL_STAMP); \
+	  else echo "SKIPPED tests/sglang_plugin: building $(SGL_VENV) failed: $$(grep -iE 'error|not found|no matching' $(SGL_VENV)/build.log | tail -n 1) (full log: $(SGL_VENV)/build.log)"; \
+	    exit 0; fi; fi; \
+	echo "KVF_SGLANG_REQUIRED=1 $(SGL_VENV)/bin/python -m pytest -n 2 --dist loadfile tests/sglang_plugin"; \
+	KVF_SGLANG_REQUIRED=1 PYTHONPATH=$(CURDIR) $(SGL_VENV)/bin/python -m pytest -n 2 --dist loadfile -p no:cacheprovider tests/sglang_plugin
 
 lint: $(STAMP)
 	$(BIN)/ruff check forensics tests

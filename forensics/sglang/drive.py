@@ -191,9 +191,14 @@ class _Mode:
 
 
 def run(out: Path, cfg: Any, guard: str = "observe", queue: int = 1 << 20, fmt: str | None = None,
-        pause_writer: set[str] | None = None) -> dict[str, Any]:  # fmt: skip
+        stall: str | None = None, stall_queue: int = 64,
+        stall_window: tuple[float, float] = (0.4, 0.6)) -> dict[str, Any]:  # fmt: skip
     """Simulate `cfg` through the real SGLang classes; OUT/bundle holds the plugin's page files,
-    OUT/truth the simulator's truth. Returns the summary, the guard's flags and the recorders' drops."""
+    OUT/truth the simulator's truth. Returns the summary, the guard's flags and the recorders' drops.
+
+    stall: a node whose writer thread stalls (it drains its queue, of stall_queue events, only outside
+    stall_window, a fraction of the simulated duration): the queue fills, events are dropped, the
+    file shows a seq gap (the recorder's `gaps`, returned as "gaps")."""
     from forensics.sglang import hooks
     from forensics.sglang.recorder import Recorder
     from forensics.sglang.runtime import Runtime
@@ -205,9 +210,9 @@ def run(out: Path, cfg: Any, guard: str = "observe", queue: int = 1 << 20, fmt: 
     hooks.apply_direct() if not _framework() else _apply_via_registry()
     plugin_dir = out / "plugin"
     shutil.rmtree(plugin_dir, ignore_errors=True)
-    flags: dict[int, str] = {}
     finished_with_error: set[int] = set()
     state: dict[str, Any] = {"t": 0}
+    c0 = cfg.start_us
 
     class Driven(Engine):
         def __init__(self, c: Any, reqs: Any, rng: Any) -> None:
@@ -220,9 +225,9 @@ def run(out: Path, cfg: Any, guard: str = "observe", queue: int = 1 << 20, fmt: 
                 node.pool.real = RealPool(sg, node.pool.real.size if hasattr(node.pool.real, "size") else
                                           spec.pool_tokens, c.page_size, node.pool.real.need_sort)  # fmt: skip
                 clock = lambda n=node: n.clock(state["t"])  # noqa: E731
-                paused = pause_writer is not None and name in pause_writer
-                rec = Recorder(plugin_dir, name, fmt or spec.pages_format, queue, 1 << 30, 20, clock=clock,
-                               seq_base=node.seq, start=not paused)  # fmt: skip
+                paused = name == stall
+                rec = Recorder(plugin_dir, name, fmt or spec.pages_format, stall_queue if paused else queue,
+                               1 << 30, 20, clock=clock, seq_base=node.seq, start=not paused)  # fmt: skip
                 self.rts[name] = Runtime(name, c.page_size, rec, guard if spec.role == "decode" else "off",
                                          plugin_dir / "alerts.jsonl", None, clock, spec.role)  # fmt: skip
                 self.rows[name] = sg.rows(256 + len(reqs), c.context_len + 4096, "cpu", False)
@@ -230,8 +235,13 @@ def run(out: Path, cfg: Any, guard: str = "observe", queue: int = 1 << 20, fmt: 
                 p.peers = {n: r for n, r in self.rts.items() if r.role == "decode"}
 
         def on(self, name: str) -> Runtime:
-            hooks.install(self.rts[name])
-            return self.rts[name]
+            rt = self.rts[name]
+            if name == stall and rt.rec is not None:  # the stalled writer: drains only outside the window
+                f = (state["t"] - c0) / max(1, cfg.duration_us)
+                if not stall_window[0] <= f < stall_window[1]:
+                    rt.rec.drain()
+            hooks.install(rt)
+            return rt
 
         def req(self, name: str, i: int) -> Any:
             r = self.reqs[i]
@@ -361,14 +371,12 @@ def run(out: Path, cfg: Any, guard: str = "observe", queue: int = 1 << 20, fmt: 
         simrun.apply_gap = real_apply  # type: ignore[assignment]
         hooks.install(None)
     eng = captured["eng"]
-    drops = {}
+    drops, gaps = {}, {}
     for name, rt in eng.rts.items():
         if rt.rec is not None:
             rt.rec.close()
             drops[name] = rt.rec.dropped
-    for rt in eng.rts.values():
-        for k, v in rt.flags.items() if hasattr(rt, "flags") else ():
-            flags[k] = v
+            gaps[name] = list(rt.rec.gaps)
     pages = out / "bundle" / "pages"
     shutil.rmtree(pages, ignore_errors=True)
     pages.mkdir(parents=True)
@@ -384,8 +392,8 @@ def run(out: Path, cfg: Any, guard: str = "observe", queue: int = 1 << 20, fmt: 
         "flagged_rooms": flagged_rooms,
         "errored_rooms": {room_of[i] for i in finished_with_error},
         "drops": drops,
+        "gaps": gaps,
         "stats": {n: rt.stats for n, rt in eng.rts.items()},
-        "same_pages": True,
     }
 
 
