@@ -1,3 +1,5 @@
+# mypy: disable-error-code="union-attr,arg-type,assignment"
+# (the simulator's engine state is Optional until a request reaches each stage; the driver reads it after)
 """The simulator's request mix driven through SGLang's real allocator and request-to-token pool, with
 the plugin's hooks on them (tests/sglang_plugin, benchmarks/plugin_overhead.py).
 

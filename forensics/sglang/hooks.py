@@ -45,6 +45,7 @@ _cfg: config_mod.Config | None = None
 _local = threading.local()
 APPLIED: list[str] = []
 MISSING: list[str] = []
+WHY: dict[str, str] = {}  # target -> why its module did not import (the first module tried that failed)
 
 
 def runtime() -> Runtime | None:
@@ -145,8 +146,7 @@ def h_rows_write(original: Callable[..., Any], self: Any, indices: Any, values: 
     elif isinstance(indices, tuple) and len(indices) == 2:  # (rows, positions) of a batch: one slot each
         rows, vals = _np(indices[0]), _np(values)
         if rows.size == vals.size:
-            for row in np.unique(rows).tolist():
-                rt.on_row_write(int(row), vals[rows == row])
+            rt.on_rows_write_batch(rows, vals)
     return out
 
 
@@ -228,26 +228,40 @@ def finish_with_error(req: Any, msg: str) -> None:
 
 
 def h_run_batch(original: Callable[..., Any], self: Any, batch: Any, *args: Any, **kwargs: Any) -> Any:
+    """Before the forward pass: each request's attended slots (its req_to_token row up to seq_lens,
+    less the slots this batch writes) and the slots it writes. Only the row positions the runtime has
+    not yet checked are read (Runtime.unchecked): in steady decode that is none, and the step costs
+    the ledger's update of out_cache_loc alone."""
     rt = _rt
     if rt is not None and batch is not None and getattr(batch, "reqs", None):
         mode = getattr(batch, "forward_mode", None)
         decode = bool(mode.is_decode()) if mode is not None and hasattr(mode, "is_decode") else False
-        seq = _np(batch.seq_lens)
-        att = batch_rows(self.req_to_token_pool, batch.reqs, seq)
+        seq = _np(batch.seq_lens).tolist()
         out = _np(getattr(batch, "out_cache_loc", None))
+        one = decode and out.size == len(batch.reqs)  # a decode step: one new slot per request
+        rt2t = self.req_to_token_pool.req_to_token
         per = []
-        if decode and out.size == len(batch.reqs):
-            outs = [out[k : k + 1] for k in range(len(batch.reqs))]
-        else:
-            ext = [len(a) - int(getattr(r, "prefix_len", 0) or 0) for r, a in zip(batch.reqs, att, strict=True)]
-            outs = [a[len(a) - e :] for a, e in zip(att, ext, strict=True)]
-        for r, a, o in zip(batch.reqs, att, outs, strict=True):
-            per.append((*_req_ids(r), a, o))
+        seen = rt.seen
+        for k, (r, n) in enumerate(zip(batch.reqs, seq, strict=True)):
+            room = getattr(r, "bootstrap_room", None)
+            room = -1 if room is None else int(room)
+            end = n - 1 if one else int(getattr(r, "prefix_len", 0) or 0)
+            lo = min(seen.get(room, 0), end)
+            if lo < end:  # positions not yet checked (a request's first batch, or its slots written since)
+                att = _np(rt2t[int(r.req_pool_idx), lo:end])
+                rid = str(getattr(r, "rid", ""))
+            else:
+                att, rid = _EMPTY, ""
+            o = out[k : k + 1] if one else (_np(rt2t[int(r.req_pool_idx), end:n]) if end < n else _EMPTY)
+            per.append((room, rid, att, o, n))
         for k, v in rt.on_batch(decode, per):
             if rt.guard == "enforce":
                 finish_with_error(batch.reqs[k], f"KV integrity guard: {v.slots} attended slots hold another "
                                   f"request's KV ({v.kind})")  # fmt: skip
     return original(self, batch, *args, **kwargs)
+
+
+_EMPTY = np.zeros(0, np.int64)
 
 
 # --- targets ---------------------------------------------------------------------------------------
@@ -284,7 +298,8 @@ def resolve(modules: tuple[str, ...], attr: str, import_modules: bool = True) ->
     for m in modules:
         try:
             mod = importlib.import_module(m) if import_modules else __import__("sys").modules.get(m)
-        except Exception:  # noqa: BLE001 (a module that needs CUDA or a transfer engine on this host)
+        except Exception as err:  # noqa: BLE001 (a module that needs CUDA or a transfer engine on this host)
+            WHY.setdefault(attr, f"{m}: {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}")
             continue
         c = getattr(mod, cls, None) if mod is not None else None
         if c is not None and c.__module__ == m and meth in c.__dict__:
@@ -296,8 +311,13 @@ def _resolved() -> list[tuple[str, Callable[..., Any]]]:
     out, seen = [], set()
     APPLIED.clear()
     MISSING.clear()
+    WHY.clear()
     for modules, attr, fn in TARGETS:
-        path = resolve(modules, attr)
+        # a second try: a module whose first import failed half-way on an import cycle (0.4.9's allocator
+        # beside its memory_pool) imports on the next attempt
+        path = resolve(modules, attr) or resolve(modules, attr)
+        if path is not None:
+            WHY.pop(attr, None)
         if path is None or path in seen:
             if path is None:
                 MISSING.append(attr)

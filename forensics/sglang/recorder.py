@@ -14,7 +14,9 @@ import logging
 import threading
 import time
 from datetime import UTC, datetime
+from itertools import repeat
 from pathlib import Path
+from typing import Any
 
 log = logging.getLogger("forensics.sglang")
 
@@ -53,8 +55,8 @@ class Recorder:
         self.written = 0
         self.files: list[Path] = []
         self._in_file = 0
-        self._fh = None
-        self._pq = None
+        self._fh: Any = None
+        self._pq: Any = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="kvf-pages", daemon=True)
         if start:
@@ -68,12 +70,38 @@ class Recorder:
             return
         self.q.append((self.seq, self.clock(), op, room, a, b, peer, src))
 
-    def _drop(self, seq: int) -> None:
-        self.dropped += 1
+    def ev_many(self, op: str, rooms: list[int], starts: list[int], ends: list[int], src: str | None = None) -> None:
+        """Many events of one op at one time (a decode step's allocations or writes): one clock read,
+        one deque extend; what does not fit the queue is dropped as in ev."""
+        n = len(rooms)
+        base = self.seq
+        self.seq += n
+        k = max(0, min(n, self.limit - len(self.q)))
+        if k:
+            ts = self.clock()
+            self.q.extend(
+                zip(
+                    range(base + 1, base + k + 1),
+                    repeat(ts, k),
+                    repeat(op, k),
+                    rooms[:k],
+                    starts[:k],
+                    ends[:k],
+                    repeat(None, k),
+                    repeat(src, k),
+                    strict=False,
+                )  # fmt: skip
+            )
+        if k < n:
+            self._drop(base + k + 1, base + n)
+
+    def _drop(self, seq: int, last: int | None = None) -> None:
+        last = seq if last is None else last
+        self.dropped += last - seq + 1
         if self.gaps and self.gaps[-1][1] == seq - 1:
-            self.gaps[-1] = (self.gaps[-1][0], seq)
+            self.gaps[-1] = (self.gaps[-1][0], last)
         else:
-            self.gaps.append((seq, seq))
+            self.gaps.append((seq, last))
             log.warning(
                 "kv-forensics: page event queue full (%d events) on %s: events from seq %d on are dropped; "
                 "the files show a seq gap there",

@@ -99,6 +99,9 @@ class Runtime:
         self.rows: dict[int, tuple[int, str]] = {}  # req_to_token row -> (room, rid)
         self.stats = Stats()
         self.alerted: set[int] = set()  # rooms already alerted (one alert line per room)
+        # room -> row positions already checked and read: a later batch checks only the positions
+        # past it; a write into a room's slots by someone else (a landing) drops the entry
+        self.seen: dict[int, int] = {}
         self.peers: dict[str, Runtime] = {}  # in-process receivers (tests, single-host setups)
         self.lock = threading.Lock()  # the transfer threads of a prefill node call in beside the scheduler
 
@@ -151,9 +154,26 @@ class Runtime:
     # --- req_to_token rows --------------------------------------------------------------------------
     def bind_row(self, row: int, room: int, rid: str) -> None:
         self.rows[row] = (room, rid)
+        self.seen.pop(room, None)
 
     def unbind_row(self, row: int) -> None:
-        self.rows.pop(row, None)
+        owner = self.rows.pop(row, None)
+        if owner is not None:
+            self.seen.pop(owner[0], None)
+
+    def unchecked(self, room: int, end: int) -> int:
+        """The first row position of `room` a batch attending positions [0, end) must still check."""
+        return min(self.seen.get(room, 0), end)
+
+    def _dirty(self, slots: np.ndarray, writer: int | np.ndarray) -> None:
+        """Slots written by `writer`: a room holding any of them (another room) is checked in full again."""
+        if not self.seen:
+            return
+        h = self.holder[slots]
+        hit = (h >= 0) & (h != writer)
+        if hit.any():
+            for room in np.unique(h[hit]).tolist():
+                self.seen.pop(room, None)
 
     def on_row_write(self, row: int, slots: np.ndarray) -> None:
         """The row of a request now names these slots: fresh ones are its allocation, slots another
@@ -185,6 +205,35 @@ class Runtime:
                     for a, b in runs(sh):
                         self.rec.ev("share", room, a, b)
 
+    def on_rows_write_batch(self, rows: np.ndarray, slots: np.ndarray) -> None:
+        """One slot per (row, slot) pair, many rows at once (a decode step's out_cache_loc written into
+        the rows): the common case, fresh slots, handled for the whole batch; others row by row."""
+        if slots.size == 0:
+            return
+        self._grow(int(slots.max()))
+        get = self.rows.get
+        rooms = np.array([get(r, (NONE,))[0] for r in rows.tolist()], np.int64)
+        fr = self.fresh[slots] & (rooms != NONE)
+        if self.ps == 1 and fr.any():
+            s, rm = slots[fr], rooms[fr]
+            self.tick += 1
+            self.fresh[s] = False
+            self.holder[s] = rm
+            self.atick[s] = self.tick
+            self.stats.allocated_pages += int(s.size)
+            if self.rec is not None:
+                st = s.tolist()
+                self.rec.ev_many("alloc", rm.tolist(), st, [a + 1 for a in st])
+            rest = ~fr
+        else:
+            rest = np.ones(slots.size, bool)
+        rest &= rooms != NONE
+        if rest.any():
+            h = self.holder[slots]
+            rest &= self.fresh[slots] | ((h >= 0) & (h != rooms))  # fresh pages (ps > 1) or shares
+            for k in np.flatnonzero(rest).tolist():
+                self.on_row_write(int(rows[k]), slots[k : k + 1])
+
     # --- transfers ----------------------------------------------------------------------------------
     def on_transfer(self, room: int, peer: str, slots: np.ndarray) -> None:
         """Sender side: the KV of `room` landed in `peer`'s slots (logged by the sender, section 4)."""
@@ -199,6 +248,7 @@ class Runtime:
         """Receiver side: a transfer of `room` wrote these slots (whoever holds them now)."""
         with self.lock:
             self._grow(int(slots.max()))
+            self._dirty(slots, room)
             self.tick += 1
             self.writer[slots] = room
             self.wtick[slots] = self.tick
@@ -225,39 +275,64 @@ class Runtime:
         )
 
     def on_batch(
-        self, decode: bool, reqs: list[tuple[int, str, np.ndarray, np.ndarray]]
+        self, decode: bool, reqs: list[tuple[int, str, np.ndarray, np.ndarray, int]]
     ) -> list[tuple[int, Violation]]:
-        """A forward batch: (room, rid, attended slots, slots this batch writes) per request. Returns the
-        (index, violation) of requests the guard flags; writes and reads are logged after the check."""
+        """A forward batch: (room, rid, attended slots not yet checked, slots this batch writes, row
+        length) per request. Returns the (index, violation) of requests the guard flags; writes and
+        reads are logged after the check."""
         self.stats.batches += 1
         flagged: list[tuple[int, Violation]] = []
+        todo = [k for k, q in enumerate(reqs) if q[2].size]  # requests with positions to check and read
         if decode and self.guard != "off":
-            for k, (room, rid, att, out) in enumerate(reqs):
-                a = att if out.size == 0 else att[~np.isin(att, out)]
-                v = self.check(room, a)
+            for k in todo:
+                room, rid, att = reqs[k][:3]
+                v = self.check(room, att)
                 if v is not None:
                     v.rid = rid
                     flagged.append((k, v))
                     self._alert(v)
+        outs = [q[3] for q in reqs if q[3].size]
+        rec = self.rec
         src = "decode" if decode else "prefill"
-        for room, _rid, att, out in reqs:
-            if out.size:
-                self._grow(int(out.max()))
-                self.tick += 1
-                self.writer[out] = room
-                self.wtick[out] = self.tick
-                if self.rec is not None:
-                    for a, b in runs(out):
-                        self.rec.ev("write", room, a, b, src=src)
-            if att.size:
-                self._grow(int(att.max()))
-                new = att[self.reader[att] != room]
-                if new.size:
-                    self.reader[new] = room
-                    if self.rec is not None:
-                        for a, b in runs(new):
-                            self.rec.ev("read", room, a, b)
+        single = False
+        if outs:  # the ledger's writes, the whole batch at once
+            allout = np.concatenate(outs)
+            self._grow(int(allout.max()))
+            rooms = np.repeat(np.array([q[0] for q in reqs if q[3].size], np.int64), [o.size for o in outs])
+            self._dirty_many(allout, rooms)
+            self.tick += 1
+            self.writer[allout] = rooms
+            self.wtick[allout] = self.tick
+            self.reader[allout] = rooms
+            single = allout.size == len(reqs) == len(outs)  # a decode step: one slot each
+            if rec is not None:
+                if single:
+                    st = allout.tolist()
+                    rec.ev_many("write", rooms.tolist(), st, [a + 1 for a in st], src=src)
+                else:
+                    for room, _rid, _att, out, _n in reqs:
+                        for a, b in runs(out):
+                            rec.ev("write", room, a, b, src=src)
+        for k in todo:
+            room, _rid, att = reqs[k][:3]
+            self._grow(int(att.max()))
+            new = att[self.reader[att] != room]
+            if new.size:
+                self.reader[new] = room
+                if rec is not None:
+                    for a, b in runs(new):
+                        rec.ev("read", room, a, b)
+        self.seen.update((q[0], q[4]) for q in reqs)
         return flagged
+
+    def _dirty_many(self, slots: np.ndarray, rooms: np.ndarray) -> None:
+        if not self.seen:
+            return
+        h = self.holder[slots]
+        hit = (h >= 0) & (h != rooms)
+        if hit.any():
+            for room in np.unique(h[hit]).tolist():
+                self.seen.pop(room, None)
 
     # --- alerts and metrics -------------------------------------------------------------------------
     def _alert(self, v: Violation) -> None:
