@@ -11,7 +11,8 @@ plugin framework runs load_plugins() in it (0.5.11+: use the entry point, not th
 deployment imports forensics.sglang and calls hooks.apply_direct() in the scheduler process itself
 (for example from a sitecustomize.py on the scheduler's PYTHONPATH with KVF_SGLANG_DIR set). The
 launcher exports KVF_SGLANG_LAUNCHER=1 for such a sitecustomize to test.
-`python -m forensics.sglang check` prints which hooks resolve on the installed release.
+`python -m forensics.sglang check [--cpu]` prints which hooks resolve on the installed release and why the
+others do not (--cpu: with the stubs the CPU tests use for torchvision and sglang.srt.configs).
 """
 
 from __future__ import annotations
@@ -24,17 +25,33 @@ def main(argv: list[str]) -> int:
     from forensics.sglang import config, hooks
 
     if not argv or argv[0] not in ("serve", "check"):
-        print("usage: python -m forensics.sglang serve <sglang.launch_server arguments> | check", file=sys.stderr)
+        print(
+            "usage: python -m forensics.sglang serve <sglang.launch_server arguments> | check [--cpu]", file=sys.stderr
+        )
         return 2
     if argv[0] == "check":
-        import sglang
+        try:
+            if "--cpu" in argv[1:]:  # the CPU tests' stubs: torchvision, sglang.srt.configs
+                from forensics.sglang.drive import import_sglang
 
+                import_sglang()
+            import sglang
+        except Exception as err:  # noqa: BLE001
+            print(f"sglang does not import here: {type(err).__name__}: {err} (--cpu stubs torchvision)")
+            return 1
         hooks._resolved()
         print(f"sglang {sglang.__version__}")
         for p in hooks.APPLIED:
             print(f"  hooked  {p}")
         for p in hooks.MISSING:
-            print(f"  absent  {p}")
+            why = hooks.WHY.get(p)
+            print(f"  absent  {p}" + (f"  (not importable here: {why})" if why else "  (not in this release)"))
+        try:
+            import sglang.srt.plugins.hook_registry  # noqa: F401
+
+            print("plugin framework: yes (the entry point sglang.srt.plugins: kv_forensics registers these)")
+        except ImportError:
+            print("plugin framework: no (start the server with python -m forensics.sglang serve)")
         return 0
     cfg = config.load()
     if not cfg.enabled:
