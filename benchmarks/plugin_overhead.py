@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from forensics.sglang import hooks  # noqa: E402
-from forensics.sglang.drive import import_sglang, standin_rows  # noqa: E402
+from forensics.sglang.cpu import import_sglang, standin_rows  # noqa: E402
 from forensics.sglang.recorder import Recorder  # noqa: E402
 from forensics.sglang.runtime import Runtime  # noqa: E402
 

@@ -1,6 +1,6 @@
 """The truth comparison of the SGLang plugin (issue #38) on seeds no test uses: for each seed the
 simulator's request mix is driven through SGLang's real allocator with the plugin's hooks
-(forensics.sglang.drive), investigate runs on the plugin's page events and is compared with the
+(tests/support/sglang_drive.py), investigate runs on the plugin's page events and is compared with the
 simulator's truth (tests/support/truthcheck.py), and the guard's flags (observe) and errored requests
 (enforce) with the truly exposed responses.
 
@@ -16,8 +16,8 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from forensics.sglang import drive  # noqa: E402
 from forensics.simulate.config import build_config  # noqa: E402
+from tests.support import sglang_drive as drive  # noqa: E402
 from tests.support.analysis import Findings  # noqa: E402
 from tests.support.truthcheck import compare  # noqa: E402
 

@@ -32,7 +32,7 @@ def main(argv: list[str]) -> int:
     if argv[0] == "check":
         try:
             if "--cpu" in argv[1:]:  # the CPU tests' stubs: torchvision, sglang.srt.configs
-                from forensics.sglang.drive import import_sglang
+                from forensics.sglang.cpu import import_sglang
 
                 import_sglang()
             import sglang

@@ -17,8 +17,8 @@ REQUIRED = os.environ.get("KVF_SGLANG_REQUIRED") == "1"
 
 
 def need_sglang() -> None:
-    try:  # with the stubs the driver puts in place of torchvision (forensics.sglang.drive.import_sglang)
-        from forensics.sglang.drive import import_sglang
+    try:  # with the stubs the driver puts in place of torchvision (forensics.sglang.cpu.import_sglang)
+        from forensics.sglang.cpu import import_sglang
 
         import_sglang()
     except ImportError as err:
@@ -28,13 +28,13 @@ def need_sglang() -> None:
 
 
 # a few hundred requests with the placeholder path and aborts well represented (the default preset's
-# rates would leave a handful); page_size 1: SGLang's TokenToKVPoolAllocator (forensics.sglang.drive)
+# rates would leave a handful); page_size 1: SGLang's TokenToKVPoolAllocator (tests/support/sglang_drive.py)
 MIX = dict(requests=120, page_size=1, long_rate=0.08, abort_rate=0.05)
 
 
 def simulate_driven(out: Path, seed: int, **kw: Any) -> dict[str, Any]:
-    from forensics.sglang import drive
     from forensics.simulate.config import build_config
+    from tests.support import sglang_drive as drive
 
     logging.getLogger("forensics.sglang").setLevel(logging.CRITICAL)  # one line per alert otherwise
     return drive.run(out, build_config("default", seed=seed, **MIX), **kw)

@@ -36,7 +36,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("forensics.cli", "forensics.__main__"),
 )
 # the simulator and the SIEM export: they import the bottom layers only, and only the CLI imports them
-BESIDE = ("forensics.simulate", "forensics.siem")
+# forensics.sglang, the SGLang plugin: it runs inside SGLang's processes and imports none of the rest
+BESIDE = ("forensics.simulate", "forensics.siem", "forensics.sglang")
 KERNELS = "forensics.ownership.kernels"
 EXECUTION = "forensics.ownership.execution"
 STEPS = "forensics.ownership.steps"
