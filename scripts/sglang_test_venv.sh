@@ -2,8 +2,8 @@
 # Builds the plugin tests' virtual environment (make test-sglang): one SGLang wheel without its
 # dependencies, CPU torch, triton (its interpreter runs SGLang's allocator kernels on the CPU), the
 # few packages `import sglang.srt.mem_cache.allocator`, `...memory_pool` and
-# `sglang.srt.disaggregation.fake.conn` stop on, and this project (editable, so the plugin's
-# entry point `sglang.srt.plugins` is registered). Exits non-zero when an install fails (no network).
+# `sglang.srt.disaggregation.fake.conn` stop on, and this project (by a .pth naming the checkout, and the
+# plugin's entry point `sglang.srt.plugins` in a dist-info of its own). Exits non-zero when an install fails (no network).
 set -e
 VENV=${1:-.venv-sglang}
 RELEASE=${SGLANG_RELEASE:-0.5.11}
@@ -13,6 +13,14 @@ test -x "$VENV/bin/python" || $PY -m venv "$VENV" || python3 -m venv "$VENV"
 "$VENV/bin/pip" install -q --no-deps "sglang==$RELEASE"
 "$VENV/bin/pip" install -q tqdm requests pydantic aiohttp pyzmq pillow orjson psutil pybase64 ipython \
     packaging msgspec starlette transformers==5.6.0
-"$VENV/bin/pip" install -q --no-deps -e .
+# this project without installing it (pip install -e . would leave kv_forensics.egg-info in the checkout,
+# which then shadows the wheel in tests/whole/test_wheel.py): a .pth naming the checkout, and the entry
+# point of group sglang.srt.plugins in a dist-info of its own, which load_plugins() finds
+SITE=$("$VENV/bin/python" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
+"$VENV/bin/pip" uninstall -q -y kv-forensics 2>/dev/null || true
+pwd > "$SITE/kv_forensics_checkout.pth"
+mkdir -p "$SITE/kv_forensics_checkout-0.dist-info"
+printf 'Metadata-Version: 2.1\nName: kv-forensics-checkout\nVersion: 0\n' > "$SITE/kv_forensics_checkout-0.dist-info/METADATA"
+printf '[sglang.srt.plugins]\nkv_forensics = forensics.sglang:register\n' > "$SITE/kv_forensics_checkout-0.dist-info/entry_points.txt"
 "$VENV/bin/pip" install -q "duckdb>=2.0,<3" "polars>=1.0" "pyarrow>=15" "jinja2>=3.1" "typer>=0.12" "rich>=13" \
     "numpy>=1.26" "numba>=0.60" "pandas>=2.2" "pytest>=8" "pytest-xdist>=3.5" "filelock>=3" "hypothesis>=6"

@@ -236,7 +236,9 @@ def h_run_batch(original: Callable[..., Any], self: Any, batch: Any, *args: Any,
     if rt is not None and batch is not None and getattr(batch, "reqs", None):
         mode = getattr(batch, "forward_mode", None)
         decode = bool(mode.is_decode()) if mode is not None and hasattr(mode, "is_decode") else False
-        seq = _np(batch.seq_lens).tolist()
+        # the host copy where the release keeps one (no device sync for the lengths)
+        lens = getattr(batch, "seq_lens_cpu", None)
+        seq = _np(batch.seq_lens if lens is None else lens).tolist()
         out = _np(getattr(batch, "out_cache_loc", None))
         one = decode and out.size == len(batch.reqs)  # a decode step: one new slot per request
         rt2t = self.req_to_token_pool.req_to_token
