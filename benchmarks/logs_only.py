@@ -257,7 +257,9 @@ def stage_lines(rows: list[dict]) -> list[str]:
     out = []
     for r in sorted(rows, key=lambda r: r["requests"]):
         ing, inv = r["ingest"].get("profile", {}), r["investigate"].get("profile", {})
-        keys = ("ingest/load_gateway", "ingest/load_engine_log", "ingest/load_engine_requests", "ingest/gateway_join")
+        # load_engine: the bulk reader (forensics.ingest.bulk); load_engine_log/_requests: the per-line one
+        keys = ("ingest/load_gateway", "ingest/load_engine", "ingest/load_engine_log", "ingest/load_engine_requests",
+                "ingest/gateway_join")  # fmt: skip
         a = ", ".join(f"{k.split('/')[1]} {ing[k]}" for k in keys if k in ing)
         b = ", ".join(
             f"{k} {inv[k]}"
