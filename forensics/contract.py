@@ -15,6 +15,17 @@ PAGE_SCHEMA = pa.schema(
      ("room", pa.int64()), ("start", pa.int64()), ("end", pa.int64()), ("peer", pa.string()), ("src", pa.string())]
 )  # fmt: skip
 
+
+def page_table(node: str, events: list[tuple]) -> pa.Table:
+    """One node's page events as PAGE_SCHEMA rows, from tuples (seq, ts in epoch µs, op, room, start,
+    end, peer, src): what the simulator and the SGLang plugin write as pages/<node>.parquet."""
+    cols = list(zip(*events, strict=True)) if events else [() for _ in range(8)]
+    types = [pa.int64(), pa.int64(), pa.string(), pa.int64(), pa.int64(), pa.int64(), pa.string(), pa.string()]
+    arrays = [pa.array(c, t) for c, t in zip(cols, types, strict=True)]
+    arrays[1] = arrays[1].cast(pa.timestamp("us", tz="UTC"))
+    return pa.table([pa.array([node] * len(events), pa.string()), *arrays], schema=PAGE_SCHEMA)
+
+
 # possible_sources.csv expands every (response, possible source) pair: written when there are at most this
 # many (about 400 MB of CSV), or when asked for (--possible-pairs); else possible_source_windows.csv and
 # the database's view possible_sources hold them (forensics.findings.possible_pairs_plan)

@@ -164,39 +164,13 @@ class Recorder:
         self._fh.flush()
 
     def _write_parquet(self, evs: list[Event]) -> None:
-        import pyarrow as pa
         import pyarrow.parquet as pq
 
-        cols = list(zip(*evs, strict=True))
-        schema = pa.schema(
-            [
-                ("node", pa.string()),
-                ("seq", pa.int64()),
-                ("ts", pa.timestamp("us", tz="UTC")),
-                ("op", pa.string()),
-                ("room", pa.int64()),
-                ("start", pa.int64()),
-                ("end", pa.int64()),
-                ("peer", pa.string()),
-                ("src", pa.string()),
-            ]
-        )
-        table = pa.table(
-            [
-                pa.array([self.node] * len(evs), pa.string()),
-                pa.array(cols[0], pa.int64()),
-                pa.array(cols[1], pa.int64()).cast(pa.timestamp("us", tz="UTC")),
-                pa.array(cols[2], pa.string()),
-                pa.array(cols[3], pa.int64()),
-                pa.array(cols[4], pa.int64()),
-                pa.array(cols[5], pa.int64()),
-                pa.array(cols[6], pa.string()),
-                pa.array(cols[7], pa.string()),
-            ],
-            schema=schema,
-        )
+        from forensics.contract import PAGE_SCHEMA, page_table
+
+        table = page_table(self.node, evs)
         if self._pq is None:
-            self._pq = pq.ParquetWriter(self.files[-1], schema)
+            self._pq = pq.ParquetWriter(self.files[-1], PAGE_SCHEMA)
         self._pq.write_table(table)
 
     def _close_file(self) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from forensics.contract import GATEWAY_FIELDS, PAGE_SCHEMA
+from forensics.contract import GATEWAY_FIELDS, page_table
 from forensics.simulate import gateway_logs
 from forensics.simulate.cluster import Node
 from forensics.simulate.cohorts import Cohort, exclusions_toml
@@ -213,21 +213,7 @@ def write_pages(root: Path, node: Node, rows: list[Row]) -> None:
             )
         write_bytes(root / "pages" / f"{node.name}.jsonl", "".join(out).encode())
         return
-    cols: list[tuple[object, ...]] = list(zip(*rows, strict=True))[1:9] if rows else [() for _ in range(8)]
-    table = pa.table(
-        [
-            pa.array([node.name] * len(rows), pa.string()),
-            pa.array(cols[0], pa.int64()),
-            pa.array(cols[1], pa.int64()).cast(pa.timestamp("us", tz="UTC")),
-            pa.array(cols[2], pa.string()),
-            pa.array(cols[3], pa.int64()),
-            pa.array(cols[4], pa.int64()),
-            pa.array(cols[5], pa.int64()),
-            pa.array(cols[6], pa.string()),
-            pa.array(cols[7], pa.string()),
-        ],
-        schema=PAGE_SCHEMA,
-    )
+    table = page_table(node.name, [r[1:9] for r in rows])
     write_parquet(root / "pages" / f"{node.name}.parquet", table)
 
 
