@@ -284,16 +284,26 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
             yield n, raw.decode("utf-8", errors="replace").rstrip("\r\n")
 
 
-def _docker(path: Path, base: dict[str, str]) -> Iterator[Record]:
-    pending: list[str] = []
-    start = 0
+def _json_records(path: Path) -> Iterator[tuple[int, str, dict[str, Any] | None]]:
+    """The non-blank lines of a file of one JSON object per line: (line number, text, the object, or
+    None where the line is not one: the caller passes such a line on as it is, and the reader rejects
+    it if it must)."""
     for n, text in _lines(path):
         if not text.strip():
             continue
         try:
             rec = json.loads(text)
         except ValueError:
-            yield n, text, None, base  # not the driver's: the line as it is (the reader rejects it if it must)
+            rec = None
+        yield n, text, rec if isinstance(rec, dict) else None
+
+
+def _docker(path: Path, base: dict[str, str]) -> Iterator[Record]:
+    pending: list[str] = []
+    start = 0
+    for n, text, rec in _json_records(path):
+        if rec is None:  # not the driver's: the line as it is
+            yield n, text, None, base
             continue
         log = str(rec.get("log", ""))
         if not pending:
@@ -481,17 +491,13 @@ def _journald(rec: dict[str, Any]) -> tuple[str, datetime | None, dict[str, str]
 
 def _json_lines(path: Path, fmt: str, base: dict[str, str]) -> Iterator[Record]:
     """One record per line: journald, logcli jsonl, Datadog or Elasticsearch events written a line each."""
-    for n, text in _lines(path):
-        if not text.strip():
-            continue
-        try:
-            rec = json.loads(text)
-        except ValueError:
+    for n, text, rec in _json_records(path):
+        if rec is None:
             yield n, text, None, base
             continue
-        if fmt == "journald" and isinstance(rec, dict):
+        if fmt == "journald":
             msg, when, labels = _journald(rec)
-        elif fmt == "loki" and isinstance(rec, dict):
+        elif fmt == "loki":
             msg, when, labels = (
                 str(rec.get("line", "")),
                 _when(rec.get("timestamp")),
