@@ -279,16 +279,28 @@ EMPTY_JOIN = """
     CREATE OR REPLACE TABLE gateway_joined (file_id INTEGER, row BIGINT, room BIGINT, prefill_node VARCHAR,
                                             decode_node VARCHAR, how VARCHAR);
     CREATE OR REPLACE TABLE gateway_unjoined (file_id INTEGER, row BIGINT, request_id VARCHAR, rooms BIGINT,
-        reason VARCHAR)"""
+        candidates BIGINT, reason VARCHAR);
+    CREATE OR REPLACE TABLE gateway_clock (node VARCHAR, rooms BIGINT, lo_us BIGINT, hi_us BIGINT,
+                                           consistent BOOLEAN)"""
+
+# The time join's rules (ingest/queries/gateway_join/ steps 3 to 5). A gateway time is read to the
+# millisecond: the formats log ms (LiteLLM's timestamp(3) columns and request_duration_ms, Envoy's
+# %START_TIME(%FT%T.%3fZ)% and %DURATION%, the spec's RFC 3339 ms), rounded or cut.
+GATEWAY_SLACK_US = 1000
+# A failure's prompt_tokens is the gateway's own count of the messages (LiteLLM: litellm.token_counter,
+# tiktoken for a model it does not know; BerriAI/litellm#37365), not the engine's input length under the
+# model's tokenizer and chat template: lengths within a quarter (and 32 tokens) of each other agree.
+LENGTH_REL, LENGTH_ABS = 0.25, 32
 
 
 def join_gateway(con: duckdb.DuckDBPyConnection, in_place: InPlace) -> tuple[int, int]:
-    """Records without a room joined to the engines' request logs (ingest/queries/gateway_join.sql); the
-    gateway view then shows the room and nodes found. Returns (joined, not joined)."""
+    """Records without a room joined to the engines' request logs by their ids, else by model, time window
+    and prompt length (ingest/queries/gateway_join/); the gateway view then shows the room and nodes
+    found. Returns (joined, not joined)."""
     if not con.execute("SELECT count(*) FROM gateway WHERE bootstrap_room IS NULL").fetchone()[0]:
         con.execute(EMPTY_JOIN)
         return 0, 0
-    run_query(con, "ingest", "gateway_join")
+    run_query(con, "ingest", "gateway_join", gw_slack_us=GATEWAY_SLACK_US, len_abs=LENGTH_ABS, len_rel=LENGTH_REL)
     define_gateway(con, in_place)
     joined = con.execute("SELECT count(*) FROM gateway_joined").fetchone()[0]
     unjoined = con.execute("SELECT count(*) FROM gateway_unjoined").fetchone()[0]
@@ -296,18 +308,24 @@ def join_gateway(con: duckdb.DuckDBPyConnection, in_place: InPlace) -> tuple[int
 
 
 def gateway_join_summary(con: duckdb.DuckDBPyConnection) -> dict[str, object] | None:
-    """The manifest's account of the join: records without a room, joined (by key), not joined (by
-    reason). None when every record named its room."""
+    """The manifest's account of the join: records without a room, joined (by key, or by time), not joined
+    (by reason), and the bounds the id-joined records put on each node's clock against the gateway's
+    (microseconds, node minus gateway; null where they leave no room for an offset). None when every
+    record named its room."""
     joined = con.execute("SELECT how, count(*) FROM gateway_joined GROUP BY 1 ORDER BY 1").fetchall()
     unjoined = con.execute(
-        """SELECT CASE WHEN rooms = 0 THEN 'no engine request log names it'
-                       ELSE 'its ids name several rooms' END, count(*) FROM gateway_unjoined GROUP BY 1 ORDER BY 1"""
+        """SELECT CASE WHEN rooms > 0 THEN 'its ids name several rooms'
+                       WHEN candidates = 0 THEN 'no engine request log names it, and none agrees in time and length'
+                       ELSE 'no engine request log names it, and time and length find no single one' END, count(*)
+           FROM gateway_unjoined GROUP BY 1 ORDER BY 1"""
     ).fetchall()
     if not joined and not unjoined:
         return None
+    clock = con.execute("SELECT node, lo_us, hi_us, consistent FROM gateway_clock ORDER BY node").fetchall()
     return {
         "records_without_room": sum(n for _, n in joined) + sum(n for _, n in unjoined),
         "joined": {how: n for how, n in joined},
         "not_joined": {why: n for why, n in unjoined},
+        "gateway_clock_us": {node: [lo, hi] if ok else None for node, lo, hi, ok in clock},
         "listed_in": "gateway_join.csv",
     }

@@ -14,6 +14,7 @@ from forensics.simulate.gateway_logs._common import (
     ROUTE,
     Rendered,
     by_end,
+    digest,
     log_ts,
     succeeded,
     text_of,
@@ -70,6 +71,20 @@ def _usage(r: Request) -> dict[str, int]:
     """A failure has no response and so no usage: LiteLLM logs zero tokens for it."""
     p, c = (r.L, r.completion) if succeeded(r) else (0, 0)
     return {"completion_tokens": c, "prompt_tokens": p, "total_tokens": p + c}
+
+
+def _failure_prompt_tokens(cfg: SimConfig, r: Request) -> int:
+    """The prompt tokens a failure's LiteLLM_SpendLogs row carries. Since BerriAI/litellm#37365 (merged
+    2026-08-18, "record estimated input tokens in spend logs for failed dispatched requests") the proxy
+    counts a failed request's messages itself (litellm/proxy/spend_tracking/input_tokens.py
+    count_input_tokens_for_model: litellm.token_counter), with tiktoken for a model it does not know
+    (litellm/utils.py _select_tokenizer_helper), not the engine's tokenizer and chat template: an estimate
+    near the engine's input length, not equal to it. The simulator stands it in by that length off by up
+    to 10%, drawn from the request's id (the traffic's RNG is untouched). Before that release the column
+    was 0 (a failure has no usage). The StandardLoggingPayload of a failure still has 0
+    (get_standard_logging_object_payload with init_response_obj={}: _usage)."""
+    off = int.from_bytes(digest(cfg, "litellm_token_estimate", r.request_id)[:2], "big") / 65535 * 0.2 - 0.1
+    return max(1, round(r.L * (1 + off)))
 
 
 def _error_information(r: Request) -> dict[str, str]:
@@ -142,6 +157,10 @@ def _spendlogs_row(cfg: SimConfig, r: Request) -> list[object]:
     no user agent; the agent reaches the row only through request_tags."""
     ok = succeeded(r)
     usage = _usage(r)
+    # a failure's row: its id is the litellm_call_id (litellm_id), its startTime the request's start (since
+    # litellm/proxy/spend_tracking/failure_payload_enricher.py resolve_failure_start_time; before it, the
+    # failure hook's now(), as endTime: BerriAI/litellm#24888), its prompt tokens LiteLLM's estimate
+    row_prompt = usage["prompt_tokens"] if ok else _failure_prompt_tokens(cfg, r)
     metadata: dict[str, Any] = {
         "user_api_key": _api_key_hash(r),
         "user_api_key_alias": r.token,
@@ -171,8 +190,8 @@ def _spendlogs_row(cfg: SimConfig, r: Request) -> list[object]:
         "acompletion",
         _api_key_hash(r),
         0,  # spend: a self-hosted model has no price in LiteLLM's cost map
-        usage["total_tokens"],
-        usage["prompt_tokens"],
+        row_prompt + usage["completion_tokens"],
+        row_prompt,
         usage["completion_tokens"],
         _pg_ts(r.t0),
         _pg_ts(r.t_end),

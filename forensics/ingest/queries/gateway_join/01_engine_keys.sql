@@ -3,8 +3,10 @@
 -- (Req Time Stats, Receive/Finish, request.received/finished) or the x-request-id a request log
 -- recorded (engine_requests.forwarded_id), or its trace id is an SGLang span's (engine_spans). The room
 -- so found gives the nodes: the prefill and the decode node whose logs name it (one of each, else the
--- node stays unknown). A record whose keys name no room, or more than one, is not joined: it is listed
--- in gateway_unjoined with the reason, and stays a record (of a request no engine log shows).
+-- node stays unknown). A record whose keys name no room is matched by its model, time window and prompt
+-- length to the rooms no record claims (steps 3 to 5: the time join); one that still has no single room,
+-- or whose keys name more than one, is not joined: it is listed in gateway_unjoined with the reason, and
+-- stays a record (of a request whose room is unknown).
 -- grain: key, room: the ids the engines know each room by; reads: engine_requests, engine_spans; params: none
 CREATE OR REPLACE TEMP TABLE engine_keys AS
 WITH rid_room AS (  -- a rid's room, from any of its lines on that node

@@ -1,0 +1,56 @@
+-- Step 5 of gateway_join: makes time_hits, for each record whose ids name no room (LiteLLM logs a failure
+-- under its own litellm_call_id, which no engine saw), the engine requests it may be: the rooms no
+-- gateway record names and no id joined, that agree with it on
+-- - the model: a room on a node the record's model ran on in the id-joined records (any node when they
+--   show none: the gateway's model name and the engine's model path need not be alike);
+-- - the time: every line of the room lies after the record's start on the gateway clock, its first line
+--   before the record's end, and (a successful record) its last line too, each line moved by its node's
+--   bounds (gateway_clock) and its resolution;
+-- - the prompt length: the record's prompt_tokens equal to the room's input length where the record is a
+--   success (the count is the engine's own usage), within $len_rel of it (at least $len_abs tokens) where it
+--   is a failure (LiteLLM counts a failure's messages with its own tokenizer: an estimate); unknown, so not
+--   compared, where the record logs none (0 or empty).
+-- A room with no line on a bounded node cannot be placed in time: it is a candidate of every record its
+-- length allows (placed false), so it never leaves a record a single candidate by default.
+-- length_used: the prompt length was compared (else the match is by time alone).
+-- grain: pending record x candidate room; reads: join_hits, gateway, room_lines, gateway_clock;
+--        params: gw_slack_us, len_abs, len_rel
+CREATE OR REPLACE TEMP TABLE time_hits AS
+WITH claimed AS (
+    SELECT bootstrap_room AS room FROM gateway WHERE bootstrap_room IS NOT NULL
+    UNION SELECT room FROM join_hits WHERE rooms = 1
+), model_nodes AS (  -- the nodes each gateway model ran on, as the id-joined records show
+    SELECT DISTINCT coalesce(g.model, '') AS model, l.node
+    FROM join_hits j JOIN gateway g USING (file_id, row) JOIN room_lines l ON l.room = j.room
+    WHERE j.rooms = 1
+), node_span AS (  -- each unclaimed room on each node, its lines moved onto the gateway clock
+    SELECT l.room, l.node, max(l.input_len) AS input_len,
+           min(l.t_us) - c.hi_us AS first_lo, min(l.t_us + l.res_us) - c.lo_us AS first_hi,
+           max(l.t_us) - c.hi_us AS last_lo, coalesce(c.consistent, false) AS placed
+    FROM room_lines l LEFT JOIN gateway_clock c USING (node)
+    WHERE l.room NOT IN (SELECT room FROM claimed)
+    GROUP BY l.room, l.node, c.lo_us, c.hi_us, c.consistent
+), rooms AS MATERIALIZED (
+    SELECT room, max(input_len) AS input_len, bool_or(placed) AS placed,
+           min(first_lo) FILTER (WHERE placed) AS first_lo, min(first_hi) FILTER (WHERE placed) AS first_hi,
+           max(last_lo) FILTER (WHERE placed) AS last_lo, list(DISTINCT node) AS nodes
+    FROM node_span GROUP BY room
+), pending AS MATERIALIZED (
+    SELECT j.file_id, j.row, coalesce(g.model, '') AS model, g.status BETWEEN 200 AND 299 AS ok,
+           nullif(g.prompt_tokens, 0) AS prompt, epoch_us(g.ts) - $gw_slack_us AS gs,
+           epoch_us(g.ts) + CAST(round(g.duration_ms * 1000) AS BIGINT) + 2 * $gw_slack_us AS ge
+    FROM join_hits j JOIN gateway g USING (file_id, row) WHERE j.rooms = 0
+), pairs AS (
+    SELECT p.*, r.room, r.input_len, r.placed, r.nodes FROM pending p JOIN rooms r
+      ON r.placed AND r.first_hi >= p.gs AND r.first_lo <= p.ge AND (NOT p.ok OR r.last_lo <= p.ge)
+    UNION ALL
+    SELECT p.*, r.room, r.input_len, r.placed, r.nodes FROM pending p JOIN rooms r ON NOT r.placed
+    UNION ALL  -- a record without an end time: its window is not known
+    SELECT p.*, r.room, r.input_len, false, r.nodes FROM pending p JOIN rooms r ON p.ge IS NULL AND r.placed
+)
+SELECT file_id, row, room, placed, prompt IS NOT NULL AND input_len IS NOT NULL AS length_used
+FROM pairs
+WHERE (prompt IS NULL OR input_len IS NULL
+       OR CASE WHEN ok THEN input_len = prompt ELSE abs(input_len - prompt) <= greatest($len_abs, $len_rel * prompt) END)
+  AND (model NOT IN (SELECT model FROM model_nodes)
+       OR EXISTS (SELECT 1 FROM model_nodes m WHERE m.model = pairs.model AND list_contains(pairs.nodes, m.node)));
