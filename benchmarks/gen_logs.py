@@ -852,6 +852,8 @@ class Bundle:
             "tags": pair(lambda k: litellm._pg_csv(litellm._jsonb(litellm._ua_tags(ua[k])))),
             "sess": pair(lambda k: _common.uuid4_of(cfg, "litellm_trace_id", rq[k])),
         }
+        if not ok:  # a failure's prompt_tokens (and total): LiteLLM's estimate, here the engine's length L
+            lit["est"] = pair(lambda k: litellm._failure_prompt_tokens(cfg, req(k)))
         lit_ops: dict[str, list[Op]] = {
             "id": [(HEX, "id_hi", 16), (HEX, "id_lo", 16)] if ok else [(UUID, "id_hi", 0)],
             "keyh": [(TAB, "keyh", 0)],
@@ -866,6 +868,7 @@ class Bundle:
             "ip": [(TAB, "ip", 0)],
             "tags": [(TAB, "tags", 0)],
             "sess": [(UUID, "sess_hi", 0)],
+            "est": [(INT, "L", 0)],
         }
 
         def row(k: int) -> str:

@@ -138,7 +138,7 @@ MACRO_HOMES = {
     "forensics.keys.MACROS": "connect: the event-key layout and the op codes",
     "forensics.engines.sglang.MACROS": "connect: SGLang's input limit, the leak window, the pool rule "
     "(sglang_rank_pool) and the clock bounds (landing_offset_lo, landing_offset_hi, alloc_rounding)",
-    "forensics.findings.rules.MACROS": "the findings' first step: cross_account, possible_pair",
+    "forensics.findings.rules.MACROS": "the findings' first step: cross_account, possible_pair, source_key",
     "forensics.findings.likelihood.MACROS": "its step, once the run has measured source_tier: is_likely, likely_tier",
 }
 CONNECTION_MACROS = {**keys.MACROS, **sglang.MACROS}

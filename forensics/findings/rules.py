@@ -10,6 +10,11 @@ findings stage's first step through forensics.db.define_macros; db lists every h
   unless the node's own clock proves it gone: it entered the scheduler after the response's decode
   finished, or a start-up of the node emptied the pool after its last line and no later than the
   response's start. An unknown time proves nothing.
+- source_key: a source request as the findings count it: its request id, or where no gateway record
+  names its room (LiteLLM logs a failure under its own call id; the time join found no single room),
+  'room:<room>': a source whose request and account are unknown is counted, by its room, never dropped
+  (accounts.csv's row with an empty account, the headline's bounds). Read by account_requests, the
+  report's totals and its account annex.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ MACROS = {
     "possible_pair(source_started, source_gone_at, recipient_started, recipient_finished)": """
     NOT coalesce(source_started > recipient_finished, false)
     AND NOT coalesce(source_gone_at <= recipient_started, false)""",
+    "source_key(request_id, room)": "coalesce(nullif(request_id, ''), 'room:' || room)",
 }
 
 

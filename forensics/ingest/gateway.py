@@ -20,6 +20,7 @@ import pyarrow as pa
 
 from forensics.contract import GATEWAY_FIELDS
 from forensics.db import arrow_view, ident, run_query, sql_literal
+from forensics.engines.sglang import DURATION_ROUNDING
 from forensics.ingest.other_formats import load_other_format, sample_fields, type_and_keep
 from forensics.ingest.rawtext import JSON_OBJECT_LINES, load_lines
 from forensics.ingest.staged import InPlace, validate_staged
@@ -300,7 +301,15 @@ def join_gateway(con: duckdb.DuckDBPyConnection, in_place: InPlace) -> tuple[int
     if not con.execute("SELECT count(*) FROM gateway WHERE bootstrap_room IS NULL").fetchone()[0]:
         con.execute(EMPTY_JOIN)
         return 0, 0
-    run_query(con, "ingest", "gateway_join", gw_slack_us=GATEWAY_SLACK_US, len_abs=LENGTH_ABS, len_rel=LENGTH_REL)
+    run_query(
+        con,
+        "ingest",
+        "gateway_join",
+        gw_slack_us=GATEWAY_SLACK_US,
+        len_abs=LENGTH_ABS,
+        len_rel=LENGTH_REL,
+        duration_rounding_us=round(DURATION_ROUNDING * 1e6),
+    )
     define_gateway(con, in_place)
     joined = con.execute("SELECT count(*) FROM gateway_joined").fetchone()[0]
     unjoined = con.execute("SELECT count(*) FROM gateway_unjoined").fetchone()[0]

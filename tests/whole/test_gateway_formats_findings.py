@@ -6,9 +6,10 @@ written for. Where a format cannot carry a fact, the finding says "unknown", nev
   every other column is the same;
   and a signature response's delivery is shown by the decode node's output length (its reason names
   that line) instead of the gateway's token count;
-- LiteLLM logs a failed request under its own call id, which no engine saw: a failed request that was
-  another's source stays a source whose request is unknown (its row is the same, with the source's id
-  and account empty); every other row is the same. LiteLLM's spend log keeps no request headers, so a
+- LiteLLM logs a failed request under its own call id, which no engine saw: the time join (model, time
+  window, prompt length) gives a failed request that was another's source its room, so its row is the
+  same; where several engine requests fit it, the source's request stays unknown (the same row with the
+  source's id and account empty); no row is lost. LiteLLM's spend log keeps no request headers, so a
   cohort rule on a header cannot match it: those requests' cohort is customer.
 Records no engine log names are listed in gateway_join.csv's table with a reason."""
 
@@ -89,12 +90,14 @@ def test_same_findings_as_the_spec_log(tmp_path: Path, spec_runs: dict[str, tupl
             return {tuple(None if no_headers and i in cohorts else v for i, v in enumerate(r)) for r in rows}
 
         assert plain(aff, (2,)) == plain(ref_aff, (2,))
-        # a failed source LiteLLM logged under its call id: the same row, the source unknown
+        # a failed source LiteLLM logged under its call id: the same row (joined by time) or the source unknown
         failed = {r[1] for r in ref_exp if r[1] and ref_status[r[1]][0] != 200}
         kept = plain({r for r in ref_exp if r[1] not in failed}, (8, 9))
         assert kept <= plain(exp, (8, 9))
-        unknown = {(r[0], "", r[2], None, *r[4:9], None) for r in ref_exp if r[1] in failed}
-        assert plain(exp, (8, 9)) - kept == plain(unknown, (8, 9))
+        joined = {r for r in ref_exp if r[1] in failed}
+        unknown = {(r[0], "", r[2], None, *r[4:9], None) for r in joined}
+        assert plain(exp, (8, 9)) - kept <= plain(joined, (8, 9)) | plain(unknown, (8, 9))
+        assert len(exp) == len(ref_exp)
         if no_headers:  # a cohort differs only where the spec's record had headers the spend log lacks
             for r in aff - ref_aff:
                 assert r[2] == "customer" and ref_status[r[0]][1], r

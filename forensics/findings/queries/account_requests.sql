@@ -12,7 +12,10 @@
 -- empty). request_at: the request's own gateway time (the
 -- earliest, if its id repeats), for the account to recognise it. node: the decode node(s).
 -- recipient_cohorts: the cohorts of the responses that attended an exposed request's data.
--- account_id is empty only for received responses without an account (affected_responses keeps them).
+-- account_id is empty for received responses without an account (affected_responses keeps them) and for
+-- exposed or possibly exposed requests whose account is unknown: a source no gateway record names is
+-- kept, request_id 'room:<room>' (source_key), and counted in accounts.csv's row without an account;
+-- no notice names it (notice_requests: a notice needs an account).
 -- grain: account_id, role, request_id; reads: affected_responses, affected_times, exposures,
 --        same_account_only, possible_source_requests, possible_modelled, gateway; params: none
 CREATE OR REPLACE TABLE account_requests AS
@@ -24,30 +27,30 @@ recv AS (
            a.decode_node AS node, NULL::VARCHAR AS recipient_cohorts
     FROM affected_responses a LEFT JOIN affected_times t USING (request_id)
 ), src AS (
-    SELECT source_account_id AS account_id, 'exposed' AS role, source_request_id AS request_id,
+    SELECT source_account_id AS account_id, 'exposed' AS role, source_key(source_request_id, source_room) AS request_id,
            -- the source's own cohort; the notifications count it as a customer's when unknown
            any_value(source_cohort ORDER BY source_cohort NULLS LAST) AS cohort,
            CASE WHEN bool_or(status = 'confirmed') THEN 'confirmed' ELSE 'indeterminate' END AS status,
-           source_request_id IN (SELECT request_id FROM own WHERE side = 'source') AS same_account_only,
+           source_key(source_request_id, source_room) IN (SELECT request_id FROM own WHERE side = 'source')
+               AS same_account_only,
            min(first_exposed_at) AS first_at, max(first_exposed_at) AS last_at, NULL::TIMESTAMPTZ AS request_at,
            string_agg(DISTINCT node, ';' ORDER BY node) AS node,
            string_agg(DISTINCT coalesce(recipient_cohort, 'unknown'), ';' ORDER BY coalesce(recipient_cohort, 'unknown'))
                AS recipient_cohorts
-    FROM exposures WHERE source_account_id IS NOT NULL AND source_request_id <> ''
-    GROUP BY source_account_id, source_request_id
+    FROM exposures GROUP BY source_account_id, source_key(source_request_id, source_room)
 ), poss AS (
-    SELECT account_id, 'possibly_exposed' AS role, source_request_id AS request_id,
+    SELECT account_id, 'possibly_exposed' AS role, source_key(source_request_id, source_room) AS request_id,
            any_value(source_cohort ORDER BY source_cohort NULLS LAST) AS cohort,
            CASE WHEN bool_or(likely) AND likely_tier() THEN 'likely' ELSE 'possible' END AS status,
            false AS same_account_only, NULL::TIMESTAMPTZ AS first_at, NULL::TIMESTAMPTZ AS last_at,
            NULL::TIMESTAMPTZ AS request_at, string_agg(DISTINCT node, ';' ORDER BY node) AS node,
            NULL::VARCHAR AS recipient_cohorts
-    FROM (SELECT source_account_id AS account_id, source_request_id, source_cohort, node, false AS likely
+    FROM (SELECT source_account_id AS account_id, source_request_id, source_room, source_cohort, node, false AS likely
           FROM possible_source_requests
           UNION ALL
-          SELECT source_account_id, source_request_id, source_cohort, node, is_likely(likelihood) FROM possible_modelled)
-    WHERE account_id IS NOT NULL AND source_request_id <> ''
-    GROUP BY account_id, source_request_id
+          SELECT source_account_id, source_request_id, source_room, source_cohort, node, is_likely(likelihood)
+          FROM possible_modelled)
+    GROUP BY account_id, source_key(source_request_id, source_room)
 ), rows AS (
     SELECT * FROM recv UNION ALL SELECT * FROM src UNION ALL SELECT * FROM poss
 )

@@ -8,29 +8,32 @@
 -- every exposure pair is of the account's own requests (cross_account false: no cross-tenant disclosure,
 -- though it may matter between end users of one account); requests_same_account_only: its requests whose
 -- data reached its own responses only; roles received_same_account_only / exposed_same_account_only say
--- so where that is all of it.
+-- so where that is all of it. The row without an account counts the unknown accounts: received
+-- responses whose gateway record names none, and sources whose request no gateway record names
+-- (account_requests: request_id 'room:<room>'); an empty and a missing account are one such row.
 -- grain: account_id; reads: account_requests, request_cohort; params: none
 CREATE OR REPLACE TABLE accounts AS
 WITH recv AS (
-    SELECT account_id, count(*) AS responses_affected,
+    SELECT coalesce(account_id, '') AS account_id, count(*) AS responses_affected,
            count(*) FILTER (WHERE status = 'confirmed') AS responses_confirmed,
            count(*) FILTER (WHERE status = 'indeterminate') AS responses_indeterminate,
            count(*) FILTER (WHERE same_account_only) AS responses_same_account_only
     FROM account_requests WHERE role = 'received' GROUP BY 1
 ), src AS (
-    SELECT account_id, count(*) AS requests_exposed,
+    SELECT coalesce(account_id, '') AS account_id, count(*) AS requests_exposed,
            count(*) FILTER (WHERE status = 'confirmed') AS requests_exposed_confirmed,
            count(*) FILTER (WHERE same_account_only) AS requests_same_account_only
     FROM account_requests WHERE role = 'exposed' GROUP BY 1
 ), poss AS (
-    SELECT account_id, count(*) AS requests_possibly_exposed,
+    SELECT coalesce(account_id, '') AS account_id, count(*) AS requests_possibly_exposed,
            count(*) FILTER (WHERE status = 'likely') AS requests_likely_exposed
     FROM account_requests WHERE role = 'possibly_exposed' GROUP BY 1
 ), cohort AS (
     -- request_cohort has every gateway record (forensics.cohorts), with its account
-    SELECT account_id, string_agg(DISTINCT cohort, ';' ORDER BY cohort) AS cohort FROM request_cohort GROUP BY 1
+    SELECT coalesce(account_id, '') AS account_id, string_agg(DISTINCT cohort, ';' ORDER BY cohort) AS cohort
+    FROM request_cohort GROUP BY 1
 )
-SELECT account_id, cohort.cohort, coalesce(recv.responses_affected, 0) AS responses_affected,
+SELECT nullif(account_id, '') AS account_id, cohort.cohort, coalesce(recv.responses_affected, 0) AS responses_affected,
        coalesce(src.requests_exposed, 0) AS requests_exposed,
        coalesce(recv.responses_confirmed, 0) AS responses_confirmed,
        coalesce(recv.responses_indeterminate, 0) AS responses_indeterminate,

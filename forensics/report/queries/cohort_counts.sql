@@ -1,5 +1,6 @@
 -- Per cohort, before any exclusion is applied: requests, accounts, affected responses (as recipient,
--- by status) and source requests whose data reached any recipient. A request id in two gateway records
+-- by status) and source requests whose data reached any recipient (one whose request no gateway record
+-- names: by its room, source_key, as a customer's, the safe side). A request id in two gateway records
 -- that differ (gateway_repeats) counts once per cohort it is in.
 -- grain: cohort; reads: request_cohort, gateway_repeats, report_affected, exposures; params: none
 WITH rep AS (  -- the records beyond the first of each repeated request id, per cohort
@@ -15,9 +16,9 @@ WITH rep AS (  -- the records beyond the first of each repeated request id, per 
            count(DISTINCT account_id) AS affected_accounts
     FROM report_affected GROUP BY cohort
 ), src AS (
-    SELECT source_cohort AS cohort, count(DISTINCT source_request_id) AS sources,
-           count(DISTINCT source_account_id) AS source_accounts
-    FROM exposures WHERE source_request_id <> '' GROUP BY 1
+    SELECT coalesce(source_cohort, 'customer') AS cohort, count(DISTINCT source_key(source_request_id, source_room)) AS sources,
+           count(DISTINCT nullif(source_account_id, '')) AS source_accounts
+    FROM exposures GROUP BY 1
 )
 SELECT cohort, coalesce(req.kind, 'customer') AS kind, coalesce(requests, 0) - coalesce(rep.extra, 0) AS requests,
        coalesce(accounts, 0) AS accounts, coalesce(affected, 0) AS affected, coalesce(confirmed, 0) AS confirmed,

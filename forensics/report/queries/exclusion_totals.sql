@@ -10,6 +10,10 @@
 -- text a response without page evidence echoes (content_pairs), counted where content_tier measured the
 -- matching good enough (content_printed), content_reason why or why not. same_account_only_after: customer
 -- responses whose every exposure pair is of their own account (cross_account false), named apart.
+-- A source whose request no gateway record names (LiteLLM's failures: the time join found no single
+-- room) is counted by its room (source_key), its cohort customer (the safe side), its account unknown:
+-- the *_accounts count the known accounts, the *_unknown the sources whose account is unknown (each may
+-- be another account). No bound drops one.
 -- grain: one row; reads: request_cohort, gateway_repeats, report_affected, exposures, possible_source_requests,
 --        possible_modelled, possible_windows, possible_extra, source_tier, content_pairs, content_tier,
 --        same_account_only;
@@ -25,31 +29,38 @@ SELECT (SELECT count(*) FROM request_cohort) - (SELECT count(*) - count(DISTINCT
          AS confirmed_after,
        (SELECT count(DISTINCT account_id) FROM report_affected) AS accounts_before,
        (SELECT count(DISTINCT account_id) FROM report_affected WHERE cohort = 'customer') AS accounts_after,
-       (SELECT count(DISTINCT source_request_id) FROM exposures WHERE source_request_id <> '') AS sources,
-       (SELECT count(DISTINCT source_request_id) FROM exposures
-         WHERE source_request_id <> '' AND coalesce(source_cohort, 'customer') = 'customer') AS customer_sources,
-       (SELECT count(DISTINCT source_account_id) FROM exposures
-         WHERE source_request_id <> '' AND coalesce(source_cohort, 'customer') = 'customer') AS customer_source_accounts,
+       (SELECT count(DISTINCT source_key(source_request_id, source_room)) FROM exposures) AS sources,
+       (SELECT count(DISTINCT source_key(source_request_id, source_room)) FROM exposures
+         WHERE coalesce(source_cohort, 'customer') = 'customer') AS customer_sources,
+       (SELECT count(DISTINCT nullif(source_account_id, '')) FROM exposures
+         WHERE coalesce(source_cohort, 'customer') = 'customer') AS customer_source_accounts,
+       (SELECT count(DISTINCT source_key(source_request_id, source_room)) FROM exposures
+         WHERE coalesce(source_cohort, 'customer') = 'customer' AND coalesce(source_account_id, '') = '')
+         AS customer_source_unknown,
        (SELECT count(DISTINCT request_id) FROM report_affected WHERE evidence = 'signature') AS unknown_source_responses,
        (SELECT count(DISTINCT request_id) FROM report_affected WHERE evidence = 'signature' AND cohort = 'customer')
          AS unknown_source_customer_responses,
-       (SELECT count(DISTINCT source_request_id) FROM (
-           SELECT source_request_id, source_cohort FROM exposures
-           UNION ALL SELECT source_request_id, source_cohort FROM possible_source_requests)
-         WHERE source_request_id <> '' AND coalesce(source_cohort, 'customer') = 'customer') AS possible_customer_sources,
-       (SELECT count(DISTINCT source_account_id) FROM (
-           SELECT source_request_id, source_account_id, source_cohort FROM exposures
-           UNION ALL SELECT source_request_id, source_account_id, source_cohort FROM possible_source_requests)
-         WHERE source_request_id <> '' AND coalesce(source_cohort, 'customer') = 'customer') AS possible_customer_source_accounts,
-       CASE WHEN likely_tier() THEN (SELECT count(DISTINCT source_request_id) FROM (
-           SELECT source_request_id, source_cohort FROM exposures
-           UNION ALL SELECT source_request_id, source_cohort FROM possible_modelled WHERE is_likely(likelihood))
-         WHERE source_request_id <> '' AND coalesce(source_cohort, 'customer') = 'customer') END AS likely_customer_sources,
-       CASE WHEN likely_tier() THEN (SELECT count(DISTINCT source_account_id) FROM (
-           SELECT source_request_id, source_account_id, source_cohort FROM exposures
-           UNION ALL SELECT source_request_id, source_account_id, source_cohort FROM possible_modelled
-           WHERE is_likely(likelihood))
-         WHERE source_request_id <> '' AND coalesce(source_cohort, 'customer') = 'customer') END AS likely_customer_source_accounts,
+       (SELECT count(DISTINCT source_key(source_request_id, source_room)) FROM (
+           SELECT source_request_id, source_room, source_cohort FROM exposures
+           UNION ALL SELECT source_request_id, source_room, source_cohort FROM possible_source_requests)
+         WHERE coalesce(source_cohort, 'customer') = 'customer') AS possible_customer_sources,
+       (SELECT count(DISTINCT nullif(source_account_id, '')) FROM (
+           SELECT source_account_id, source_cohort FROM exposures
+           UNION ALL SELECT source_account_id, source_cohort FROM possible_source_requests)
+         WHERE coalesce(source_cohort, 'customer') = 'customer') AS possible_customer_source_accounts,
+       (SELECT count(DISTINCT source_key(source_request_id, source_room)) FROM (
+           SELECT source_request_id, source_room, source_account_id, source_cohort FROM exposures
+           UNION ALL SELECT source_request_id, source_room, source_account_id, source_cohort FROM possible_source_requests)
+         WHERE coalesce(source_cohort, 'customer') = 'customer' AND coalesce(source_account_id, '') = '')
+         AS possible_customer_source_unknown,
+       CASE WHEN likely_tier() THEN (SELECT count(DISTINCT source_key(source_request_id, source_room)) FROM (
+           SELECT source_request_id, source_room, source_cohort FROM exposures
+           UNION ALL SELECT source_request_id, source_room, source_cohort FROM possible_modelled WHERE is_likely(likelihood))
+         WHERE coalesce(source_cohort, 'customer') = 'customer') END AS likely_customer_sources,
+       CASE WHEN likely_tier() THEN (SELECT count(DISTINCT nullif(source_account_id, '')) FROM (
+           SELECT source_account_id, source_cohort FROM exposures
+           UNION ALL SELECT source_account_id, source_cohort FROM possible_modelled WHERE is_likely(likelihood))
+         WHERE coalesce(source_cohort, 'customer') = 'customer') END AS likely_customer_source_accounts,
        (SELECT count(*) FROM possible_modelled WHERE is_likely(likelihood)) AS likely_pairs,
        (SELECT coalesce(sum(sources), 0) FROM possible_windows) + (SELECT count(*) FROM possible_extra) AS possible_pairs,
        (SELECT count(DISTINCT c.source_request_id) FROM content_pairs c

@@ -9,7 +9,8 @@ CREATE OR REPLACE TABLE gateway_unjoined AS
 WITH cand AS (
     SELECT file_id, row, count(*) AS candidates,
            string_agg(room::VARCHAR, ', ' ORDER BY room) FILTER (WHERE k <= 10) AS shown,
-           bool_and(placed) AS placed
+           CASE WHEN bool_or(length_used) THEN 'model, time window and prompt length'
+                ELSE 'model and time window (no prompt length to compare)' END AS by
     FROM (SELECT *, row_number() OVER (PARTITION BY file_id, row ORDER BY room) AS k FROM time_hits)
     GROUP BY file_id, row
 ), others AS (  -- for a single candidate: how many other records it is a candidate of
@@ -23,12 +24,12 @@ SELECT j.file_id, j.row, j.request_id, j.rooms,
                                  || CASE WHEN coalesce(c.candidates, 0) = 0
                                          THEN '; no engine request agrees with its model, time window and prompt length'
                                          WHEN c.candidates = 1 AND o.n > 0
-                                         THEN '; the one engine request that agrees with its model, time window and prompt length (room '
+                                         THEN '; the one engine request that agrees with its ' || c.by || ' (room '
                                               || c.shown || ') agrees with ' || o.n || ' other record(s) too'
                                          WHEN c.candidates = 1
                                          THEN '; the one engine request that agrees with its length (room ' || c.shown
                                               || ') is on nodes whose clock no joined record bounds: its time is not known'
-                                         ELSE '; ' || c.candidates || ' engine requests agree with its model, time window and prompt length (rooms '
+                                         ELSE '; ' || c.candidates || ' engine requests agree with its ' || c.by || ' (rooms '
                                               || c.shown || CASE WHEN c.candidates > 10 THEN ', ...' ELSE '' END
                                               || '): which one it was is not in the evidence' END
             ELSE 'its ids name ' || j.rooms || ' rooms in the engine logs (' || j.room_list || '), by ' || j.how
