@@ -290,8 +290,10 @@ EMPTY_JOIN = """
 GATEWAY_SLACK_US = 1000
 # A failure's prompt_tokens is the gateway's own count of the messages (LiteLLM: litellm.token_counter,
 # tiktoken for a model it does not know; BerriAI/litellm#37365), not the engine's input length under the
-# model's tokenizer and chat template: lengths within a quarter (and 32 tokens) of each other agree.
-LENGTH_REL, LENGTH_ABS = 0.25, 32
+# model's tokenizer and chat template: lengths within a quarter (and 32 tokens) of each other agree, and
+# lengths within a factor 2 may still be the same prompt (another script, another tokenizer): such a record
+# contests a room, so that no other record is joined to it.
+LENGTH_REL, LENGTH_ABS, LENGTH_FAR = 0.25, 32, 2.0
 
 
 def join_gateway(con: duckdb.DuckDBPyConnection, in_place: InPlace) -> tuple[int, int]:
@@ -308,6 +310,7 @@ def join_gateway(con: duckdb.DuckDBPyConnection, in_place: InPlace) -> tuple[int
         gw_slack_us=GATEWAY_SLACK_US,
         len_abs=LENGTH_ABS,
         len_rel=LENGTH_REL,
+        len_far=LENGTH_FAR,
         duration_rounding_us=round(DURATION_ROUNDING * 1e6),
     )
     define_gateway(con, in_place)

@@ -3,18 +3,26 @@
 -- gateway record names and no id joined, that agree with it on
 -- - the model: a room on a node the record's model ran on in the id-joined records (any node when they
 --   show none: the gateway's model name and the engine's model path need not be alike);
--- - the time: every line of the room lies after the record's start on the gateway clock, its first line
---   before the record's end, and (a successful record) its last line too, each line moved by its node's
---   bounds (gateway_clock) and its resolution;
+-- - the time: every line of the room (and every entry time room_lines derives) lies after the record's
+--   start on the gateway clock, the earliest of them before the record's end (the engines got the
+--   request before the gateway logged its end; an abort's own line may come after), and for a successful
+--   record the last one too, each moved by its node's bounds (gateway_clock) and its resolution;
 -- - the prompt length: the record's prompt_tokens equal to the room's input length where the record is a
 --   success (the count is the engine's own usage), within $len_rel of it (at least $len_abs tokens) where it
 --   is a failure (LiteLLM counts a failure's messages with its own tokenizer: an estimate); unknown, so not
 --   compared, where the record logs none (0 or empty).
 -- A room with no line on a bounded node cannot be placed in time: it is a candidate of every record its
 -- length allows (placed false), so it never leaves a record a single candidate by default.
--- length_used: the prompt length was compared (else the match is by time alone).
--- grain: pending record x candidate room; reads: join_hits, gateway, room_lines, gateway_clock;
---        params: gw_slack_us, len_abs, len_rel
+-- A row is a pair that agrees in model and time; length_ok: in prompt length too (the record's
+-- candidates), length_used: the length was compared (else the match is by time alone); length_near: the
+-- lengths are within a factor $len_far of each other (a failure's estimate by another tokenizer is never
+-- further off: every prompt that is not several times longer or shorter). A room that agrees in time and
+-- near in length with two records is contested and is joined to neither (gateway_joined): the room of an
+-- aborted request agrees so with its own record (its lines and window agree, its estimate is near even
+-- where the tolerance misses it), so a record that reached no engine (a 400 or 503) takes another's
+-- room only where that room's own record is missing from the gateway log.
+-- grain: pending record x room that agrees in model and time; reads: join_hits, gateway, room_lines, gateway_clock;
+--        params: gw_slack_us, len_abs, len_rel, len_far
 CREATE OR REPLACE TEMP TABLE time_hits AS
 WITH claimed AS (
     SELECT bootstrap_room AS room FROM gateway WHERE bootstrap_room IS NOT NULL
@@ -48,9 +56,13 @@ WITH claimed AS (
     UNION ALL  -- a record without an end time: its window is not known
     SELECT p.*, r.room, r.input_len, false, r.nodes FROM pending p JOIN rooms r ON p.ge IS NULL AND r.placed
 )
-SELECT file_id, row, room, placed, prompt IS NOT NULL AND input_len IS NOT NULL AS length_used
+SELECT file_id, row, room, placed, prompt IS NOT NULL AND input_len IS NOT NULL AS length_used,
+       prompt IS NULL OR input_len IS NULL
+       OR CASE WHEN ok THEN input_len = prompt ELSE abs(input_len - prompt) <= greatest($len_abs, $len_rel * prompt) END
+       AS length_ok,
+       prompt IS NULL OR input_len IS NULL
+       OR CASE WHEN ok THEN input_len = prompt ELSE input_len BETWEEN prompt / $len_far AND prompt * $len_far END
+       AS length_near
 FROM pairs
-WHERE (prompt IS NULL OR input_len IS NULL
-       OR CASE WHEN ok THEN input_len = prompt ELSE abs(input_len - prompt) <= greatest($len_abs, $len_rel * prompt) END)
-  AND (model NOT IN (SELECT model FROM model_nodes)
+WHERE (model NOT IN (SELECT model FROM model_nodes)
        OR EXISTS (SELECT 1 FROM model_nodes m WHERE m.model = pairs.model AND list_contains(pairs.nodes, m.node)));

@@ -1,14 +1,14 @@
 -- Step 6 of gateway_join: makes gateway_joined: the records whose ids name one room, and those the time
--- join gives one room (time_hits: a single candidate, placed in time, that no other record may be), each
--- with the nodes that logged its room. how: the key that joined it, or for the time join its basis:
+-- join gives one room (time_hits: a single candidate, placed in time, that agrees in time and near in
+-- length with no other record), each with the nodes that logged its room. how: the key that joined it, or for the time join its basis:
 -- 'time+length' (model, time window and prompt length), 'time' (the record or the room logs no length).
 -- grain: one row per joined record; reads: join_hits, time_hits, engine_requests, node_config; params: none
 CREATE OR REPLACE TABLE gateway_joined AS
-WITH contested AS (SELECT room FROM time_hits GROUP BY room HAVING count(*) > 1),
+WITH contested AS (SELECT room FROM time_hits WHERE length_near GROUP BY room HAVING count(*) > 1),
 by_time AS (
     SELECT file_id, row, any_value(room) AS room, bool_and(placed) AS placed,
            CASE WHEN bool_and(length_used) THEN 'time+length' ELSE 'time' END AS how
-    FROM time_hits GROUP BY file_id, row HAVING count(*) = 1
+    FROM time_hits WHERE length_ok GROUP BY file_id, row HAVING count(*) = 1
 ), matched AS (
     SELECT file_id, row, room, how FROM join_hits WHERE rooms = 1
     UNION ALL
