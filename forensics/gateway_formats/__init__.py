@@ -33,7 +33,7 @@ from forensics.gateway_formats._mapping import (
 from forensics.gateway_formats._writing import EngineRecords, Rendered
 
 __all__ = [
-    "ATTRS", "BUILTIN", "CUSTOM", "FORMATS", "FORMAT_NAMES", "REGISTRY", "SPEC_FORMAT", "TEXT_FIELDS",
+    "ATTRS", "BUILTIN", "CUSTOM", "FORMATS", "FORMAT_NAMES", "REGISTRY", "SPEC_FORMAT", "TEXT_FIELDS", "TEXT_FORMATS",
     "TIME_KINDS", "EngineRecords", "FileRecords", "Format", "GatewaySettings", "Key", "Mapping", "Rendered",
     "detect", "gateway_settings", "load_mapping", "paths_of",
 ]  # fmt: skip
@@ -47,6 +47,7 @@ FORMATS = {m.name: m for m in BUILTIN}
 SPEC_FORMAT = "kvf"
 SPEC_DETECT = ("ts", "request_id", "account_id", "status")  # the spec's gateway log (its own loader)
 FORMAT_NAMES = (SPEC_FORMAT, *FORMATS, CUSTOM)
+TEXT_FORMATS = tuple(sorted(m.name for m in BUILTIN if m.carries_text))  # the built-ins that log prompt text
 
 
 def detect(names: set[str], custom: Mapping | None = None) -> str | None:

@@ -14,7 +14,7 @@ from typing import cast
 
 from forensics.engines import sglang_allocator
 from forensics.engines.sglang import max_req_input_len
-from forensics.gateway_formats import REGISTRY
+from forensics.gateway_formats import REGISTRY, TEXT_FORMATS
 
 MS = 1_000
 S = 1_000_000
@@ -184,7 +184,6 @@ LEGACY = ("coalesce", "sorted")  # PagePool rules no SGLang release runs
 BATCH_RELEASES = ("0.4.9", "0.5.4", "0.5.11", "0.5.23")  # the batch-line formats forensics.simulate.batch_lines writes
 # the spec's log, the spec's without rooms, and each format of forensics.gateway_formats (its writer beside it)
 GATEWAY_FORMATS = ("kvf", "kvf_noroom", *REGISTRY)
-TEXT_FORMATS = tuple(sorted(name for name, f in REGISTRY.items() if f.mapping.carries_text))  # they log text
 
 
 def build_config(preset: str = "default", **overrides: object) -> SimConfig:
