@@ -18,10 +18,9 @@ from __future__ import annotations
 
 import re
 
-from forensics.audit.lines import LogLine
-from forensics.audit.model import Derivation, Evidence, Facts, Pool, to_int
+from forensics.engines.facts import Derivation, Engine, Evidence, Facts, LogLine, Pool, to_int
 
-ENGINE = "vllm"
+NAME = "vllm"
 STARTUP = re.compile(r"vLLM API server version")
 MARKERS = (
     "KV cache size:",
@@ -78,7 +77,7 @@ _ROLES = {"producer": "prefill", "consumer": "decode", "both": "unified"}
 
 
 def parse(lines: list[LogLine]) -> Facts:
-    facts = Facts(ENGINE)
+    facts = Facts(NAME)
     block_size: int | None = None
     size_ev: Evidence | None = None
     blocks: list[tuple[str, int, Evidence]] = []
@@ -131,3 +130,6 @@ def _errors(facts: Facts, ln: LogLine) -> None:
                 ev,
             )
         )
+
+
+ENGINE = Engine(NAME, "vLLM", MARKERS, KEYWORDS, STARTUP, parse)

@@ -17,10 +17,9 @@ from __future__ import annotations
 
 import re
 
-from forensics.audit.lines import LogLine
-from forensics.audit.model import Derivation, Evidence, Facts, Pool, to_int
+from forensics.engines.facts import Derivation, Engine, Evidence, Facts, LogLine, Pool, to_int
 
-ENGINE = "lmdeploy"
+NAME = "lmdeploy"
 STARTUP = re.compile(r"(?!x)x")
 KEYWORDS = ("tokens", "block", "session_len", "EngineRole", "model", "[TM]", "EngineConfig", "lmdeploy")
 MARKERS = (
@@ -42,7 +41,7 @@ _MODEL = re.compile(r"model_path='([^']*)'|model_name='([^']*)'")
 
 
 def parse(lines: list[LogLine]) -> Facts:
-    facts = Facts(ENGINE)
+    facts = Facts(NAME)
     block_len: tuple[int, Evidence] | None = None
     blocks: list[tuple[str, int, Evidence]] = []
     for ln in lines:
@@ -73,3 +72,6 @@ def parse(lines: list[LogLine]) -> Facts:
     elif blocks:
         facts.notes.append("block count found but no block length (cache_block_seq_len) in the log")
     return facts
+
+
+ENGINE = Engine(NAME, "LMDeploy", MARKERS, KEYWORDS, STARTUP, parse)

@@ -15,10 +15,9 @@ from __future__ import annotations
 
 import re
 
-from forensics.audit.lines import LogLine
-from forensics.audit.model import Derivation, Evidence, Facts, Pool, to_int
+from forensics.engines.facts import Derivation, Engine, Evidence, Facts, LogLine, Pool, to_int
 
-ENGINE = "trtllm"
+NAME = "trtllm"
 STARTUP = re.compile(r"(?!x)x")  # no single once-per-start line: a file is one start
 KEYWORDS = (
     "tokens",
@@ -47,7 +46,7 @@ _ADJ_WINDOW = re.compile(r"Adjusted window size (\d+) to (\d+)")
 
 
 def parse(lines: list[LogLine]) -> Facts:
-    facts = Facts(ENGINE)
+    facts = Facts(NAME)
     tpb: tuple[int, Evidence] | None = None
     primary: list[tuple[str, int, Evidence]] = []
     windows: dict[str, list[tuple[int, Derivation]]] = {}
@@ -88,3 +87,6 @@ def parse(lines: list[LogLine]) -> Facts:
         for rank, n, ev in primary:
             facts.add_pool(rank, Pool.derived(f"primary blocks x {size}", Derivation(n, size, ev, size_ev), 3))
     return facts
+
+
+ENGINE = Engine(NAME, "TensorRT-LLM", MARKERS, KEYWORDS, STARTUP, parse)
