@@ -24,10 +24,10 @@ def _squeeze(text: str) -> str:
     return "".join(text.split())
 
 
-def detect(texts: Iterable[str], *, ignore_spaces: bool = False) -> str | None:
-    """The engine whose markers the texts hold most often (each marker counted per text holding it);
-    None when none is named or two tie. With ignore_spaces, markers and texts are compared without
-    their whitespace: a message pasted over several lines may have lost a space at each break."""
+def marker_scores(texts: Iterable[str], *, ignore_spaces: bool = False) -> dict[str, int]:
+    """Per engine, how many of the texts hold one of its markers; with ignore_spaces, how many markers
+    the texts hold, markers and texts compared without their whitespace (a message pasted over several
+    lines may have lost a space at each break)."""
     scores = dict.fromkeys(ENGINES, 0)
     markers = {
         name: tuple(_squeeze(m) for m in e.markers) if ignore_spaces else e.markers for name, e in ENGINES.items()
@@ -40,6 +40,12 @@ def detect(texts: Iterable[str], *, ignore_spaces: bool = False) -> str | None:
                 scores[name] += sum(m in text for m in marks)
             elif any(m in text for m in marks):
                 scores[name] += 1
+    return scores
+
+
+def detect(texts: Iterable[str], *, ignore_spaces: bool = False) -> str | None:
+    """The engine the texts name most often (marker_scores); None when none is named or two tie."""
+    scores = marker_scores(texts, ignore_spaces=ignore_spaces)
     best = max(scores.values())
     winners = [name for name, score in scores.items() if score == best]
     return winners[0] if best > 0 and len(winners) == 1 else None

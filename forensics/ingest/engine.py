@@ -541,7 +541,7 @@ def store(con: duckdb.DuckDBPyConnection, rows: EngineRows) -> None:
             arg_min(allocated_tokens, (file_id, line)) FILTER (WHERE allocated_tokens IS NOT NULL),
             arg_min(tp_size, (file_id, line)) FILTER (WHERE tp_size IS NOT NULL),
             arg_min(model_path, (file_id, line)) FILTER (WHERE model_path IS NOT NULL),
-            min(file_id), min(line)
+            min(file_id), min(line), 'sglang'
         FROM cfg_raw c GROUP BY node""")
     batches = pa.Table.from_pylist(rows.batches, schema=batch_lines.SCHEMA)  # noqa: F841
     con.execute(f"INSERT INTO batch_stats SELECT {', '.join(batch_lines.SCHEMA.names)} FROM batches")
