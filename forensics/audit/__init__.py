@@ -79,7 +79,7 @@ def excerpt(by_file: list[list[LogLine]]) -> list[list[LogLine]]:
     """Each short file's lines joined into one logical line, pieces glued with nothing between them: an
     engine's message pasted or wrapped over several lines without its record prefix (a ticket, a chat,
     a terminal's width) reads whole again. The message patterns match any whitespace or none where the
-    message has a space (forensics.engines.vllm._loose), so a break at a space or inside a word joins the
+    message has a space (forensics.engines.facts.loose), so a break at a space or inside a word joins the
     same. Only where the lines themselves name no engine (audit_server)."""
     out = []
     for lines in by_file:

@@ -159,3 +159,9 @@ class Engine:
     # ingest reads its per-request lines (forensics.ingest.engine); else only its start-up facts
     # (forensics.ingest.startup), and its requests are outside the analysis, said so per node
     requests: bool = False
+
+
+def loose(pattern: str) -> re.Pattern[str]:
+    """A message pattern whose spaces match any whitespace or none: a message pasted wrapped over
+    several lines loses the spaces at its breaks when the pieces are joined (forensics.audit.excerpt)."""
+    return re.compile(pattern.replace(" ", r"\s*"))

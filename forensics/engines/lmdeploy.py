@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-from forensics.engines.facts import Derivation, Engine, Evidence, Facts, LogLine, Pool, to_int
+from forensics.engines.facts import Derivation, Engine, Evidence, Facts, LogLine, Pool, loose, to_int
 
 NAME = "lmdeploy"
 STARTUP = re.compile(r"(?!x)x")
@@ -29,13 +29,15 @@ MARKERS = (
     "PytorchEngineConfig",
     "lmdeploy",
     "max cached tokens",
+    # TurboMind's warning when the KV cache cannot hold session_len (src/turbomind/engine/engine.cc)
+    "due to limited KV cache memory",
 )
 
 _CACHED = re.compile(r"max cached tokens: (\d[\d,]*)")
 _BLOCKS = re.compile(r"\[BlockManager\] max_block_count = (\d+)|(?<![\w.])num_gpu_blocks=(\d+)")
 _SEQ_LEN = re.compile(r"(?<![\w.])(?:cache_block_seq_len|block_size)=(\d+)")
 _SESSION = re.compile(r"(?<![\w.])session_len=(\d+)")
-_TRUNC = re.compile(r"session_len`? truncated to (\d+)")
+_TRUNC = loose(r"session_len`? truncated to (\d+)")  # also as an excerpt pasted over several lines
 _ROLE = re.compile(r"role=<?EngineRole\.(\w+)")
 _MODEL = re.compile(r"model_path='([^']*)'|model_name='([^']*)'")
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from forensics.engines.facts import Derivation, Engine, Evidence, Facts, LogLine, Pool, to_int
+from forensics.engines.facts import Derivation, Engine, Evidence, Facts, LogLine, Pool, loose, to_int
 
 NAME = "trtllm"
 STARTUP = re.compile(r"(?!x)x")  # no single once-per-start line: a file is one start
@@ -30,7 +30,18 @@ KEYWORDS = (
     "TRT-LLM",
     "tensorrt_llm",
 )
-MARKERS = ("[TensorRT-LLM]", "[TRT-LLM]", "paged KV cache", "tensorrt_llm", "tokens per block")
+MARKERS = (
+    "[TensorRT-LLM]",
+    "[TRT-LLM]",
+    "paged KV cache",
+    "tensorrt_llm",
+    "tokens per block",
+    # the PyTorch backend's warnings when the KV cache cannot hold the configured length, which name
+    # the engine without a prefix (tensorrt_llm/_torch/pyexecutor/resource_manager.py,
+    # KVCacheManager.adjust_window_sizes_for_vswa)
+    "Adjusted max_seq_len to",
+    "in blocks_per_window",
+)
 
 _ALLOC = re.compile(r"Allocated ([\d.]+) ?GiB for max tokens in paged KV cache \((\d[\d,]*)\)")
 _USING = re.compile(r"Using (\d[\d,]*) tokens in paged KV cache")
@@ -41,8 +52,9 @@ _CTX = re.compile(
     r"(?<![\w.])max_seq_len[=:] ?(\d+)|Max sequence length:? ?(\d+)|max sequence length=(\d+)"
     r"|maxSequenceLen: (\d+)"
 )
-_ADJUST = re.compile(r"Adjusted max_seq_len to (\d+)|maxSequenceLen are too large.*?reduced to (\d+)")
-_ADJ_WINDOW = re.compile(r"Adjusted window size (\d+) to (\d+)")
+# loose: also as an excerpt pasted over several lines
+_ADJUST = loose(r"Adjusted max_seq_len to (\d+)|maxSequenceLen are too large.*?reduced to (\d+)")
+_ADJ_WINDOW = loose(r"Adjusted window size (\d+) to (\d+)")
 
 
 def parse(lines: list[LogLine]) -> Facts:
