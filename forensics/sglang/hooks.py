@@ -58,13 +58,13 @@ def install(rt: Runtime | None) -> None:
     _rt = rt
 
 
-def from_config(cfg: config_mod.Config, page_size: int = 1) -> Runtime:
+def from_config(cfg: config_mod.Config, page_size: int = 1, slots: int = 1 << 16) -> Runtime:
     out = Path(cfg.dir)
     out.mkdir(parents=True, exist_ok=True)
     rec = Recorder(out, cfg.node, cfg.format, cfg.queue, cfg.rotate_events, cfg.flush_ms)
-    return Runtime(
-        cfg.node, cfg.page_size or page_size, rec, cfg.guard, out / "alerts.jsonl", out / f"metrics-{cfg.node}.prom"
-    )
+    ps = cfg.page_size or page_size
+    return Runtime(cfg.node, ps, rec, cfg.guard, out / "alerts.jsonl", out / f"metrics-{cfg.node}.prom",
+                   slots=slots)  # fmt: skip
 
 
 def _np(x: Any) -> np.ndarray:
@@ -81,8 +81,8 @@ def _ps(alloc: Any) -> int:
 
 def _ensure(alloc: Any) -> Runtime | None:
     rt = _rt
-    if rt is None and _cfg is not None:
-        install(from_config(_local.cfg, _ps(alloc)))
+    if rt is None and _cfg is not None:  # the first allocator call: the ledger sized to its pool
+        install(from_config(_cfg, _ps(alloc), int(getattr(alloc, "size", 0) or 0) + 2 * _ps(alloc) + 1))
         rt = _rt
     if rt is not None and rt.ps != _ps(alloc) and rt.stats.allocated_pages == 0:
         rt.ps = _ps(alloc)
@@ -231,34 +231,36 @@ def h_run_batch(original: Callable[..., Any], self: Any, batch: Any, *args: Any,
     """Before the forward pass: each request's attended slots (its req_to_token row up to seq_lens,
     less the slots this batch writes) and the slots it writes. Only the row positions the runtime has
     not yet checked are read (Runtime.unchecked): in steady decode that is none, and the step costs
-    the ledger's update of out_cache_loc alone."""
+    the ledger's update of out_cache_loc alone, for the whole batch at once."""
     rt = _rt
-    if rt is not None and batch is not None and getattr(batch, "reqs", None):
+    reqs = getattr(batch, "reqs", None) if batch is not None else None
+    if rt is not None and reqs:
         mode = getattr(batch, "forward_mode", None)
         decode = bool(mode.is_decode()) if mode is not None and hasattr(mode, "is_decode") else False
         # the host copy where the release keeps one (no device sync for the lengths)
         lens = getattr(batch, "seq_lens_cpu", None)
-        seq = _np(batch.seq_lens if lens is None else lens).tolist()
+        seq = _np(batch.seq_lens if lens is None else lens)
         out = _np(getattr(batch, "out_cache_loc", None))
-        one = decode and out.size == len(batch.reqs)  # a decode step: one new slot per request
+        one = decode and out.size == len(reqs)  # a decode step: one new slot per request
         rt2t = self.req_to_token_pool.req_to_token
-        per = []
-        seen = rt.seen
-        for k, (r, n) in enumerate(zip(batch.reqs, seq, strict=True)):
-            room = getattr(r, "bootstrap_room", None)
-            room = -1 if room is None else int(room)
-            end = n - 1 if one else int(getattr(r, "prefix_len", 0) or 0)
-            lo = min(seen.get(room, 0), end)
-            if lo < end:  # positions not yet checked (a request's first batch, or its slots written since)
-                att = _np(rt2t[int(r.req_pool_idx), lo:end])
-                rid = str(getattr(r, "rid", ""))
-            else:
-                att, rid = _EMPTY, ""
-            o = out[k : k + 1] if one else (_np(rt2t[int(r.req_pool_idx), end:n]) if end < n else _EMPTY)
-            per.append((room, rid, att, o, n))
-        for k, v in rt.on_batch(decode, per):
+        rooms: list[int] = [getattr(r, "bootstrap_room", None) for r in reqs]  # type: ignore[misc]
+        if None in rooms:  # a request without a transfer room (a prefill node's own, or no disaggregation)
+            rooms = [-1 if x is None else x for x in rooms]
+        rows = [r.req_pool_idx for r in reqs]
+        end = seq - 1 if one else np.array([int(getattr(r, "prefix_len", 0) or 0) for r in reqs], np.int64)
+        lo = rt.unchecked(rooms, end)
+        # positions not yet checked: a request's first batch, or its slots written by another since
+        atts = {k: (str(getattr(reqs[k], "rid", "")), _np(rt2t[int(rows[k]), int(lo[k]) : int(end[k])]))
+                for k in np.flatnonzero(lo < end).tolist()}  # fmt: skip
+        out_n = None
+        if not one:
+            outs = [_np(rt2t[int(w), int(e) : int(n)]) if e < n else _EMPTY
+                    for w, e, n in zip(rows, end.tolist(), seq.tolist(), strict=True)]  # fmt: skip
+            out_n = np.array([o.size for o in outs], np.int64)
+            out = np.concatenate(outs)
+        for k, v in rt.on_batch(decode, rooms, seq, atts, out, out_n):
             if rt.guard == "enforce":
-                finish_with_error(batch.reqs[k], f"KV integrity guard: {v.slots} attended slots hold another "
+                finish_with_error(reqs[k], f"KV integrity guard: {v.slots} attended slots hold another "
                                   f"request's KV ({v.kind})")  # fmt: skip
     return original(self, batch, *args, **kwargs)
 
