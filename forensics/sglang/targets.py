@@ -87,7 +87,9 @@ def resolve(modules: tuple[str, ...], attr: str, import_modules: bool = True) ->
         try:
             mod = importlib.import_module(m) if import_modules else __import__("sys").modules.get(m)
         except Exception as err:  # noqa: BLE001 (a module that needs CUDA or a transfer engine on this host)
-            WHY.setdefault(attr, f"{m}: {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}")
+            missing = getattr(err, "name", None) if isinstance(err, ModuleNotFoundError) else None
+            if not (missing and (m == missing or m.startswith(missing + "."))):  # else: not in this release
+                WHY.setdefault(attr, f"{m}: {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}")
             continue
         c = getattr(mod, cls, None) if mod is not None else None
         if c is not None and c.__module__ == m and meth in c.__dict__:
