@@ -1,14 +1,14 @@
 """Page events (docs/evidence-bundle.md section 4) written by a background thread.
 
-The scheduler's hot path appends one entry per call to a deque: no lock, no wake-up (the writer polls
-every flush_ms). An entry is one event (`ev`: a free, a transfer, a prefill's alloc run) or a column
-chunk (`ev_cols`: the events of one op a batch makes, e.g. a decode step's allocations or writes, one
-per request): the slot arrays the ledger has already computed, kept as they are, so a decode step of
-256 requests costs two appends, not 512 tuples. The writer thread expands the entries into the rows
-of the bundle's page table (contract.page_columns), the same rows one event at a time would give.
-When the deque already holds `queue` events an event is dropped, its seq number is still used up, and
-the drop is counted and logged: the file then shows a seq jump, which `forensics investigate` reports
-as a gap and reasons around (it never blocks the scheduler).
+The scheduler's hot path appends one entry per call to a deque: no wake-up (the writer polls every
+flush_ms), one uncontended lock for the seq numbers. An entry is one event (`ev`: a free, a transfer,
+a prefill's alloc run) or a column chunk (`ev_cols`: the events of one op a batch makes, e.g. a decode
+step's allocations or writes, one per request): the slot arrays the ledger has already computed, kept
+as they are, so a decode step of 256 requests costs two appends, not 512 tuples. The writer thread
+expands the entries into the rows of the bundle's page table (contract.page_columns), the same rows
+one event at a time would give. When the deque already holds `queue` events an event is dropped, its
+seq number is still used up, and the drop is counted and logged: the file then shows a seq jump,
+which `forensics investigate` reports as a gap and reasons around (it never blocks the scheduler).
 """
 
 from __future__ import annotations
@@ -55,9 +55,11 @@ class Recorder:
         self.dir, self.node, self.fmt = Path(out_dir) / "pages", node, fmt
         self.dir.mkdir(parents=True, exist_ok=True)
         self.q: collections.deque[Entry] = collections.deque()
-        # events queued and events taken by the writer: each counter has one writing thread, so the
-        # queue's depth (queued - taken) needs no lock
+        # events queued and events taken by the writer (the queue's depth is the difference); the seq
+        # numbers and `queued` are taken under a lock: a prefill node's transfer threads record its
+        # transfers (update_status) beside the scheduler (uncontended, it costs one acquire per call)
         self.queued = self.taken = 0
+        self._lock = threading.Lock()
         self.limit, self.rotate, self.flush_s = queue, rotate_events, flush_ms / 1000
         self.clock = clock
         self.seq = seq_base
@@ -75,12 +77,13 @@ class Recorder:
 
     # --- hot path: the scheduler thread ------------------------------------------------------------
     def ev(self, op: str, room: int, a: int, b: int, peer: str | None = None, src: str | None = None) -> None:
-        self.seq += 1
-        if self.queued - self.taken >= self.limit:
-            self._drop(self.seq)
-            return
-        self.queued += 1
-        self.q.append((self.seq, 1, self.clock(), op, room, a, b, peer, src))
+        with self._lock:
+            self.seq += 1
+            if self.queued - self.taken >= self.limit:
+                self._drop(self.seq)
+                return
+            self.queued += 1
+            self.q.append((self.seq, 1, self.clock(), op, room, a, b, peer, src))
 
     def ev_cols(self, op: str, rooms: Any, starts: np.ndarray, ends: np.ndarray, src: str | None = None) -> None:
         """Events of one op at one time, [starts[i], ends[i]) of rooms[i] (or all of room `rooms`):
@@ -89,17 +92,18 @@ class Recorder:
         n = len(starts)
         if not n:
             return
-        base = self.seq
-        self.seq += n
-        k = max(0, min(n, self.limit - (self.queued - self.taken)))
-        if k:
+        with self._lock:
+            base = self.seq
+            self.seq += n
+            k = max(0, min(n, self.limit - (self.queued - self.taken)))
+            if k:
+                if k < n:
+                    starts, ends = starts[:k], ends[:k]
+                    rooms = rooms if isinstance(rooms, int) else rooms[:k]
+                self.queued += k
+                self.q.append((base + 1, k, self.clock(), op, rooms, starts, ends, None, src))
             if k < n:
-                starts, ends = starts[:k], ends[:k]
-                rooms = rooms if isinstance(rooms, int) else rooms[:k]
-            self.queued += k
-            self.q.append((base + 1, k, self.clock(), op, rooms, starts, ends, None, src))
-        if k < n:
-            self._drop(base + k + 1, base + n)
+                self._drop(base + k + 1, base + n)
 
     def _drop(self, seq: int, last: int | None = None) -> None:
         last = seq if last is None else last
