@@ -27,19 +27,22 @@ test: $(TEST_STAMP)
 	$(BIN)/python -m pytest -n 2 --dist loadfile
 	@$(MAKE) --no-print-directory test-sglang
 
-# the SGLang plugin's tests (tests/sglang_plugin) in a venv of their own: SGLang's wheel on CPU torch,
-# built once by scripts/sglang_test_venv.sh (the stamp: a second run does not reinstall). If the build
-# fails (no registry), the target says SKIPPED and why, and passes; a test that fails fails it.
-SGL_VENV := .venv-sglang
-SGL_STAMP := $(SGL_VENV)/.installed
+# the SGLang plugin's tests (tests/sglang_plugin) in a venv of their own per release: SGLang's wheel on
+# CPU torch, built once by scripts/sglang_test_venv.sh (the stamp: a second run does not reinstall);
+# 0.5.11 in .venv-sglang (page size 1, the req-to-token stand-in), 0.5.23 in .venv-sglang-0.5.23 (its real
+# ReqToTokenPool and paged allocator as well). If a build fails (no registry), the target says SKIPPED
+# and why, and passes; a test that fails fails it.
+SGL_VENVS := 0.5.11:.venv-sglang 0.5.23:.venv-sglang-0.5.23
 test-sglang:
-	@mkdir -p $(SGL_VENV); if [ ! -f $(SGL_STAMP) ] || [ scripts/sglang_test_venv.sh -nt $(SGL_STAMP) ]; then \
-	  echo "building $(SGL_VENV) with scripts/sglang_test_venv.sh (log: $(SGL_VENV)/build.log)"; \
-	  if sh scripts/sglang_test_venv.sh $(SGL_VENV) > $(SGL_VENV)/build.log 2>&1; then touch $(SGL_STAMP); \
-	  else echo "SKIPPED tests/sglang_plugin: building $(SGL_VENV) failed: $$(grep -iE 'error|not found|no matching' $(SGL_VENV)/build.log | tail -n 1) (full log: $(SGL_VENV)/build.log)"; \
-	    exit 0; fi; fi; \
-	echo "KVF_SGLANG_REQUIRED=1 $(SGL_VENV)/bin/python -m pytest -n 2 --dist loadfile tests/sglang_plugin"; \
-	KVF_SGLANG_REQUIRED=1 PYTHONPATH=$(CURDIR) $(SGL_VENV)/bin/python -m pytest -n 2 --dist loadfile -p no:cacheprovider tests/sglang_plugin
+	@for pair in $(SGL_VENVS); do rel=$${pair%%:*}; venv=$${pair#*:}; stamp=$$venv/.installed; \
+	  mkdir -p $$venv; if [ ! -f $$stamp ] || [ scripts/sglang_test_venv.sh -nt $$stamp ]; then \
+	    echo "building $$venv (SGLang $$rel) with scripts/sglang_test_venv.sh (log: $$venv/build.log)"; \
+	    if SGLANG_RELEASE=$$rel sh scripts/sglang_test_venv.sh $$venv > $$venv/build.log 2>&1; then touch $$stamp; \
+	    else echo "SKIPPED tests/sglang_plugin on SGLang $$rel: building $$venv failed: $$(grep -iE 'error|not found|no matching' $$venv/build.log | tail -n 1) (full log: $$venv/build.log)"; \
+	      continue; fi; fi; \
+	  echo "KVF_SGLANG_REQUIRED=1 $$venv/bin/python -m pytest -n 2 --dist loadfile tests/sglang_plugin (SGLang $$rel)"; \
+	  KVF_SGLANG_REQUIRED=1 PYTHONPATH=$(CURDIR) $$venv/bin/python -m pytest -n 2 --dist loadfile -p no:cacheprovider tests/sglang_plugin || exit 1; \
+	done
 
 lint: $(STAMP)
 	$(BIN)/ruff check forensics tests

@@ -37,7 +37,7 @@ What each request writes (node clocks; times as the simulator's event loop takes
 
 Every line shape is the simulator's: the JSON records, the record prefix and the start-up lines come
 from forensics.simulate.writer.write_engine, the batch lines from forensics.simulate.batch_lines, the
-gateway lines from forensics.simulate.formats (render_spendlogs, render_envoy), each rendered once
+gateway lines from forensics.gateway_formats (render_spendlogs, render_envoy), each rendered once
 with sentinel values and split into a template (a second render with other sentinels must rebuild
 exactly, so no field is left constant by mistake); Req Time Stats, the over-length and the transfer
 failure lines are the f-strings of forensics/simulate/engine.py and decode.py; the text request lines
@@ -81,10 +81,11 @@ import numpy as np
 from numba import njit
 
 from forensics.engines.sglang import max_req_input_len
+from forensics.gateway_formats import _writing, envoy, litellm
+from forensics.gateway_formats import litellm_spendlogs as spendlogs
 from forensics.simulate import writer
 from forensics.simulate.batch_lines import decode_line, prefill_line
 from forensics.simulate.config import BATCH_RELEASES, MS, NodeSpec, S, SimConfig, build_config
-from forensics.simulate.gateway_logs import _common, envoy, litellm
 from forensics.simulate.request import CUSTOMER_UAS, HOSTILE_UAS, Request
 
 DAY = 86_400 * S
@@ -147,7 +148,7 @@ def _civil(days):
 
 @njit(cache=True, error_model="numpy")
 def _put_ts(buf, p, us, kind, dday, dcache):
-    """writer.log_ts (ms truncated), iso_us, iso_ms_z and litellm._pg_ts (ms rounded, zeros dropped).
+    """writer.log_ts (ms truncated), iso_us, iso_ms_z and spendlogs.pg_ts (ms rounded, zeros dropped).
     dday[0], dcache: the last day printed and its bytes, so a date is computed once per day."""
     if kind == 4:
         ms_total = (us + 500) // 1000
@@ -504,7 +505,7 @@ class Bundle:
         self.t_tok = self.pool.table(toks).reshape(n, 2)
         self.t_keyh = self.pool.table([hashlib.sha256(t.encode()).hexdigest() for t in toks]).reshape(n, 2)
         self.t_ua_env = self.pool.table([json.dumps(u, ensure_ascii=False)[1:-1] for u in uas])
-        self.t_tags = self.pool.table([litellm._pg_csv(litellm._jsonb(litellm._ua_tags(u))) for u in uas])
+        self.t_tags = self.pool.table([spendlogs.pg_csv(spendlogs.jsonb(litellm.ua_tags(u))) for u in uas])
         self.t_host = self.pool.table([f"10.20.1.{10 + p}" for p in range(self.P)])
         m = self.progs.table_max
         for col, texts in (
@@ -514,7 +515,7 @@ class Bundle:
             ("keyh", ["x" * 64]),
             ("host", ["x" * 12]),
             ("ua_env", [json.dumps(u, ensure_ascii=False)[1:-1] for u in uas]),
-            ("tags", [litellm._pg_csv(litellm._jsonb(litellm._ua_tags(u))) for u in uas]),
+            ("tags", [spendlogs.pg_csv(spendlogs.jsonb(litellm.ua_tags(u))) for u in uas]),
         ):
             m[col] = max(len(t.encode()) for t in texts)
 
@@ -747,7 +748,7 @@ class Bundle:
                 self.prog["json", fr, hdr] = self.progs.add(parts, ops, cols)
 
     def _build_gateway(self) -> None:
-        """LiteLLM_SpendLogs rows (litellm.render_spendlogs) and Envoy access-log lines (envoy.render_envoy)
+        """LiteLLM_SpendLogs rows (spendlogs.render_spendlogs) and Envoy access-log lines (envoy.render_envoy)
         per status: 200, 499 (the client aborted), 400 (longer than the context)."""
         cfg = self.cfg
         for status in (200, 499, 400):
@@ -801,7 +802,7 @@ class Bundle:
         ok = status == 200
 
         def port(k: int) -> int:
-            return 1024 + int.from_bytes(_common.digest(cfg, "port", rq[k])[:2], "big") % 60000
+            return 1024 + int.from_bytes(_writing.digest(cfg, "port", rq[k])[:2], "big") % 60000
 
         def pair(f: Callable[[int], object]) -> tuple[str, str]:
             return str(f(0)), str(f(1))
@@ -809,7 +810,7 @@ class Bundle:
         d_ms = pair(lambda k: dur[k] // 1000)
         env = {
             "rq": (rq[0], rq[1]),
-            "t0": pair(lambda k: _common.iso_ms_z(t0[k])),
+            "t0": pair(lambda k: _writing.iso_ms_z(t0[k])),
             "dur": d_ms,
             "svc": pair(lambda k: max(0, dur[k] // 1000 - 1)),
             "L": pair(lambda k: L[k]),
@@ -830,7 +831,7 @@ class Bundle:
             "ip": [(TAB, "ip", 0)],
             "acct": [(TAB, "acct", 0)],
         }
-        parts = split_template(lambda k: envoy.render_envoy(cfg, [req(k)]).files[envoy.ENVOY_FILE].decode(), env)
+        parts = split_template(lambda k: envoy.render_envoy(cfg, [req(k)], {}).files[envoy.ENVOY_FILE].decode(), env)
         env_cols = ["rq", "t0", "dur", "svc", "L", "C", "LC", "brx", "btx", "port", "port2", "ua_env", "ip", "acct"]
         self.prog["envoy", status] = self.progs.add(parts, env_ops, self._cols(env_cols))
 
@@ -843,14 +844,14 @@ class Bundle:
             "total": pair(lambda k: L[k] + C[k]),
             "L": pair(lambda k: L[k]),
             "C": pair(lambda k: C[k]),
-            "start": pair(lambda k: litellm._pg_ts(t0[k])),
-            "end": pair(lambda k: litellm._pg_ts(t0[k] + dur[k])),
+            "start": pair(lambda k: spendlogs.pg_ts(t0[k])),
+            "end": pair(lambda k: spendlogs.pg_ts(t0[k] + dur[k])),
             "dms": pair(lambda k: round(dur[k] / 1000)),
             "tok": (tok[0], tok[1]),
             "acct": (acct[0], acct[1]),
             "ip": (ip[0], ip[1]),
-            "tags": pair(lambda k: litellm._pg_csv(litellm._jsonb(litellm._ua_tags(ua[k])))),
-            "sess": pair(lambda k: _common.uuid4_of(cfg, "litellm_trace_id", rq[k])),
+            "tags": pair(lambda k: spendlogs.pg_csv(spendlogs.jsonb(litellm.ua_tags(ua[k])))),
+            "sess": pair(lambda k: _writing.uuid4_of(cfg, "litellm_trace_id", rq[k])),
         }
         if not ok:  # a failure's prompt_tokens (and total): LiteLLM's estimate, here the engine's length L
             lit["est"] = pair(lambda k: litellm._failure_prompt_tokens(cfg, req(k)))
@@ -872,7 +873,7 @@ class Bundle:
         }
 
         def row(k: int) -> str:
-            return litellm.render_spendlogs(cfg, [req(k)]).files["spend_logs.csv"].decode().split("\n", 1)[1]
+            return spendlogs.render_spendlogs(cfg, [req(k)], {}).files["spend_logs.csv"].decode().split("\n", 1)[1]
 
         parts = split_template(row, lit)
         lit_cols = [
@@ -1527,7 +1528,7 @@ class Out:
         self.open[s] = (path, f)
         self.lines.setdefault(path, 0)
         if s == 2 * self.b.NN and self.lines[path] == 0:
-            f.write((",".join(litellm.SPENDLOGS_COLUMNS) + "\n").encode())
+            f.write((",".join(spendlogs.SPENDLOGS_COLUMNS) + "\n").encode())
             self.lines[path] += 1
         return f
 

@@ -53,7 +53,9 @@ def one(sg, cfg: str, n: int, prompt: int, steps: int, tmp: Path, fmt: str = "pa
     rt = None
     if cfg != "bare":
         rec = Recorder(tmp / cfg, "decode-0", fmt, 1 << 22, 1 << 30, 50) if cfg in ("recorder", "both") else None
-        rt = Runtime("decode-0", 1, rec, "observe" if cfg in ("guard", "both") else "off", tmp / f"{cfg}.alerts")
+        # the ledger sized to the pool, as the plugin sizes it on the allocator's first call (hooks._ensure)
+        rt = Runtime("decode-0", 1, rec, "observe" if cfg in ("guard", "both") else "off", tmp / f"{cfg}.alerts",
+                     slots=size + 3)  # fmt: skip
     hooks.install(rt)
     raw_alloc = type(alloc).alloc
     do_alloc = (lambda k: raw_alloc(alloc, k)) if rt is None else (lambda k: hooks.h_alloc(raw_alloc, alloc, k))

@@ -2,13 +2,16 @@
 simulator's request mix is driven through SGLang's real allocator with the plugin's hooks
 (tests/support/sglang_drive.py), investigate runs on the plugin's page events and is compared with the
 simulator's truth (tests/support/truthcheck.py), and the guard's flags (observe) and errored requests
-(enforce) with the truly exposed responses.
+(enforce) with the truly exposed responses. --page-size 16 drives 0.5.23's paged allocator (its venv:
+make test-sglang builds .venv-sglang-0.5.23).
 
     PYTHONPATH=$PWD .venv-sglang/bin/python benchmarks/plugin_truth.py 300 101 102 103
+    PYTHONPATH=$PWD .venv-sglang-0.5.23/bin/python benchmarks/plugin_truth.py 300 101 102 103 --page-size 16
 """
 
 from __future__ import annotations
 
+import argparse
 import csv
 import logging
 import sys
@@ -22,12 +25,17 @@ from tests.support.analysis import Findings  # noqa: E402
 from tests.support.truthcheck import compare  # noqa: E402
 
 logging.getLogger("forensics.sglang").setLevel(logging.CRITICAL)
-n = int(sys.argv[1])
-for seed in map(int, sys.argv[2:]):
+ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+ap.add_argument("requests", type=int)
+ap.add_argument("seeds", type=int, nargs="+")
+ap.add_argument("--page-size", type=int, default=1)
+a = ap.parse_args()
+n, ps = a.requests, a.page_size
+for seed in a.seeds:
     row = {}
     for guard in ("observe", "enforce"):
-        out = Path(tempfile.gettempdir()) / f"kvf-plugin-truth-{seed}-{guard}"
-        cfg = build_config("default", seed=seed, requests=n, page_size=1, long_rate=0.08, abort_rate=0.05)
+        out = Path(tempfile.gettempdir()) / f"kvf-plugin-truth-{seed}-{guard}-{ps}"
+        cfg = build_config("default", seed=seed, requests=n, page_size=ps, long_rate=0.08, abort_rate=0.05)
         r = drive.run(out, cfg, guard=guard)
         truth = {int(x["room"]) for x in csv.DictReader(open(out / "truth/responses.csv")) if x["exposed"] == "1"}
         got = r["flagged_rooms"] if guard == "observe" else r["errored_rooms"]

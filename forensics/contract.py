@@ -3,6 +3,8 @@ writer of bundles: ingest, the simulator, the benchmark generator and the tests.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pyarrow as pa
 
 GATEWAY_FIELDS = (
@@ -18,12 +20,20 @@ PAGE_SCHEMA = pa.schema(
 
 def page_table(node: str, events: list[tuple]) -> pa.Table:
     """One node's page events as PAGE_SCHEMA rows, from tuples (seq, ts in epoch µs, op, room, start,
-    end, peer, src): what the simulator and the SGLang plugin write as pages/<node>.parquet."""
+    end, peer, src): what the simulator writes as pages/<node>.parquet."""
     cols = list(zip(*events, strict=True)) if events else [() for _ in range(8)]
+    return page_columns(node, *cols)
+
+
+def page_columns(
+    node: str, seq: Any, ts: Any, op: Any, room: Any, start: Any, end: Any, peer: Any, src: Any
+) -> pa.Table:
+    """The same rows from columns (sequences or numpy arrays; ts in epoch µs, peer and src None where
+    absent): the SGLang plugin's recorder hands over its columns as they are."""
     types = [pa.int64(), pa.int64(), pa.string(), pa.int64(), pa.int64(), pa.int64(), pa.string(), pa.string()]
-    arrays = [pa.array(c, t) for c, t in zip(cols, types, strict=True)]
+    arrays = [pa.array(c, t) for c, t in zip((seq, ts, op, room, start, end, peer, src), types, strict=True)]
     arrays[1] = arrays[1].cast(pa.timestamp("us", tz="UTC"))
-    return pa.table([pa.array([node] * len(events), pa.string()), *arrays], schema=PAGE_SCHEMA)
+    return pa.table([pa.array([node] * len(arrays[0]), pa.string()), *arrays], schema=PAGE_SCHEMA)
 
 
 # possible_sources.csv expands every (response, possible source) pair: written when there are at most this

@@ -22,7 +22,7 @@ import forensics
 from forensics.catalog import publish
 from forensics.cohorts import assign_cohorts, exclusion_rules
 from forensics.cohorts.preview import preview
-from forensics.db import check_memory_limit, connect, timed
+from forensics.db import check_memory_limit, connect, thread_count, timed
 from forensics.errors import InputError
 from forensics.findings import OUTPUTS, compute_findings, possible_pairs_plan, write_findings
 from forensics.findings import headline as findings_headline
@@ -72,11 +72,12 @@ class InvestigationResult:
     out: Path
     counts: dict[str, int]
     headline: dict[str, int]
-    tasks: dict[str, int] | None = None  # per-node tasks run and reused, when they ran apart
+    tasks: dict[str, Any] | None = None  # per-node tasks run and reused, their workers and threads, when apart
     self_contained: bool = False
     execution: NodeRun | None = None  # what the per-node work ran (forensics.ownership.execution.nodes)
     source_tiers: dict[str, Any] | None = None  # what the evidence measured of the likely subset (source_tier)
     possible_pairs: dict[str, Any] | None = None  # the possible pairs counted, and whether their CSV was written
+    threads: int | None = None  # the run's own DuckDB threads: ingest, findings and the allocator model's walks
 
     def summary(self) -> str:
         h = self.headline
@@ -119,6 +120,7 @@ class InvestigationResult:
                 "source_tiers": self.source_tiers,
                 "possible_pairs": self.possible_pairs,
                 "self_contained": self.self_contained,
+                "threads": self.threads,
             },
             sort_keys=True,
             default=str,
@@ -355,6 +357,7 @@ def _investigate(
     for stale in (db_path, Path(str(db_path) + ".wal")):
         stale.unlink(missing_ok=True)
     con = connect(db_path, memory_limit=memory_limit, threads=threads)
+    run_threads = thread_count(con)
     try:
         work = out / ".kvf-work"  # per-node task files: scratch, removed after the analysis
         shutil.rmtree(work, ignore_errors=True)
@@ -407,8 +410,21 @@ def _investigate(
         con.close()
     shutil.rmtree(Path(str(db_path) + ".tmp"), ignore_errors=True)
     make_private(db_path)
-    tasks = {"tasks_run": ran.tasks_run, "reused": ran.reused} if ran.apart else None
-    return InvestigationResult(out, counts, headline, tasks, source_tiers=tiers, possible_pairs=plan, execution=ran)
+    # for scripts (--json): the threads each task's DuckDB and compiled walks had, the run's --threads shared
+    # among the workers (nodes.task_threads)
+    tasks = (
+        {
+            "tasks_run": ran.tasks_run,
+            "reused": ran.reused,
+            "workers": ran.workers,
+            "task_threads": sorted({t["threads"] for t in ran.tasks}),
+        }
+        if ran.apart
+        else None
+    )
+    return InvestigationResult(
+        out, counts, headline, tasks, source_tiers=tiers, possible_pairs=plan, execution=ran, threads=run_threads
+    )
 
 
 def ingest_bundle(bundle: Path, db: Path, exclusions: Path | None = None, self_contained: bool = False) -> IngestResult:

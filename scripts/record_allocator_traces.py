@@ -37,9 +37,6 @@ from __future__ import annotations
 import argparse
 import gzip
 import hashlib
-import importlib.abc
-import importlib.machinery
-import importlib.metadata
 import json
 import os
 import random
@@ -51,46 +48,14 @@ from pathlib import Path
 os.environ.setdefault("TRITON_INTERPRET", "1")
 
 
-class _Stub(types.ModuleType):
-    def __getattr__(self, name: str) -> object:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return _Stub(f"{self.__name__}.{name}")
-
-    def __call__(self, *a: object, **k: object) -> object:
-        return None
-
-
-class _StubFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    def __init__(self, roots: tuple[str, ...]) -> None:
-        self.roots = roots
-
-    def find_spec(self, name, path, target=None):  # noqa: ANN001, ANN201
-        if name.split(".")[0] in self.roots:
-            return importlib.machinery.ModuleSpec(name, self, is_package=True)
-        return None
-
-    def create_module(self, spec):  # noqa: ANN001, ANN201
-        m = _Stub(spec.name)
-        m.__path__ = []
-        return m
-
-    def exec_module(self, module) -> None:  # noqa: ANN001
-        return None
-
+# the CPU stubs are the plugin's (forensics.sglang.cpu): the script runs from the repository, in a venv
+# without the project installed
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from forensics.sglang.cpu import install_stubs  # noqa: E402
 
 STUBS = ("torchvision",)
-try:  # transformers decides before the stub exists that torchvision is absent (it reads its version)
-    import transformers.utils.import_utils  # noqa: F401
-except ImportError:
-    pass
-sys.meta_path.insert(0, _StubFinder(STUBS))
-
-import torch  # noqa: E402
-
-_AMX_SHIM = not hasattr(torch._C._cpu, "_is_amx_tile_supported")
-if _AMX_SHIM:
-    torch._C._cpu._is_amx_tile_supported = lambda: False
+torch = install_stubs(STUBS)
+_AMX_SHIM = torch._C._cpu._is_amx_tile_supported.__name__ == "<lambda>"  # install_stubs' shim
 
 import sglang  # noqa: E402
 

@@ -1,9 +1,10 @@
 #!/bin/sh
-# Builds the plugin tests' virtual environment (make test-sglang): one SGLang wheel without its
-# dependencies, CPU torch, triton (its interpreter runs SGLang's allocator kernels on the CPU), the
-# few packages `import sglang.srt.mem_cache.allocator`, `...memory_pool` and
-# `sglang.srt.disaggregation.fake.conn` stop on, and this project (by a .pth naming the checkout, and the
-# plugin's entry point `sglang.srt.plugins` in a dist-info of its own). Exits non-zero when an install fails (no network).
+# Builds a virtual environment of the plugin tests (make test-sglang builds one per release it tests;
+# SGLANG_RELEASE, default 0.5.11): one SGLang wheel without its dependencies, CPU torch, triton (its
+# interpreter runs SGLang's allocator kernels on the CPU), the few packages `import
+# sglang.srt.mem_cache.allocator`, `...memory_pool` and `sglang.srt.disaggregation.fake.conn` stop on,
+# and this project (by a .pth naming the checkout, and the plugin's entry point `sglang.srt.plugins` in
+# a dist-info of its own). Exits non-zero when an install fails (no network).
 set -e
 VENV=${1:-.venv-sglang}
 RELEASE=${SGLANG_RELEASE:-0.5.11}
@@ -13,6 +14,13 @@ test -x "$VENV/bin/python" || $PY -m venv "$VENV" || python3 -m venv "$VENV"
 "$VENV/bin/pip" install -q --no-deps "sglang==$RELEASE"
 "$VENV/bin/pip" install -q tqdm requests pydantic aiohttp pyzmq pillow orjson psutil pybase64 ipython \
     packaging msgspec starlette transformers==5.6.0
+case "$RELEASE" in
+  # what 0.5.23's memory_pool imports beyond those (tvm_ffi by dp_attention's all-reduce, compressed_tensors,
+  # loguru and gguf by layers/quantization; prometheus_client by disaggregation/mooncake/conn.py): with them
+  # its real ReqToTokenPool runs on CPU and the Mooncake manager's module imports (pins: the wheel's)
+  0.5.2[3-9]*) "$VENV/bin/pip" install -q --no-deps apache-tvm-ffi==0.1.11 compressed-tensors==0.18.0 loguru gguf \
+      prometheus-client ;;
+esac
 # this project without installing it (pip install -e . would leave kv_forensics.egg-info in the checkout,
 # which then shadows the wheel in tests/whole/test_wheel.py): a .pth naming the checkout, and the entry
 # point of group sglang.srt.plugins in a dist-info of its own, which load_plugins() finds

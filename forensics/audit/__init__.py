@@ -12,21 +12,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 
-from forensics.audit import lmdeploy, sglang, trtllm, vllm
-from forensics.audit.lines import LogLine, read_log
+from forensics.audit.lines import read_log
 from forensics.audit.model import OK, TOO_SMALL, UNKNOWN, ServerAudit
 from forensics.audit.verdict import attach_leak_windows, decide
+from forensics.engines import ENGINES, KEYWORDS, detect
+from forensics.engines.facts import LogLine
 from forensics.errors import InputError
 
 __all__ = ["OK", "TOO_SMALL", "UNKNOWN", "ServerAudit", "audit_engine_dirs", "audit_paths", "audit_server"]
 
-PARSERS: dict[str, ModuleType] = {m.ENGINE: m for m in (sglang, vllm, trtllm, lmdeploy)}
-DETECT_LINES = 5000  # logical lines per file used to recognise the engine (kept whole)
-# Words at least one of which every line a parser reads contains (each module's KEYWORDS): past the
-# first DETECT_LINES lines of a file, other lines (batch statistics, request logs) are dropped.
-KEYWORDS = tuple(dict.fromkeys(k for mod in PARSERS.values() for k in mod.KEYWORDS))
+DETECT_LINES = 5000  # logical lines per file used to recognise the engine (kept whole); past them, only
+# the lines holding a word some engine's parse reads (forensics.engines.KEYWORDS) are kept
 
 
 def _relevant(text: str) -> bool:
@@ -70,16 +67,9 @@ def discover(path: Path) -> list[ServerInput]:
     return servers
 
 
-def detect(by_file: list[list[LogLine]]) -> str | None:
-    scores = dict.fromkeys(PARSERS, 0)
-    for lines in by_file:
-        for ln in lines:  # the head of each file and every line holding a keyword
-            for name, mod in PARSERS.items():
-                if any(marker in ln.text for marker in mod.MARKERS):
-                    scores[name] += 1
-    best = max(scores.values())
-    winners = [name for name, score in scores.items() if score == best]
-    return winners[0] if best > 0 and len(winners) == 1 else None
+def _engine_of(by_file: list[list[LogLine]]) -> str | None:
+    """The engine the head of each file and every line holding a keyword name (forensics.engines.detect)."""
+    return detect(ln.text for lines in by_file for ln in lines)
 
 
 EXCERPT_LINES = 40  # a pasted excerpt: a file this short whose lines name no engine may be one message
@@ -89,7 +79,7 @@ def excerpt(by_file: list[list[LogLine]]) -> list[list[LogLine]]:
     """Each short file's lines joined into one logical line, pieces glued with nothing between them: an
     engine's message pasted or wrapped over several lines without its record prefix (a ticket, a chat,
     a terminal's width) reads whole again. The message patterns match any whitespace or none where the
-    message has a space (forensics.audit.vllm._loose), so a break at a space or inside a word joins the
+    message has a space (forensics.engines.facts.loose), so a break at a space or inside a word joins the
     same. Only where the lines themselves name no engine (audit_server)."""
     out = []
     for lines in by_file:
@@ -102,16 +92,8 @@ def excerpt(by_file: list[list[LogLine]]) -> list[list[LogLine]]:
 
 
 def _detect_excerpt(by_file: list[list[LogLine]]) -> str | None:
-    """detect on the joined excerpts, with the markers' spaces ignored (a break may have taken one)."""
-    scores = dict.fromkeys(PARSERS, 0)
-    for lines in by_file:
-        for ln in lines:
-            text = "".join(ln.text.split())
-            for name, mod in PARSERS.items():
-                scores[name] += sum("".join(m.split()) in text for m in mod.MARKERS)
-    best = max(scores.values())
-    winners = [name for name, score in scores.items() if score == best]
-    return winners[0] if best > 0 and len(winners) == 1 else None
+    """The engine of the joined excerpts, the markers' spaces ignored (a break may have taken one)."""
+    return detect((ln.text for lines in by_file for ln in lines), ignore_spaces=True)
 
 
 def audit_server(server: ServerInput, context_length: int | None = None) -> ServerAudit:
@@ -119,7 +101,7 @@ def audit_server(server: ServerInput, context_length: int | None = None) -> Serv
     path = str(server.path)
     if not server.files:
         return ServerAudit(path, "unknown", node=server.node, reason="no log files in this folder")
-    audit = _audit_lines(server, by_file, detect(by_file), context_length)
+    audit = _audit_lines(server, by_file, _engine_of(by_file), context_length)
     if audit.verdict == UNKNOWN:  # perhaps one message pasted over several lines: read it whole
         joined = excerpt(by_file)
         if joined != by_file and (engine := _detect_excerpt(joined)) is not None:
@@ -136,18 +118,18 @@ def _audit_lines(
     if engine is None:
         reason = "engine not recognised (no SGLang, vLLM, TensorRT-LLM or LMDeploy startup line)"
         return ServerAudit(path, "unknown", node=server.node, reason=reason)
-    mod = PARSERS[engine]
+    entry = ENGINES[engine]
     notes: list[str] = []
     lines: list[LogLine] = []
     for f, file_lines in zip(server.files, by_file, strict=True):
-        starts = [i for i, ln in enumerate(file_lines) if mod.STARTUP.search(ln.text)]
+        starts = [i for i, ln in enumerate(file_lines) if entry.startup.search(ln.text)]
         if len(starts) > 1:
             notes.append(
                 f"{f} holds {len(starts)} server starts; only the last (line {file_lines[starts[-1]].line}) is audited"
             )
             file_lines = file_lines[starts[-1] :]
         lines.extend(file_lines)
-    facts = mod.parse(lines)
+    facts = entry.parse(lines)
     facts.notes[:0] = notes
     return decide(facts, path, server.node, context_length)
 

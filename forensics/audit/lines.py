@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
+from forensics.engines.facts import LogLine
 from forensics.errors import InputError
 from forensics.intake import shippers
 
@@ -49,14 +49,6 @@ _RECORD = [
 _ANY_RECORD = re.compile("|".join(f"(?:{pat.pattern})" for pat in _RECORD))
 _RANK_TOKEN = re.compile(r"(?:^|[\s_])((?:DP|TP|PP|EP|CP|ATTN_CP|MOE_DP)\d+|rank[=_]?\d+)")
 _EXEMPT = re.compile(r"^(?:Traceback|\s{2}|\w[\w.]*(?:Error|Exception|Warning|Interrupt|Exit)\b)")
-
-
-@dataclass(frozen=True)
-class LogLine:
-    file: str
-    line: int  # 1-based physical line number where the logical line starts
-    text: str  # message with ANSI codes and prefixes removed, wrapped pieces joined
-    rank: str  # e.g. "DP1 TP3", "TP0", "rank0"; "" when the prefix carries none
 
 
 def clean(text: str) -> str:

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from forensics.audit.model import OK, TOO_SMALL, UNKNOWN, Evidence, Facts, Pool, ServerAudit
+from forensics.audit.model import OK, TOO_SMALL, UNKNOWN, ServerAudit
+from forensics.engines.facts import Evidence, Facts, Pool
 from forensics.engines.sglang import max_req_input_len, pool_from_limit
 
 MAX_RANK_EVIDENCE = 64

@@ -9,6 +9,7 @@ from typing import cast
 import typer
 
 from forensics.cli.app import app
+from forensics.gateway_formats import REGISTRY, TEXT_FORMATS
 
 SIMULATE_EXAMPLES = (
     "--live TARGET: after the simulation, write OUT/bundle's engine logs (engine/<node>/server.log and "
@@ -74,13 +75,12 @@ def simulate(
     gateway_format: str | None = typer.Option(
         None,
         "--gateway-format",
-        help="Gateway log as written by: kvf (the spec's, default), litellm_spendlogs, litellm_payload, smg, "
-        "envoy, otlp.",
+        help=f"Gateway log as written by: kvf (the spec's, default), {', '.join(REGISTRY)}.",
     ),
     texts: bool = typer.Option(
         False,
         "--texts",
-        help="Prompt and response texts in the gateway log (litellm_payload, litellm_spendlogs, otlp).",
+        help=f"Prompt and response texts in the gateway log ({', '.join(TEXT_FORMATS)}).",
     ),
     echo_rate: float | None = typer.Option(
         None,

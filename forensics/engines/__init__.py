@@ -1,3 +1,51 @@
-"""What each engine writes in its logs: one module per engine holds the patterns of its lines, read
-by both ingest (forensics.ingest.engine: per-request lines and the node's config) and the config
-audit (forensics.audit: pool size against context length), so the two never read a line apart."""
+"""The engines the project reads, one module each: the patterns of its lines, its start-up facts
+(`parse`: pools, context length, role, page size) and, for SGLang, the pool rule, the input limit and
+the per-request line shapes. Ingest (forensics.ingest: the readers it picks per node), the config audit
+(forensics.audit), the watcher and the simulator read these and nothing else, so no two of them read a
+line apart.
+
+Adding an engine: one module here that ends with `ENGINE = Engine(...)` (forensics.engines.facts),
+listed in ENGINES, plus its fixtures under tests/fixtures/engines/ (ARCHITECTURE.md, "Where to add").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from forensics.engines import lmdeploy, sglang_startup, trtllm, vllm
+from forensics.engines.facts import Engine
+
+ENGINES: dict[str, Engine] = {e.name: e for e in (sglang_startup.ENGINE, vllm.ENGINE, trtllm.ENGINE, lmdeploy.ENGINE)}
+# the words at least one of which every line an engine's parse reads holds
+KEYWORDS = tuple(dict.fromkeys(k for e in ENGINES.values() for k in e.keywords))
+
+
+def _squeeze(text: str) -> str:
+    return "".join(text.split())
+
+
+def marker_scores(texts: Iterable[str], *, ignore_spaces: bool = False) -> dict[str, int]:
+    """Per engine, how many of the texts hold one of its markers; with ignore_spaces, how many markers
+    the texts hold, markers and texts compared without their whitespace (a message pasted over several
+    lines may have lost a space at each break)."""
+    scores = dict.fromkeys(ENGINES, 0)
+    markers = {
+        name: tuple(_squeeze(m) for m in e.markers) if ignore_spaces else e.markers for name, e in ENGINES.items()
+    }
+    for text in texts:
+        if ignore_spaces:
+            text = _squeeze(text)
+        for name, marks in markers.items():
+            if ignore_spaces:
+                scores[name] += sum(m in text for m in marks)
+            elif any(m in text for m in marks):
+                scores[name] += 1
+    return scores
+
+
+def detect(texts: Iterable[str], *, ignore_spaces: bool = False) -> str | None:
+    """The engine the texts name most often (marker_scores); None when none is named or two tie."""
+    scores = marker_scores(texts, ignore_spaces=ignore_spaces)
+    best = max(scores.values())
+    winners = [name for name, score in scores.items() if score == best]
+    return winners[0] if best > 0 and len(winners) == 1 else None

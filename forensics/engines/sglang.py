@@ -54,10 +54,9 @@ Sources (sgl-project/sglang, python/sglang/srt/):
 
 from __future__ import annotations
 
-import ast
 import re
 from collections.abc import Iterable
-from typing import Any
+from dataclasses import dataclass
 
 # --- the record prefix and the per-request lines (ingest) ---
 # The scheduler's input limit: managers/tp_worker.py sets max_req_len = min(context_len - 1,
@@ -290,116 +289,92 @@ def pool_kind(name: str) -> tuple[str, int]:
     return ("full" if "full" in low else "kv"), BINDING_PRIORITY
 
 
-# --- reading the Python reprs of --log-requests lines ---
-# A prompt's text is a repr: its quotes, brackets, `rid=` or `bootstrap_room=` are inside one string
-# literal, so a field is only what stands at the top level of the dataclass.
-CLOSERS = {"(": ")", "[": "]", "{": "}"}
-_SPECIAL = re.compile(r"['\"()\[\]{},]")
-_STRING = {q: re.compile(rf"{q}(?:[^{q}\\]|\\.)*{q}", re.S) for q in "'\""}
-_FIELD = re.compile(r"\s*(?P<name>\w+)=")
-_INT_LIST = re.compile(r"\[\s*(?:-?\d+\s*(?:,\s*-?\d+\s*)*)?\]")
-TRUNCATION = " ... "
+# --- the line shapes: the same table read by the per-line reader and the bulk reader ---
+@dataclass(frozen=True)
+class Shape:
+    """One kind of line SGLang writes, as both of ingest's readers take it.
+
+    `pattern` is what the per-line reader (forensics.ingest.engine, the reference) matches on the
+    message. `literals` are substrings one of which every line it matches holds: a line holding none
+    of any shape's (nor a READ_MARKERS entry) gives no row, so the bulk reader (forensics.ingest.bulk)
+    types it `plain` without the Python reader. `bulk`, where set, is an RE2 pattern on the whole message
+    that admits a subset of `pattern`'s lines, in the form whose fields the bulk reader's SQL reads;
+    the rest of that shape's lines go to the per-line reader."""
+
+    pattern: re.Pattern[str]
+    literals: tuple[str, ...]
+    bulk: str | None = None
 
 
-def _string_end(s: str, i: int) -> int:
-    """The index after the string literal whose quote is s[i]."""
-    m = _STRING[s[i]].match(s, i)
-    if m is None:
-        raise ValueError("a quoted string is not closed")
-    return m.end()
+# RE2 fragments of the bulk patterns: a number, and a repr'd value without quotes, brackets or commas
+# inside strings (a value that has them is left to read_fields)
+BULK_NUM = r"[0-9]+(?:\.[0-9]+)?"
+BULK_INT = r"0|-?[1-9][0-9]*"
+_B_STR = r"'[^'\\,=(){}\[\]\"]*'"
+_B_SV = rf"(?:{_B_STR}|-?[0-9]+(?:\.[0-9]+)?|None|True|False)"
+_B_D0 = rf"\{{(?:{_B_STR}: {_B_SV}(?:, {_B_STR}: {_B_SV})*)?\}}"
+_B_V1 = rf"(?:{_B_SV}|{_B_D0})"
+BULK_DICT = rf"\{{(?:{_B_STR}: {_B_V1}(?:, {_B_STR}: {_B_V1})*)?\}}"
+_B_OBJ = rf"[A-Za-z0-9_]+={_B_SV}(?:, [A-Za-z0-9_]+={_B_SV})*"
+# the record prefix (PREFIX) with printable fields: ts, ms, rank, msg
+PREFIX_BULK = r"^\[([0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2})(\.[0-9]{1,6})?((?: [A-Z_]+[0-9]+)*)\] (.*)$"
 
-
-def _value_end(s: str, i: int) -> int:
-    """Where the value starting at s[i] ends: the first comma or closing bracket outside its brackets
-    and string literals (or the end of s)."""
-    pending: list[str] = []
-    while m := _SPECIAL.search(s, i):
-        c, i = m.group(), m.start()
-        if c in "'\"":
-            i = _string_end(s, i)
-            continue
-        if c in CLOSERS:
-            pending.append(CLOSERS[c])
-        elif c != "," or not pending:
-            if not pending:
-                return i
-            if pending.pop() != c:
-                raise ValueError("brackets do not match")
-        i += 1
-    if pending:
-        raise ValueError("a bracket is not closed")
-    return len(s)
-
-
-def read_fields(s: str, i: int, keyed: bool = False) -> tuple[dict[str, str], int]:
-    """The top-level items from s[i] up to the closing bracket (or the end of s): `name=value` fields of
-    a dataclass repr, or `'key': value` items of a dict repr when keyed; each as its value's text (a
-    repeated name keeps its last value). Returns them and the index of the closing bracket."""
-    out: dict[str, str] = {}
-    while i < len(s) and s[i] not in ")]}":
-        if keyed:
-            if s[i] not in "'\"":
-                raise ValueError("a dict key is not a string")
-            start, key_end = i, _string_end(s, i)
-            name = str(py_value(s[start:key_end]))
-            if not s.startswith(": ", key_end):
-                raise ValueError("a dict key is not followed by ': '")
-            v = key_end + 2
-        else:
-            f = _FIELD.match(s, i)
-            if f is None:
-                raise ValueError(f"expected name=value at: {s[i : i + 30]}")
-            name, v = f["name"], f.end()
-        i = _value_end(s, v)
-        out[name] = s[v:i]
-        if s.startswith(", ", i):
-            i += 2
-        elif i < len(s) and s[i] not in ")]}":
-            raise ValueError("fields are not separated by ', '")
-    return out, i
-
-
-def _cut_at(text: str) -> int | None:
-    """Where a top-level ` ... ` joins the two ends of a truncated string or list, if it does."""
-    depth, i = 0, 0
-    while m := _SPECIAL.search(text, i):
-        if depth == 0 and (cut := text.find(TRUNCATION, i, m.start())) >= 0:
-            return cut
-        c, i = m.group(), m.start()
-        if c in "'\"":
-            i = _string_end(text, i)
-            continue
-        depth += 1 if c in CLOSERS else -1 if c in ")]}" else 0
-        i += 1
-    cut = text.find(TRUNCATION, i) if depth == 0 else -1
-    return cut if cut >= 0 else None
-
-
-def py_value(text: str) -> Any:
-    """A value of a repr as Python data. A truncated string or list (`A ... B`) is read the way the JSON
-    request log writes it (`A...B`, `[*A, '...', *B]`), so the text and JSON logs give the same detail."""
-    text = text.strip()
-    if (cut := _cut_at(text)) is not None:
-        a, b = py_value(text[:cut]), py_value(text[cut + len(TRUNCATION) :])
-        if isinstance(a, str) and isinstance(b, str):
-            return a + "..." + b
-        if isinstance(a, list) and isinstance(b, list):
-            return [*a, "...", *b]
-        raise ValueError(f"a truncated value joins unlike ends: {text[:40]}")
-    if text.startswith("{"):
-        items, end = read_fields(text, 1, keyed=True)
-        if text[end:] != "}":
-            raise ValueError(f"a dict does not end where it closes: {text[:40]}")
-        return {k: py_value(v) for k, v in items.items()}
-    try:
-        return ast.literal_eval(text)
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError) as err:
-        raise ValueError(f"not a Python literal: {text[:40]}") from err
-
-
-def int_list_len(text: str) -> int | None:
-    """How many ints a repr'd flat list of ints holds (input_ids), without building it; None when the
-    text is anything else (skipped, truncated, a batch's list of lists)."""
-    if not _INT_LIST.fullmatch(text.strip()):
-        return None
-    return text.count(",") + 1 if any(c.isdigit() for c in text) else 0
+# the kind each shape gives in engine_lines, in the order the per-line reader tries them (a logged
+# request first and anchored: its prompt may quote any other line)
+SHAPES: dict[str, Shape] = {
+    # obj's fields (group 1)
+    "received": Shape(REQUEST_LOG, ("Receive: obj=",), rf"^Receive: obj=[A-Za-z0-9_]+\(({_B_OBJ})\)$"),
+    # obj's fields (group 1) and out's meta_info (group 2)
+    "finished": Shape(
+        REQUEST_LOG,
+        ("Finish: obj=",),
+        rf"^Finish: obj=[A-Za-z0-9_]+\(({_B_OBJ})\), (?:[A-Za-z0-9_]+=(?:{_B_SV}|{BULK_DICT}), )*"
+        rf"out=\{{'meta_info': ({BULK_DICT})\}}$",
+    ),
+    # kind, iter, body: printable ASCII (batch_lines splits the body)
+    "batch": Shape(
+        BATCH_LINE, ("Prefill batch", "Decode batch"), r"^(Prefill|Decode) batch(?: \[([0-9]+)\])?[.,] (#[ -~]*)$"
+    ),
+    "overlength": Shape(OVERLENGTH, ("Input length (",)),
+    # rid, room, inp, out, type, and the durations as `name=number[ms]` pairs (tail)
+    "time_stats": Shape(
+        TIME_STATS,
+        ("Req Time Stats(", "ReqTimeStats("),
+        r"^(?:Req Time Stats|ReqTimeStats)\(rid=([^,\s()]+?)(?:, bootstrap_room=(-?[0-9]+|None))?, "
+        r"input[ _]len=([0-9]+), (?:cached_input_len=[0-9]+, )?output[ _]len=([0-9]+), (?:attempts=[0-9]+, )?"
+        rf"type=([A-Za-z0-9_]+)\)((?:(?:: |, )[a-z_]+={BULK_NUM}(?:ms)?)*)$",
+    ),
+    "transfer_failed": Shape(XFER_FAILED, ("failed for request rank=",)),
+    "kvpoll_timeout": Shape(KVPOLL_TIMEOUT, ("s in KVPoll.",)),
+    "context_corruption": Shape(CONTEXT_CORRUPTION, ("Context corruption detected: Request ",)),
+    "deferred_release_timeout": Shape(DEFERRED_RELEASE_TIMEOUT, ("Deferred KV release for room ",)),
+    "kv_checksum_mismatch": Shape(KV_CHECKSUM_MISMATCH, ("KV checksum mismatch ",)),
+    "prefill_connection_lost": Shape(PREFILL_LOST, ("connection with prefill instance (bootstrap_addr: ",)),
+    "startup": Shape(STARTUP, ("Init torch distributed begin.", "Load weight begin.")),
+    "server_ready": Shape(SERVER_READY, ("The server is fired up and ready to roll!",)),
+    "server_args": Shape(SERVER_ARGS, ("server_args=ServerArgs(",)),
+    "swa_pools": Shape(SWA_POOLS, ("full_layer_tokens=",)),
+    "kv_pool": Shape(POOL, ("is allocated", "VA upper bound")),  # and kv_pool_not_binding
+    "max_total": Shape(MAX_TOTAL, ("max_total_num_tokens=",)),
+}
+# a line holding one of these that no shape reads is rejected, not ignored: it looks like a line the
+# analysis reads whose fields did not parse
+READ_MARKERS = (
+    "server_args=ServerArgs(",
+    "KV Cache",
+    "max_total_num_tokens=",
+    "Input length (",
+    "Req Time Stats(",
+    "ReqTimeStats(",
+    "failed for request rank=",
+    "s in KVPoll.",
+    "Context corruption detected",
+    "Deferred KV release for room",
+    "KV checksum mismatch",
+    "connection with prefill instance",
+    "Receive: obj=",
+    "Finish: obj=",
+    *BATCH_MARKERS,
+)
+# what a line must hold for the per-line reader to give it more than its plain engine_lines row
+TRIGGERS = tuple(sorted({*READ_MARKERS, *(lit for shape in SHAPES.values() for lit in shape.literals)}))

@@ -12,6 +12,7 @@ from pathlib import Path
 import duckdb
 
 from forensics.db import query_rows, run_query, thread_count, timed
+from forensics.engines import ENGINES
 from forensics.errors import InputError
 from forensics.ingest.bulk import load_engine_files
 from forensics.ingest.engine import EngineRows, store
@@ -20,6 +21,7 @@ from forensics.ingest.pages import define_page_events, load_page_file
 from forensics.ingest.seqs import any_duplicate_seq, store_seq_jumps
 from forensics.ingest.shipped import parse_shipped, store_shipped
 from forensics.ingest.staged import InPlace
+from forensics.ingest.startup import load_startup, node_engines
 from forensics.intake import BundleConfig, InputFile, Window, discover, load_bundle_config
 from forensics.paths import load_query
 
@@ -98,6 +100,11 @@ def ingest_into(
     shipped: list[dict[str, object]] = []  # shipped_lines (forensics.ingest.shipped)
     parquet = InPlace()
     gateway_files = InPlace()
+    # the engine each node's logs name: SGLang's nodes are read by its readers, below; a node of another
+    # engine by its start-up facts (forensics.ingest.startup)
+    with timed("ingest/node_engines"):
+        engines = node_engines([f for f in files if not (f.error or f.skipped)])
+    other = {node: name for node, name in engines.items() if not ENGINES[name].requests}
     for f in files:
         if f.error or f.skipped:
             continue
@@ -106,17 +113,21 @@ def ingest_into(
                 load_gateway_file(con, f, gateway_files, config.gateway)
             elif f.source == "pages":
                 load_page_file(con, f, parquet)
-            elif f.source == "engine_log" and f.format:  # inside a log shipper's export
+            elif f.source == "engine_log" and f.format and f.node not in other:  # inside a log shipper's export
                 parse_shipped(f, config.log_timezone, engine_rows, shipped, config.shipper_node_labels,
                               config.shipper_nodes)  # fmt: skip
     # plain engine logs and request logs: in batches of files (forensics.ingest.bulk)
     engine = [
         f for f in files
         if f.source in ("engine_log", "engine_requests") and not f.format and not (f.error or f.skipped)
+        and (f.node not in other or f.source != "engine_log")
     ]  # fmt: skip
     with timed("ingest/load_engine"):
         load_engine_files(con, engine, config.log_timezone, engine_rows)
     store(con, engine_rows)
+    for node, name in sorted(other.items()):
+        logs = [f for f in files if f.node == node and f.source == "engine_log" and not (f.error or f.skipped)]
+        load_startup(con, node, name, logs)
     store_shipped(con, shipped)
     define_gateway(con, gateway_files)
     define_page_events(con, parquet)

@@ -32,11 +32,19 @@ import duckdb
 import pyarrow as pa
 
 from forensics.db import sql_literal, timed
-from forensics.engines.sglang import BATCH_FIELDS, BATCH_FLOATS, BATCH_MARKERS, BATCH_REQUIRED
+from forensics.engines.sglang import (
+    BATCH_FIELDS,
+    BATCH_FLOATS,
+    BATCH_REQUIRED,
+    BULK_INT,
+    BULK_NUM,
+    PREFIX_BULK,
+    SHAPES,
+    TRIGGERS,
+)
 from forensics.ingest import batch_lines, rawtext
 from forensics.ingest.engine import (
     LINE_SCHEMA,
-    MARKERS,
     REQ_SCHEMA,
     EngineRows,
     parse_log,
@@ -56,54 +64,15 @@ def _lit(s: str) -> str:
     return sql_literal(s)
 
 
-# --- the patterns (RE2). Each admits a subset of what the Python patterns read, never more ---
-PREFIX_RE = r"^\[([0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2})(\.[0-9]{1,6})?((?: [A-Z_]+[0-9]+)*)\] (.*)$"
-BATCH_RE = r"^(Prefill|Decode) batch(?: \[([0-9]+)\])?[.,] (#[ -~]*)$"
-_NUM = r"[0-9]+(?:\.[0-9]+)?"
-TS_RE = (
-    r"^(?:Req Time Stats|ReqTimeStats)\(rid=([^,\s()]+?)(?:, bootstrap_room=(-?[0-9]+|None))?, "
-    r"input[ _]len=([0-9]+), (?:cached_input_len=[0-9]+, )?output[ _]len=([0-9]+), (?:attempts=[0-9]+, )?"
-    rf"type=([A-Za-z0-9_]+)\)((?:(?:: |, )[a-z_]+={_NUM}(?:ms)?)*)$"
-)
-_STR = r"'[^'\\,=(){}\[\]\"]*'"
-_SV = rf"(?:{_STR}|-?[0-9]+(?:\.[0-9]+)?|None|True|False)"
-_D0 = rf"\{{(?:{_STR}: {_SV}(?:, {_STR}: {_SV})*)?\}}"
-_V1 = rf"(?:{_SV}|{_D0})"
-_D1 = rf"\{{(?:{_STR}: {_V1}(?:, {_STR}: {_V1})*)?\}}"
-_OBJ = rf"[A-Za-z0-9_]+={_SV}(?:, [A-Za-z0-9_]+={_SV})*"
-RECV_RE = rf"^Receive: obj=[A-Za-z0-9_]+\(({_OBJ})\)$"
-FIN_RE = rf"^Finish: obj=[A-Za-z0-9_]+\(({_OBJ})\), (?:[A-Za-z0-9_]+=(?:{_SV}|{_D1}), )*out=\{{'meta_info': ({_D1})\}}$"
-_INT = r"0|-?[1-9][0-9]*"
+# --- the patterns (RE2): each shape's bulk pattern (forensics.engines.sglang.SHAPES) admits a subset of
+# what its Python pattern reads, never more ---
+PREFIX_RE = PREFIX_BULK
+BATCH_RE = SHAPES["batch"].bulk
+TS_RE = SHAPES["time_stats"].bulk
+RECV_RE = SHAPES["received"].bulk
+FIN_RE = SHAPES["finished"].bulk
+_NUM, _INT = BULK_NUM, BULK_INT
 JSON_TS_RE = r"^([0-9]{4}-[0-9]{2}-[0-9]{2})T([0-9]{2}:[0-9]{2}:[0-9]{2})(\.[0-9]{3}|\.[0-9]{6})?$"
-# a line holding none of these gives no row but its engine_lines row (kind NULL) in the Python reader:
-# each is a literal part of a pattern of forensics.engines.sglang that _parse_message tries, or a marker
-TRIGGERS = sorted(
-    {
-        *MARKERS,
-        *BATCH_MARKERS,
-        "Prefill batch",
-        "Decode batch",
-        "Receive: obj=",
-        "Finish: obj=",
-        "Input length (",
-        "Req Time Stats(",
-        "ReqTimeStats(",
-        "failed for request rank=",
-        "s in KVPoll.",
-        "Context corruption detected: Request ",
-        "Deferred KV release for room ",
-        "KV checksum mismatch ",
-        "connection with prefill instance (bootstrap_addr: ",
-        "Init torch distributed begin.",
-        "Load weight begin.",
-        "The server is fired up and ready to roll!",
-        "server_args=ServerArgs(",
-        "full_layer_tokens=",
-        "is allocated",
-        "VA upper bound",
-        "max_total_num_tokens=",
-    }
-)
 DURATIONS = (
     "prealloc_duration",
     "prealloc_queue_duration",

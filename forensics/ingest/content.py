@@ -34,13 +34,12 @@ import numpy as np
 import pyarrow as pa
 
 from forensics.db import arrow_view, scalar
+from forensics.gateway_formats import TEXT_FIELDS, Key, Mapping
 from forensics.intake import InputFile
-from forensics.intake.gateway_formats import Key, Mapping
 
 SHINGLE = 4  # words per shingle
 WINDOW = 1  # shingles per winnowing window (1: every shingle)
 SIDES = ("prompt", "response")
-TEXT_FIELDS = {"prompt": "prompt_text", "response": "response_text"}
 BATCH = 20_000  # records per fetch
 WORD = re.compile(r"\w+")
 # the keys of message JSON whose values hold text (OpenAI/LiteLLM messages and responses, OTel gen_ai
@@ -48,10 +47,6 @@ WORD = re.compile(r"\w+")
 TEXT_KEYS = ("content", "text", "parts", "messages", "message", "choices", "prompt", "completion", "input",
              "output", "delta", "body", "arguments")  # fmt: skip
 _M1, _M2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
-
-
-def has_text(m: Mapping) -> bool:
-    return any(m.fields.get(f) for f in TEXT_FIELDS.values())
 
 
 def words(text: str) -> list[str]:
@@ -144,7 +139,7 @@ def side_text(rec: dict, paths: tuple[Key, ...]) -> str:
 
 def store_fingerprints(con: duckdb.DuckDBPyConnection, f: InputFile, m: Mapping) -> None:
     """content_fingerprints of one file's staged records (gw_records), for a format with text fields."""
-    if not has_text(m):
+    if not m.carries_text:
         return
     paths = {side: m.fields.get(TEXT_FIELDS[side], ()) for side in SIDES}
     last = scalar(con, "SELECT coalesce(max(row), 0) FROM gw_records")

@@ -21,7 +21,6 @@ import pyarrow as pa
 
 from forensics.engines.sglang import (
     BATCH_LINE,
-    BATCH_MARKERS,
     BINDING_PRIORITY,
     CONTEXT_CORRUPTION,
     CONTEXT_LEN,
@@ -35,6 +34,7 @@ from forensics.engines.sglang import (
     POOL,
     PREFILL_LOST,
     PREFIX,
+    READ_MARKERS,
     REQUEST_LOG,
     SERVER_ARG,
     SERVER_ARGS,
@@ -44,32 +44,13 @@ from forensics.engines.sglang import (
     SWA_POOLS,
     TIME_STATS,
     XFER_FAILED,
-    int_list_len,
     pool_kind,
-    py_value,
-    read_fields,
 )
+from forensics.engines.sglang_reprs import int_list_len, py_value, read_fields
 from forensics.ingest import batch_lines
 from forensics.intake import InputFile
 
 UTC = ZoneInfo("UTC")
-MARKERS = (
-    "server_args=ServerArgs(",
-    "KV Cache",
-    "max_total_num_tokens=",
-    "Input length (",
-    "Req Time Stats(",
-    "ReqTimeStats(",
-    "failed for request rank=",
-    "s in KVPoll.",
-    "Context corruption detected",
-    "Deferred KV release for room",
-    "KV checksum mismatch",
-    "connection with prefill instance",
-    "Receive: obj=",
-    "Finish: obj=",
-    *BATCH_MARKERS,
-)
 
 
 @dataclass
@@ -382,7 +363,7 @@ def parse_text_line(raw: bytes, node: str, file_id: int, lineno: int, tz: ZoneIn
     except (ValueError, OverflowError) as err:
         rows.rejected.append((file_id, lineno, f"SGLang message with unusable fields ({err}): {msg[:120]}"))
         return False
-    if kind is None and any(k in msg for k in MARKERS):
+    if kind is None and any(k in msg for k in READ_MARKERS):
         rows.rejected.append(
             (
                 file_id,
@@ -560,7 +541,7 @@ def store(con: duckdb.DuckDBPyConnection, rows: EngineRows) -> None:
             arg_min(allocated_tokens, (file_id, line)) FILTER (WHERE allocated_tokens IS NOT NULL),
             arg_min(tp_size, (file_id, line)) FILTER (WHERE tp_size IS NOT NULL),
             arg_min(model_path, (file_id, line)) FILTER (WHERE model_path IS NOT NULL),
-            min(file_id), min(line)
+            min(file_id), min(line), 'sglang'
         FROM cfg_raw c GROUP BY node""")
     batches = pa.Table.from_pylist(rows.batches, schema=batch_lines.SCHEMA)  # noqa: F841
     con.execute(f"INSERT INTO batch_stats SELECT {', '.join(batch_lines.SCHEMA.names)} FROM batches")

@@ -1,5 +1,5 @@
 """Gateway formats compiled to SQL: the select list that stages one record of a format (JSON text
-`rec`) as the spec's gateway fields plus engine_id, trace_id and attrs (forensics.intake.gateway_formats
+`rec`) as the spec's gateway fields plus engine_id, trace_id and attrs (forensics.gateway_formats
 holds the formats themselves)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from forensics.db import sql_literal
-from forensics.intake.gateway_formats import GatewaySettings, Key, Mapping, paths_of
+from forensics.gateway_formats import GatewaySettings, Key, Mapping, paths_of
 
 
 def _json_path(key: Key) -> str:
@@ -121,12 +121,12 @@ def _headers(m: Mapping) -> str:
         )
         parts.append(f"CASE WHEN len({pairs}) > 0 THEN to_json(map_from_entries({pairs})) END")
     for key in m.headers_at:
-        if len(key) == 1 and m.name == "mapping":  # [internal] headers: single fields copied by name
-            parts.append(
-                f"CASE WHEN {_text(key)} IS NOT NULL THEN json_object({sql_literal(key[0].lower())}, {_text(key)}) END"
-            )
-        else:
-            parts.append(f"CASE WHEN json_type({_json_value(key)}) = 'OBJECT' THEN {_json_value(key)} END")
+        parts.append(f"CASE WHEN json_type({_json_value(key)}) = 'OBJECT' THEN {_json_value(key)} END")
+    for name in m.header_fields:  # a mapping's [internal] headers: single fields copied by name
+        key = (name,)
+        parts.append(
+            f"CASE WHEN {_text(key)} IS NOT NULL THEN json_object({sql_literal(name.lower())}, {_text(key)}) END"
+        )
     if not parts:
         return "NULL::VARCHAR"
     merged = (

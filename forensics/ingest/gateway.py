@@ -21,14 +21,14 @@ import pyarrow as pa
 from forensics.contract import GATEWAY_FIELDS
 from forensics.db import arrow_view, ident, run_query, sql_literal
 from forensics.engines.sglang import DURATION_ROUNDING
+from forensics.gateway_formats import FORMAT_NAMES, SPEC_FORMAT, GatewaySettings, detect
 from forensics.ingest.other_formats import load_other_format, sample_fields, type_and_keep
 from forensics.ingest.rawtext import JSON_OBJECT_LINES, load_lines
 from forensics.ingest.staged import InPlace, validate_staged
 from forensics.intake import InputFile
-from forensics.intake.gateway_formats import FORMAT_NAMES, FORMATS, SPEC_FORMAT, GatewaySettings, detect
 
 FIELDS = GATEWAY_FIELDS
-# the columns only other formats fill (forensics.intake.gateway_formats); the spec's log has none of them
+# the columns only other formats fill (forensics.gateway_formats); the spec's log has none of them
 SPEC_EXTRAS = "NULL::VARCHAR AS engine_id, NULL::VARCHAR AS trace_id, NULL::VARCHAR AS attrs"
 
 
@@ -161,9 +161,7 @@ def load_gateway_file(
     if fmt == SPEC_FORMAT:
         _load_spec_file(con, f, in_place)
         return
-    mapping = settings.mapping if fmt == "mapping" else FORMATS[fmt]
-    assert mapping is not None
-    load_other_format(con, f, mapping, settings, first)
+    load_other_format(con, f, settings.mapping_of(fmt), settings, first)
 
 
 def _vote(found: list[str | None]) -> str | None:

@@ -1,10 +1,11 @@
-"""Ingest stage, gateway logs in other formats than the spec's (forensics.intake.gateway_formats): each file's
+"""Ingest stage, gateway logs in other formats than the spec's (forensics.gateway_formats): each file's
 records as JSON text (gw_records: row, parse_error, rec), then the format's projection into the spec's
 text columns (gw_stage), then the same typing and validation as the spec's log.
 
 Records are: a JSON line as read; an element of a JSON array file; a CSV or Parquet row as DuckDB's
-to_json makes it; an SMG request, grouped from its lines (ingest/queries/gateway_smg_group.sql); a
-client-request span of an OTLP file (forensics.ingest.otlp), whose SGLang spans go to engine_spans.
+to_json makes it; a request grouped from its lines, for a format that logs several per request
+(Mapping.grouped: SMG, ingest/queries/gateway_smg_group/); what a format's own reader makes of the file
+(Mapping.reader: the client-request spans of an OTLP file, whose SGLang spans go to engine_spans).
 Where a format holds prompt and response text, forensics.ingest.content fingerprints it from gw_records;
 the projection never selects it.
 Reads: gateway/*. Writes: gateway_text, engine_spans, content_fingerprints, rejected.
@@ -19,12 +20,12 @@ import duckdb
 import pyarrow as pa
 
 from forensics.db import arrow_view, run_query, scalar, sql_literal
-from forensics.ingest import content, otlp
+from forensics.gateway_formats import GatewaySettings, Mapping
+from forensics.ingest import content
 from forensics.ingest.formats import needs_zone, project
 from forensics.ingest.rawtext import JSON_OBJECT_LINES, load_lines, open_bytes
 from forensics.ingest.staged import validate_staged
 from forensics.intake import InputFile
-from forensics.intake.gateway_formats import GatewaySettings, Mapping
 
 SAMPLE_LINES = 200  # lines looked at to find a file's first records (blank or broken lines among them)
 SAMPLE_RECORDS = 20  # records whose fields vote on the format: one malformed record does not decide it
@@ -114,8 +115,8 @@ def _stage_records(con: duckdb.DuckDBPyConnection, f: InputFile, m: Mapping) -> 
                 SELECT (row_number() OVER ()) + 1 AS row, NULL::VARCHAR AS parse_error, to_json(t)::VARCHAR AS rec
                 FROM {_csv_reader(f)} t""")
             return True
-        if m.name == "otlp":
-            return otlp.stage_spans(con, f)
+        if m.reader is not None:
+            return _stage_read(con, f, m)
         if _is_array(f):
             records = _array_records(f)
             table = pa.table(
@@ -134,7 +135,7 @@ def _stage_records(con: duckdb.DuckDBPyConnection, f: InputFile, m: Mapping) -> 
         error = (
             "CASE WHEN starts_with(parse_error, 'not a JSON object: ') THEN 'not a JSON object (not quoted: "
             "the format logs prompt text)' ELSE parse_error END"
-            if content.has_text(m)
+            if m.carries_text
             else "parse_error"
         )
         con.execute(f"""CREATE OR REPLACE TEMP TABLE gw_records AS
@@ -157,6 +158,24 @@ def _stage_records(con: duckdb.DuckDBPyConnection, f: InputFile, m: Mapping) -> 
     except (duckdb.Error, OSError, EOFError, zlib.error, ValueError, RecursionError) as err:
         f.error = f"cannot read: {str(err).splitlines()[0].replace(str(f.path), f.rel)[:200]}"
         return False
+
+
+def _stage_read(con: duckdb.DuckDBPyConnection, f: InputFile, m: Mapping) -> bool:
+    """gw_records from the format's own reader of the file; the engine spans it names into engine_spans."""
+    assert m.reader is not None
+    with open_bytes(f) as fh:
+        got = m.reader(fh, f.file_id)
+    table = pa.table({"row": pa.array(got.rows, pa.int64()), "parse_error": pa.array(got.errors, pa.string()),
+                      "rec": pa.array(got.recs, pa.string())})  # fmt: skip
+    with arrow_view(con, "reader_records", table):
+        con.execute("CREATE OR REPLACE TEMP TABLE gw_records AS SELECT * FROM reader_records")
+    if got.engine_spans:
+        con.executemany("INSERT INTO engine_spans VALUES (?, ?, ?, ?, ?, ?, ?)", got.engine_spans)
+    # items of the file that are no client request (OTLP: engine spans, child spans): read and kept out
+    f.rows_read += got.kept_out
+    f.rows_loaded += got.kept_out
+    f.notes.append(got.note)
+    return True
 
 
 def load_other_format(

@@ -17,7 +17,7 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from forensics.errors import InputError
-from forensics.intake.gateway_formats import GatewaySettings, gateway_settings
+from forensics.gateway_formats import GatewaySettings, gateway_settings
 from forensics.intake.shippers import recognise as recognise_shipper
 
 ENGINE_VERSION = re.compile(r"\d+\.\d+(?:\.\d+)?(?:\.?(?:post|rc|dev)\d+)?")
@@ -38,7 +38,7 @@ SHIPPER_NODE_LABELS = ("pod", "host", "container")  # the labels that name a nod
 BUNDLE_KEYS: dict[str, set[str]] = {
     "incident": {"id", "title", "discovered_at", "contact"},
     "engine": {"log_timezone", "version"},
-    "gateway": {"format", "tenant", "timezone", "mapping"},  # forensics.intake.gateway_formats.gateway_settings
+    "gateway": {"format", "tenant", "timezone", "mapping"},  # forensics.gateway_formats.gateway_settings
     "report": {"version", "phase", "supersedes"},
     # files of a log shipper's export directly under engine/: which labels name the node, and renames
     "shipper": {"node_labels", "nodes"},
@@ -79,7 +79,7 @@ class InputFile:
     notes: list[str] = field(default_factory=list)
     skipped: str | None = None  # not read at all: a partition outside --since/--until
     rows_outside_window: int = 0  # read, valid, but stamped outside --since/--until
-    format: str | None = None  # a gateway file's format (gateway_formats), an engine log's shipper (shippers)
+    format: str | None = None  # a gateway file's format (forensics.gateway_formats), an engine log's shipper (shippers)
 
     def manifest_entry(self) -> dict[str, Any]:
         entry: dict[str, Any] = {

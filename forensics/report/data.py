@@ -17,6 +17,8 @@ import duckdb
 import forensics
 from forensics.cohorts import Rule
 from forensics.db import query_rows, rows_of, run_query, scalar
+from forensics.engines import ENGINES
+from forensics.engines.sglang_startup import NAME as SGLANG
 from forensics.intake import BundleConfig, InputFile
 from forensics.report import disclosure
 from forensics.report.charts import status_buckets
@@ -83,7 +85,16 @@ def _root_cause(con: duckdb.DuckDBPyConnection, files: list[InputFile]) -> dict[
         n["verdict"] = a["verdict"] if a else fallback
         n["reason"] = a["reason"] if a else ""
         n["evidence"] = a["evidence"] if a else []
-    return {"nodes": nodes, "windows": rows(con, "leak_windows"), "audited": bool(audit), "audit_error": audit_error}
+    # nodes of another engine than SGLang: their start-up facts alone are read (forensics.ingest.startup)
+    other = [{"node": n["node"], "engine": ENGINES[n["engine"]].label} for n in nodes if n["engine"] != SGLANG]
+    windows = rows(con, "leak_windows")
+    return {
+        "nodes": nodes,
+        "other_engines": other,
+        "windows": windows,
+        "audited": bool(audit),
+        "audit_error": audit_error,
+    }
 
 
 def _clocks(config: BundleConfig, window: dict[str, Any]) -> dict[str, Any]:

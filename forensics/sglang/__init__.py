@@ -14,11 +14,11 @@ log = logging.getLogger("forensics.sglang")
 
 
 def register() -> None:
-    from forensics.sglang import config, hooks
+    from forensics.sglang import config, hooks, targets
 
     cfg = config.load()
     if not cfg.enabled:
         return
     hooks.configure(cfg)
-    applied = hooks.register_with_sglang()
+    applied = targets.register_with_sglang()
     log.info("kv-forensics: %d hooks registered, page events to %s/pages (guard: %s)", len(applied), cfg.dir, cfg.guard)

@@ -8,7 +8,7 @@ spawned child imports sglang afresh: the patched classes of the parent are not t
 hook runs there. On 0.4.9 and 0.5.4 the launcher therefore records only what the launching process
 itself allocates, which in a stock server is nothing; a scheduler process is hooked only where the
 plugin framework runs load_plugins() in it (0.5.11+: use the entry point, not the launcher), or where a
-deployment imports forensics.sglang and calls hooks.apply_direct() in the scheduler process itself
+deployment imports forensics.sglang and calls targets.apply_direct() in the scheduler process itself
 (for example from a sitecustomize.py on the scheduler's PYTHONPATH with KVF_SGLANG_DIR set). The
 launcher exports KVF_SGLANG_LAUNCHER=1 for such a sitecustomize to test.
 `python -m forensics.sglang check [--cpu]` prints which hooks resolve on the installed release and why the
@@ -22,7 +22,7 @@ import sys
 
 
 def main(argv: list[str]) -> int:
-    from forensics.sglang import config, hooks
+    from forensics.sglang import config, hooks, targets
 
     if not argv or argv[0] not in ("serve", "check"):
         print(
@@ -39,12 +39,12 @@ def main(argv: list[str]) -> int:
         except Exception as err:  # noqa: BLE001
             print(f"sglang does not import here: {type(err).__name__}: {err} (--cpu stubs torchvision)")
             return 1
-        hooks._resolved()
+        targets._resolved()
         print(f"sglang {sglang.__version__}")
-        for p in hooks.APPLIED:
+        for p in targets.APPLIED:
             print(f"  hooked  {p}")
-        for p in hooks.MISSING:
-            why = hooks.WHY.get(p)
+        for p in targets.MISSING:
+            why = targets.WHY.get(p)
             print(f"  absent  {p}" + (f"  (not importable here: {why})" if why else "  (not in this release)"))
         try:
             import sglang.srt.plugins.hook_registry  # noqa: F401
@@ -58,7 +58,7 @@ def main(argv: list[str]) -> int:
         print("KVF_SGLANG_DIR is not set: starting SGLang without kv-forensics", file=sys.stderr)
     else:
         hooks.configure(cfg)
-        hooks.apply_direct()
+        targets.apply_direct()
         os.environ["KVF_SGLANG_LAUNCHER"] = "1"
     from sglang.srt.entrypoints.http_server import launch_server
     from sglang.srt.server_args import prepare_server_args

@@ -5,6 +5,8 @@ for the req-to-token pool where its module does not import. Nothing here is used
 
 from __future__ import annotations
 
+import importlib.abc
+import importlib.machinery
 import sys
 import types
 from types import SimpleNamespace
@@ -16,44 +18,60 @@ from typing import Any
 STUB_CONFIGS = "sglang.srt.configs"
 
 
-def import_sglang() -> Any:
-    """SGLang's allocator and memory pool modules on a CPU-only host (the stubs of
-    scripts/record_allocator_traces.py: torchvision, which PyPI's builds do not load beside CPU torch)."""
-    import importlib.abc
-    import importlib.machinery
+class _Stub(types.ModuleType):
+    """An empty module whose every attribute is another (and callable, returning None)."""
 
-    class _Stub(types.ModuleType):
-        def __getattr__(self, name: str) -> object:
-            if name.startswith("__"):
-                raise AttributeError(name)
-            return _Stub(f"{self.__name__}.{name}")
+    def __getattr__(self, name: str) -> object:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _Stub(f"{self.__name__}.{name}")
 
-        def __call__(self, *a: object, **k: object) -> object:
-            return None
+    def __call__(self, *a: object, **k: object) -> object:
+        return None
 
-    class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-        def find_spec(self, name, path, target=None):  # noqa: ANN001, ANN201
-            hit = name.split(".")[0] == "torchvision" or name == STUB_CONFIGS or name.startswith(STUB_CONFIGS + ".")
-            return importlib.machinery.ModuleSpec(name, self, is_package=True) if hit else None
 
-        def create_module(self, spec):  # noqa: ANN001, ANN201
-            m = _Stub(spec.name)
-            m.__path__ = []
-            return m
+class _StubFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Imports of the stubbed packages (a top-level name of `roots`, or `packages` and their modules)
+    give _Stub modules."""
 
-        def exec_module(self, module) -> None:  # noqa: ANN001
-            return None
+    def __init__(self, roots: tuple[str, ...], packages: tuple[str, ...]) -> None:
+        self.roots, self.packages = roots, packages
 
+    def find_spec(self, name, path, target=None):  # noqa: ANN001, ANN201
+        hit = name.split(".")[0] in self.roots or any(name == p or name.startswith(p + ".") for p in self.packages)
+        return importlib.machinery.ModuleSpec(name, self, is_package=True) if hit else None
+
+    def create_module(self, spec):  # noqa: ANN001, ANN201
+        m = _Stub(spec.name)
+        m.__path__ = []
+        return m
+
+    def exec_module(self, module) -> None:  # noqa: ANN001
+        return None
+
+
+def install_stubs(roots: tuple[str, ...] = ("torchvision",), packages: tuple[str, ...] = ()) -> Any:
+    """Stub `roots` (top-level packages: torchvision, which PyPI's builds do not load beside CPU torch)
+    and `packages` (dotted), then import torch with the shim 0.4.9's utils needs
+    (torch._C._cpu._is_amx_tile_supported, renamed in newer torch); returns torch. Used by
+    import_sglang and by scripts/record_allocator_traces.py."""
     try:  # transformers decides before the stub exists that torchvision is absent (it reads its version)
         import transformers.utils.import_utils  # noqa: F401
     except ImportError:
         pass
-    if not any(type(f).__name__ == "_Finder" for f in sys.meta_path):
-        sys.meta_path.insert(0, _Finder())
+    if not any(isinstance(f, _StubFinder) for f in sys.meta_path):
+        sys.meta_path.insert(0, _StubFinder(roots, packages))
     import torch
 
     if not hasattr(torch._C._cpu, "_is_amx_tile_supported"):
         torch._C._cpu._is_amx_tile_supported = lambda: False
+    return torch
+
+
+def import_sglang() -> Any:
+    """SGLang's allocator and memory pool modules on a CPU-only host (install_stubs: torchvision, and
+    sglang.srt.configs, STUB_CONFIGS)."""
+    torch = install_stubs(("torchvision",), (STUB_CONFIGS,))
     import sglang
 
     try:

@@ -1,8 +1,13 @@
 """Page events (docs/evidence-bundle.md section 4) written by a background thread.
 
-The scheduler's hot path only numbers an event and appends a tuple to a deque: no lock, no wake-up
-(the writer polls every flush_ms). When the deque already holds `queue` events the event is dropped,
-its seq number is still used up, and the drop is counted and logged: the file then shows a seq jump,
+The scheduler's hot path appends one entry per call to a deque: no wake-up (the writer polls every
+flush_ms), one uncontended lock for the seq numbers. An entry is one event (`ev`: a free, a transfer,
+a prefill's alloc run) or a column chunk (`ev_cols`: the events of one op a batch makes, e.g. a decode
+step's allocations or writes, one per request): the slot arrays the ledger has already computed, kept
+as they are, so a decode step of 256 requests costs two appends, not 512 tuples. The writer thread
+expands the entries into the rows of the bundle's page table (contract.page_columns), the same rows
+one event at a time would give. When the deque already holds `queue` events an event is dropped, its
+seq number is still used up, and the drop is counted and logged: the file then shows a seq jump,
 which `forensics investigate` reports as a gap and reasons around (it never blocks the scheduler).
 """
 
@@ -14,13 +19,16 @@ import logging
 import threading
 import time
 from datetime import UTC, datetime
-from itertools import repeat
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 log = logging.getLogger("forensics.sglang")
 
-Event = tuple[int, int, str, int, int, int, str | None, str | None]  # seq, ts µs, op, room, start, end, peer, src
+# seq of the first event, events in it, ts µs, op, room, start, end, peer, src: room, start and end are
+# ints (one event) or arrays of the chunk's events (room may stay an int: every event of one room)
+Entry = tuple[int, int, int, str, Any, Any, Any, str | None, str | None]
 
 
 def iso_us(us: int) -> str:
@@ -46,7 +54,12 @@ class Recorder:
     ) -> None:
         self.dir, self.node, self.fmt = Path(out_dir) / "pages", node, fmt
         self.dir.mkdir(parents=True, exist_ok=True)
-        self.q: collections.deque[Event] = collections.deque()
+        self.q: collections.deque[Entry] = collections.deque()
+        # events queued and events taken by the writer (the queue's depth is the difference); the seq
+        # numbers and `queued` are taken under a lock: a prefill node's transfer threads record its
+        # transfers (update_status) beside the scheduler (uncontended, it costs one acquire per call)
+        self.queued = self.taken = 0
+        self._lock = threading.Lock()
         self.limit, self.rotate, self.flush_s = queue, rotate_events, flush_ms / 1000
         self.clock = clock
         self.seq = seq_base
@@ -64,36 +77,33 @@ class Recorder:
 
     # --- hot path: the scheduler thread ------------------------------------------------------------
     def ev(self, op: str, room: int, a: int, b: int, peer: str | None = None, src: str | None = None) -> None:
-        self.seq += 1
-        if len(self.q) >= self.limit:
-            self._drop(self.seq)
-            return
-        self.q.append((self.seq, self.clock(), op, room, a, b, peer, src))
+        with self._lock:
+            self.seq += 1
+            if self.queued - self.taken >= self.limit:
+                self._drop(self.seq)
+                return
+            self.queued += 1
+            self.q.append((self.seq, 1, self.clock(), op, room, a, b, peer, src))
 
-    def ev_many(self, op: str, rooms: list[int], starts: list[int], ends: list[int], src: str | None = None) -> None:
-        """Many events of one op at one time (a decode step's allocations or writes): one clock read,
-        one deque extend; what does not fit the queue is dropped as in ev."""
-        n = len(rooms)
-        base = self.seq
-        self.seq += n
-        k = max(0, min(n, self.limit - len(self.q)))
-        if k:
-            ts = self.clock()
-            self.q.extend(
-                zip(
-                    range(base + 1, base + k + 1),
-                    repeat(ts, k),
-                    repeat(op, k),
-                    rooms[:k],
-                    starts[:k],
-                    ends[:k],
-                    repeat(None, k),
-                    repeat(src, k),
-                    strict=False,
-                )  # fmt: skip
-            )
-        if k < n:
-            self._drop(base + k + 1, base + n)
+    def ev_cols(self, op: str, rooms: Any, starts: np.ndarray, ends: np.ndarray, src: str | None = None) -> None:
+        """Events of one op at one time, [starts[i], ends[i]) of rooms[i] (or all of room `rooms`):
+        one clock read, one append; the arrays are the caller's and must not change afterwards. What
+        does not fit the queue is dropped as in ev."""
+        n = len(starts)
+        if not n:
+            return
+        with self._lock:
+            base = self.seq
+            self.seq += n
+            k = max(0, min(n, self.limit - (self.queued - self.taken)))
+            if k:
+                if k < n:
+                    starts, ends = starts[:k], ends[:k]
+                    rooms = rooms if isinstance(rooms, int) else rooms[:k]
+                self.queued += k
+                self.q.append((base + 1, k, self.clock(), op, rooms, starts, ends, None, src))
+            if k < n:
+                self._drop(base + k + 1, base + n)
 
     def _drop(self, seq: int, last: int | None = None) -> None:
         last = seq if last is None else last
@@ -117,13 +127,17 @@ class Recorder:
         self.drain()
 
     def drain(self) -> int:
-        out: list[Event] = []
+        out: list[Entry] = []
         q = self.q
         while q:
             out.append(q.popleft())
-        if out:
-            self._write(out)
-        return len(out)
+        if not out:
+            return 0
+        cols = columns(out)
+        n = len(cols[0])
+        self.taken += n
+        self._write(cols)
+        return n
 
     def _open(self) -> None:
         self._close_file()
@@ -134,41 +148,41 @@ class Recorder:
         if self.fmt == "jsonl":
             self._fh = path.open("a", encoding="utf-8")
 
-    def _write(self, evs: list[Event]) -> None:
-        i = 0
-        while i < len(evs):
+    def _write(self, cols: list[np.ndarray]) -> None:
+        i, n = 0, len(cols[0])
+        while i < n:
             if self._in_file >= self.rotate or not self.files:
                 self._open()
-            part = evs[i : i + self.rotate - self._in_file]
-            i += len(part)
-            self._in_file += len(part)
-            self.written += len(part)
+            k = min(n - i, self.rotate - self._in_file)
+            part = [c[i : i + k] for c in cols]
+            i += k
+            self._in_file += k
+            self.written += k
             if self.fmt == "jsonl":
                 self._write_jsonl(part)
             else:
                 self._write_parquet(part)
 
-    def _write_jsonl(self, evs: list[Event]) -> None:
+    def _write_jsonl(self, cols: list[np.ndarray]) -> None:
         assert self._fh is not None
         node = json.dumps(self.node)
+        seq, ts, op, room, a, b, peer, src = (c.tolist() for c in cols)
+        iso = {t: iso_us(t) for t in set(ts)}
         lines = []
-        for seq, ts, op, room, a, b, peer, src in evs:
-            tail = (f', "peer": {json.dumps(peer)}' if peer is not None else "") + (
-                f', "src": "{src}"' if src is not None else ""
-            )
-            lines.append(
-                f'{{"node": {node}, "seq": {seq}, "ts": "{iso_us(ts)}", "op": "{op}", "room": {room}, '
-                f'"start": {a}, "end": {b}{tail}}}\n'
-            )
+        for s, t, o, r, x, y, p, c in zip(seq, ts, op, room, a, b, peer, src, strict=True):
+            tail = f', "peer": {json.dumps(p)}' if p is not None else ""
+            tail += f', "src": "{c}"' if c is not None else ""
+            lines.append(f'{{"node": {node}, "seq": {s}, "ts": "{iso[t]}", "op": "{o}", "room": {r}, '
+                         f'"start": {x}, "end": {y}{tail}}}\n')  # fmt: skip
         self._fh.write("".join(lines))
         self._fh.flush()
 
-    def _write_parquet(self, evs: list[Event]) -> None:
+    def _write_parquet(self, cols: list[np.ndarray]) -> None:
         import pyarrow.parquet as pq
 
-        from forensics.contract import PAGE_SCHEMA, page_table
+        from forensics.contract import PAGE_SCHEMA, page_columns
 
-        table = page_table(self.node, evs)
+        table = page_columns(self.node, *cols)
         if self._pq is None:
             self._pq = pq.ParquetWriter(self.files[-1], PAGE_SCHEMA)
         self._pq.write_table(table)
@@ -188,3 +202,36 @@ class Recorder:
         else:
             self.drain()
         self._close_file()
+
+
+def columns(entries: list[Entry]) -> list[np.ndarray]:
+    """The entries' events as columns (seq, ts, op, room, start, end, peer, src), in seq order (the
+    transfer threads of a prefill node may append beside the scheduler)."""
+    m = len(entries)
+    counts = np.fromiter((e[1] for e in entries), np.int64, m)
+    total = int(counts.sum())
+    offsets = np.cumsum(counts) - counts
+    seq = np.repeat(np.fromiter((e[0] for e in entries), np.int64, m) - offsets, counts) + np.arange(total)
+    cols = [seq, np.repeat(np.fromiter((e[2] for e in entries), np.int64, m), counts)]
+    cols.append(np.repeat(np.array([e[3] for e in entries], object), counts))
+    for j in (4, 5, 6):
+        if total == m:  # one event per entry: ints, or arrays of one
+            cols.append(np.fromiter((_one(e[j]) for e in entries), np.int64, m))
+        else:
+            cols.append(np.concatenate([_piece(e[j], e[1]) for e in entries]))
+    for j in (7, 8):
+        cols.append(np.repeat(np.array([e[j] for e in entries], object), counts))
+    if total > 1 and (np.diff(seq) < 0).any():
+        order = np.argsort(seq, kind="stable")
+        cols = [c[order] for c in cols]
+    return cols
+
+
+def _one(v: Any) -> int:
+    return int(v[0]) if isinstance(v, np.ndarray) else int(v)
+
+
+def _piece(v: Any, n: int) -> np.ndarray:
+    if isinstance(v, np.ndarray):
+        return v.astype(np.int64, copy=False)
+    return np.full(n, v, np.int64)

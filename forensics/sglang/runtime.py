@@ -27,20 +27,17 @@ alerted again).
 
 from __future__ import annotations
 
-import json
-import logging
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
-from forensics.sglang.recorder import Recorder, iso_us
+from forensics.sglang import alerts
+from forensics.sglang.recorder import Recorder
 
-log = logging.getLogger("forensics.sglang")
 NONE = -1
 
 
@@ -52,6 +49,15 @@ def runs(slots: np.ndarray) -> list[tuple[int, int]]:
     starts = np.concatenate(([0], brk))
     ends = np.concatenate((brk, [slots.size]))
     return [(int(slots[s]), int(slots[e - 1]) + 1) for s, e in zip(starts.tolist(), ends.tolist(), strict=True)]
+
+
+def runs_of(slots: np.ndarray, owner: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """runs() of many requests' slots at once, `owner[i]` the request of slots[i] (requests one after
+    another): (index of each run's request, its start, its end), in the order given."""
+    brk = np.flatnonzero((np.diff(slots) != 1) | (np.diff(owner) != 0)) + 1
+    first = np.concatenate(([0], brk))
+    last = np.concatenate((brk, [slots.size])) - 1
+    return owner[first], slots[first], slots[last] + 1
 
 
 @dataclass
@@ -83,12 +89,13 @@ class Runtime:
         metrics: Path | None = None,
         clock: Callable[[], int] | None = None,
         role: str = "decode",
+        slots: int = 1 << 16,
     ) -> None:
         self.node, self.ps, self.rec, self.guard, self.role = node, page_size, recorder, guard, role
         self.alerts_path, self.metrics_path = alerts, metrics
         self.clock = clock or (lambda: time.time_ns() // 1000)
         self.tick = 0
-        n = 1 << 16
+        n = slots  # the ledger's first size (the pool's, where known: hooks.from_config); it grows past it
         self.holder = np.full(n, NONE, np.int64)
         self.atick = np.zeros(n, np.int64)
         self.writer = np.full(n, NONE, np.int64)
@@ -97,6 +104,7 @@ class Runtime:
         self.fresh = np.zeros(n, bool)
         self.shared: dict[int, set[int]] = {}  # room -> slots the radix cache shared to it
         self.rows: dict[int, tuple[int, str]] = {}  # req_to_token row -> (room, rid)
+        self.row_room = np.full(1 << 12, NONE, np.int64)  # the same rooms, by row, for a batch's rows at once
         self.stats = Stats()
         self.alerted: set[int] = set()  # rooms already alerted (one alert line per room)
         # room -> row positions already checked and read: a later batch checks only the positions
@@ -154,16 +162,21 @@ class Runtime:
     # --- req_to_token rows --------------------------------------------------------------------------
     def bind_row(self, row: int, room: int, rid: str) -> None:
         self.rows[row] = (room, rid)
+        if row >= len(self.row_room):
+            self.row_room = np.concatenate((self.row_room, np.full(row + 1, NONE, np.int64)))
+        self.row_room[row] = room
         self.seen.pop(room, None)
 
     def unbind_row(self, row: int) -> None:
         owner = self.rows.pop(row, None)
         if owner is not None:
+            self.row_room[row] = NONE
             self.seen.pop(owner[0], None)
 
-    def unchecked(self, room: int, end: int) -> int:
-        """The first row position of `room` a batch attending positions [0, end) must still check."""
-        return min(self.seen.get(room, 0), end)
+    def unchecked(self, rooms: list[int], end: np.ndarray) -> np.ndarray:
+        """The first row position of each room a batch attending positions [0, end) must still check."""
+        n = len(rooms)
+        return np.minimum(np.fromiter(map(self.seen.get, rooms, [0] * n), np.int64, n), end)
 
     def _dirty(self, slots: np.ndarray, writer: int | np.ndarray) -> None:
         """Slots written by `writer`: a room holding any of them (another room) is checked in full again."""
@@ -211,8 +224,8 @@ class Runtime:
         if slots.size == 0:
             return
         self._grow(int(slots.max()))
-        get = self.rows.get
-        rooms = np.array([get(r, (NONE,))[0] for r in rows.tolist()], np.int64)
+        rr = self.row_room
+        rooms = np.where(rows < len(rr), rr[np.minimum(rows, len(rr) - 1)], NONE)
         fr = self.fresh[slots] & (rooms != NONE)
         if self.ps == 1 and fr.any():
             s, rm = slots[fr], rooms[fr]
@@ -222,8 +235,7 @@ class Runtime:
             self.atick[s] = self.tick
             self.stats.allocated_pages += int(s.size)
             if self.rec is not None:
-                st = s.tolist()
-                self.rec.ev_many("alloc", rm.tolist(), st, [a + 1 for a in st])
+                self.rec.ev_cols("alloc", rm, s, s + 1)
             rest = ~fr
         else:
             rest = np.ones(slots.size, bool)
@@ -275,46 +287,49 @@ class Runtime:
         )
 
     def on_batch(
-        self, decode: bool, reqs: list[tuple[int, str, np.ndarray, np.ndarray, int]]
+        self,
+        decode: bool,
+        rooms: list[int],
+        lens: np.ndarray,
+        atts: dict[int, tuple[str, np.ndarray]],
+        outs: np.ndarray,
+        out_n: np.ndarray | None = None,
     ) -> list[tuple[int, Violation]]:
-        """A forward batch: (room, rid, attended slots not yet checked, slots this batch writes, row
-        length) per request. Returns the (index, violation) of requests the guard flags; writes and
-        reads are logged after the check."""
+        """A forward batch, request k of room rooms[k] and row length lens[k]: atts[k] = (rid, the
+        attended slots not yet checked) for the requests with any; outs the slots the batch writes,
+        request after request, out_n[k] of them for request k (None: one each, a decode step). Returns
+        the (index, violation) of requests the guard flags; writes and reads are logged after the check."""
         self.stats.batches += 1
         flagged: list[tuple[int, Violation]] = []
-        todo = [k for k, q in enumerate(reqs) if q[2].size]  # requests with positions to check and read
+        todo = sorted(atts)  # requests with positions to check and read
         if decode and self.guard != "off":
             for k in todo:
-                room, rid, att = reqs[k][:3]
-                v = self.check(room, att)
+                rid, att = atts[k]
+                v = self.check(rooms[k], att)
                 if v is not None:
                     v.rid = rid
                     flagged.append((k, v))
                     self._alert(v)
-        outs = [q[3] for q in reqs if q[3].size]
         rec = self.rec
-        src = "decode" if decode else "prefill"
-        single = False
-        if outs:  # the ledger's writes, the whole batch at once
-            allout = np.concatenate(outs)
-            self._grow(int(allout.max()))
-            rooms = np.repeat(np.array([q[0] for q in reqs if q[3].size], np.int64), [o.size for o in outs])
-            self._dirty_many(allout, rooms)
+        room_arr = np.asarray(rooms, np.int64)
+        if outs.size:  # the ledger's writes, the whole batch at once
+            who = np.arange(len(rooms)) if out_n is None else np.repeat(np.arange(len(rooms)), out_n)
+            wrooms = room_arr[who]
+            self._grow(int(outs.max()))
+            self._dirty_many(outs, wrooms)
             self.tick += 1
-            self.writer[allout] = rooms
-            self.wtick[allout] = self.tick
-            self.reader[allout] = rooms
-            single = allout.size == len(reqs) == len(outs)  # a decode step: one slot each
-            if rec is not None:
-                if single:
-                    st = allout.tolist()
-                    rec.ev_many("write", rooms.tolist(), st, [a + 1 for a in st], src=src)
+            self.writer[outs] = wrooms
+            self.wtick[outs] = self.tick
+            self.reader[outs] = wrooms
+            if rec is not None:  # a run per request and stretch of consecutive slots, as runs() gives
+                src = "decode" if decode else "prefill"
+                if out_n is None:  # outs may be a view of the batch's tensor: the recorder keeps a copy
+                    rec.ev_cols("write", wrooms, outs.copy(), outs + 1, src=src)
                 else:
-                    for room, _rid, _att, out, _n in reqs:
-                        for a, b in runs(out):
-                            rec.ev("write", room, a, b, src=src)
+                    who_run, starts, ends = runs_of(outs, who)
+                    rec.ev_cols("write", room_arr[who_run], starts, ends, src=src)
         for k in todo:
-            room, _rid, att = reqs[k][:3]
+            room, att = rooms[k], atts[k][1]
             self._grow(int(att.max()))
             new = att[self.reader[att] != room]
             if new.size:
@@ -322,7 +337,7 @@ class Runtime:
                 if rec is not None:
                     for a, b in runs(new):
                         rec.ev("read", room, a, b)
-        self.seen.update((q[0], q[4]) for q in reqs)
+        self.seen.update(zip(rooms, lens.tolist(), strict=True))
         return flagged
 
     def _dirty_many(self, slots: np.ndarray, rooms: np.ndarray) -> None:
@@ -334,7 +349,7 @@ class Runtime:
             for room in np.unique(h[hit]).tolist():
                 self.seen.pop(room, None)
 
-    # --- alerts and metrics -------------------------------------------------------------------------
+    # --- alerts and metrics (forensics.sglang.alerts) ----------------------------------------------
     def _alert(self, v: Violation) -> None:
         if v.room in self.alerted:
             return
@@ -343,50 +358,7 @@ class Runtime:
         self.stats.by_kind[v.kind] = self.stats.by_kind.get(v.kind, 0) + 1
         if self.guard == "enforce":
             self.stats.enforced += 1
-        ts = iso_us(self.clock())
-        text = (
-            f"KV integrity guard: room {v.room} rid={v.rid} on {self.node} attends {v.slots} slots last "
-            f"written by rooms {', '.join(map(str, v.sources))} ({v.kind}); "
-            f"{'finished with an error' if self.guard == 'enforce' else 'observed'}"
-        )
-        log.error(text)
-        # the record of `forensics watch`'s alerts (forensics.watch.detector.Alert): watch --alerts on
-        # this file keeps the guard's alerts in the same stream and raises no second alert for the room
-        rec: dict[str, Any] = {
-            "kind": "exposure",
-            "node": self.node,
-            "room": v.room,
-            "request_ids": [v.rid] if v.rid else [],
-            "evidence": [{"file": "kv-forensics guard", "line": self.stats.violations, "text": text}],
-            "log_time": ts,
-            "detected_at": ts,
-            "summary": f"room {v.room} on {self.node}: {v.slots} slots held another room's KV ({v.kind}; rooms "
-            f"{', '.join(map(str, v.sources))}) when its decode batch was about to run (kv-forensics guard, "
-            f"{self.guard}); forensics investigate settles it",
-            "gateway_request_id": None,
-            "account_id": None,
-        }
-        if self.alerts_path is not None:
-            with self.alerts_path.open("a", encoding="utf-8") as fh:
-                fh.write(json.dumps(rec) + "\n")
-        self.write_metrics()
+        alerts.alert(self, v)
 
     def write_metrics(self) -> None:
-        """Prometheus text (node_exporter's textfile collector reads it)."""
-        if self.metrics_path is None:
-            return
-        lines = [
-            "# HELP kvf_guard_violations_total Decode requests the KV integrity guard flagged.",
-            "# TYPE kvf_guard_violations_total counter",
-        ]
-        for kind, n in sorted(self.stats.by_kind.items()):
-            lines.append(f'kvf_guard_violations_total{{node="{self.node}",kind="{kind}",mode="{self.guard}"}} {n}')
-        if self.rec is not None:
-            lines += [
-                "# HELP kvf_pages_dropped_total Page events dropped on a full queue (a seq gap in the files).",
-                "# TYPE kvf_pages_dropped_total counter",
-                f'kvf_pages_dropped_total{{node="{self.node}"}} {self.rec.dropped}',
-            ]
-        tmp = self.metrics_path.with_suffix(".tmp")
-        tmp.write_text("\n".join(lines) + "\n")
-        tmp.replace(self.metrics_path)
+        alerts.write_metrics(self)

@@ -14,6 +14,7 @@ from typing import cast
 
 from forensics.engines import sglang_allocator
 from forensics.engines.sglang import max_req_input_len
+from forensics.gateway_formats import REGISTRY, TEXT_FORMATS
 
 MS = 1_000
 S = 1_000_000
@@ -79,7 +80,7 @@ class SimConfig:
     read_delay_ms: float = 0.0  # decode reads a landed transfer after this to twice this (0: 0.2 to 2 ms)
     prefill_count: int = 2  # prefill nodes (prefill-0 ..)
     decode_count: int = 3  # decode nodes (decode-0 ..)
-    # the gateway log's format (forensics.simulate.gateway_logs): kvf (the spec's), litellm_spendlogs,
+    # the gateway log's format (forensics.gateway_formats): kvf (the spec's), litellm_spendlogs,
     # litellm_payload, smg, envoy, otlp (docs/gateway-formats.md); kvf_noroom: the spec's without
     # bootstrap_room and the nodes, joined through the x-request-id the engines' request logs record
     gateway_format: str = "kvf"
@@ -181,8 +182,8 @@ def default_nodes(
 ALLOCATORS = ("fifo", "lifo", "sorted-deferred", "coalesce")
 LEGACY = ("coalesce", "sorted")  # PagePool rules no SGLang release runs
 BATCH_RELEASES = ("0.4.9", "0.5.4", "0.5.11", "0.5.23")  # the batch-line formats forensics.simulate.batch_lines writes
-GATEWAY_FORMATS = ("kvf", "kvf_noroom", "litellm_spendlogs", "litellm_payload", "smg", "envoy", "otlp")
-TEXT_FORMATS = ("litellm_payload", "litellm_spendlogs", "otlp")  # the simulated formats that log text
+# the spec's log, the spec's without rooms, and each format of forensics.gateway_formats (its writer beside it)
+GATEWAY_FORMATS = ("kvf", "kvf_noroom", *REGISTRY)
 
 
 def build_config(preset: str = "default", **overrides: object) -> SimConfig:

@@ -35,15 +35,13 @@ from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from forensics.engines.sglang import POOL_SOURCES, landing_offset, max_req_input_len, node_pool, rank_pool
+from forensics.engines.sglang import POOL_SOURCES, SHAPES, landing_offset, max_req_input_len, node_pool, rank_pool
 from forensics.ingest.engine import EngineRows, parse_request_line, parse_text_line
 
-# the lines the rules read (a cheap test before the parser: most lines of a busy server are batch logs);
-# investigate reads more kinds (forensics.ingest.engine.MARKERS), the rules need only these
-TEXT_MARKERS = re.compile(
-    rb"Req ?Time ?Stats\(|Input length \(|failed for request rank=|server_args=ServerArgs\(|KV Cache"
-    rb"|max_total_num_tokens=|full_layer_tokens="
-)
+# the line shapes the rules read (a cheap test before the parser: most lines of a busy server are batch
+# logs), found by their literals (forensics.engines.sglang.SHAPES); investigate reads every shape
+WATCHED_SHAPES = ("time_stats", "overlength", "transfer_failed", "server_args", "swa_pools", "kv_pool", "max_total")
+TEXT_MARKERS = re.compile(b"|".join(re.escape(lit.encode()) for k in WATCHED_SHAPES for lit in SHAPES[k].literals))
 JSON_MARKER = b'"request.finished"'
 JSON_MARKER_RE = re.compile(re.escape(JSON_MARKER))
 

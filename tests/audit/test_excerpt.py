@@ -48,3 +48,33 @@ def test_every_way_of_breaking_it_in_three(tmp_path: Path) -> None:
 @pytest.mark.parametrize("pieces", [["KV cache is", "needed, says", "someone"], ["max seq len", "(1048576)"]])
 def test_text_that_is_not_the_message_stays_unknown(tmp_path: Path, pieces: list[str]) -> None:
     assert _audit(tmp_path, pieces).verdict == "unknown"
+
+
+# Each engine's own messages saying that its KV cache cannot hold the configured length, pasted without
+# banner or record prefix: TensorRT-LLM's PyTorch backend (tensorrt_llm/_torch/pyexecutor/
+# resource_manager.py, KVCacheManager.adjust_window_sizes_for_vswa: logger.warning), and LMDeploy's
+# TurboMind (src/turbomind/engine/engine.cc: TM_LOG_INFO / TM_LOG_WARNING).
+MESSAGES = {
+    "trtllm": (
+        "Adjusted window size 131072 to 8224 in blocks_per_window Adjusted max_seq_len to 8224",
+        "TensorRT-LLM cut max_seq_len to 8224",
+    ),
+    "lmdeploy": (
+        "max cached tokens: 42880 `session_len` truncated to 42880 due to limited KV cache memory",
+        "LMDeploy truncated session_len to 42880",
+    ),
+}
+
+
+@pytest.mark.parametrize("engine", sorted(MESSAGES))
+def test_each_engines_message_alone_and_broken_anywhere(tmp_path: Path, engine: str) -> None:
+    message, reason = MESSAGES[engine]
+    whole = _audit(tmp_path, [message])
+    assert (whole.engine, whole.verdict) == (engine, "pool_smaller_than_context") and reason in whole.reason
+    wrong = [
+        cut
+        for cut in range(3, len(message) - 3)
+        if (r := _audit(tmp_path, [message[:cut], message[cut:]])).verdict != "pool_smaller_than_context"
+        or r.engine != engine
+    ]
+    assert not wrong, wrong[:5]

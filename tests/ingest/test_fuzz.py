@@ -16,9 +16,9 @@ import pyarrow as pa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from forensics.audit import lmdeploy, sglang, trtllm, vllm
-from forensics.audit.lines import LogLine, clean, logical_lines, split_prefix
-from forensics.audit.model import Facts
+from forensics.audit.lines import clean, logical_lines, split_prefix
+from forensics.engines import ENGINES
+from forensics.engines.facts import Facts, LogLine
 from forensics.ingest import engine
 from forensics.intake import InputFile
 from tests.support import DATA
@@ -210,5 +210,5 @@ def test_audit_logical_lines_and_engine_parsers(chunks: list[bytes]) -> None:
     for ln in lines:
         assert isinstance(ln, LogLine) and isinstance(ln.text, str) and isinstance(ln.rank, str)
         assert 1 <= ln.line <= len(data)
-    for parser in (sglang, vllm, trtllm, lmdeploy):
-        assert isinstance(parser.parse(lines), Facts)
+    for entry in ENGINES.values():
+        assert isinstance(entry.parse(lines), Facts)

@@ -13,7 +13,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from forensics.engines.sglang import py_value
+from forensics.engines.sglang_reprs import py_value
 from forensics.ingest.engine import EngineRows, parse_log, parse_requests_jsonl
 from forensics.intake import InputFile
 from forensics.pipeline import ingest_bundle

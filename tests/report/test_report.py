@@ -251,8 +251,9 @@ def test_leak_window_is_half_open_and_the_audits_own() -> None:
     assert (lo, hi) == (681_274, 1_048_570)
     con = connect(":memory:")
     con.execute(
-        "CREATE TABLE node_config AS SELECT * FROM (VALUES ('p', 1, ?, ?::BIGINT, NULL::BIGINT), "
-        "('d', 1, ?, ?::BIGINT, NULL::BIGINT)) t(node, line, context_len, pool_tokens, max_total_num_tokens)",
+        "CREATE TABLE node_config AS SELECT * FROM (VALUES ('p', 1, ?, ?::BIGINT, NULL::BIGINT, 'sglang'), "
+        "('d', 1, ?, ?::BIGINT, NULL::BIGINT, 'sglang')) t(node, line, context_len, pool_tokens, max_total_num_tokens, "
+        "engine)",
         [ctx, pre_pool, ctx, dec_pool],
     )
     con.execute((query_dir("ingest") / "schema" / "12_node_limits.sql").read_text())  # the view ingest makes

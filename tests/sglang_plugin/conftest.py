@@ -32,12 +32,12 @@ def need_sglang() -> None:
 MIX = dict(requests=120, page_size=1, long_rate=0.08, abort_rate=0.05)
 
 
-def simulate_driven(out: Path, seed: int, **kw: Any) -> dict[str, Any]:
+def simulate_driven(out: Path, seed: int, page_size: int = 1, **kw: Any) -> dict[str, Any]:
     from forensics.simulate.config import build_config
     from tests.support import sglang_drive as drive
 
     logging.getLogger("forensics.sglang").setLevel(logging.CRITICAL)  # one line per alert otherwise
-    return drive.run(out, build_config("default", seed=seed, **MIX), **kw)
+    return drive.run(out, build_config("default", seed=seed, **{**MIX, "page_size": page_size}), **kw)
 
 
 def truth_rows(out: Path, name: str) -> list[dict[str, str]]:

@@ -1,4 +1,4 @@
-"""The simulator's gateway log in the real tools' formats (forensics.simulate.gateway_logs), checked from the
+"""The simulator's gateway log in the real tools' formats (forensics.gateway_formats), checked from the
 files it wrote, read back with the standard library only, against the spec's records of the same run."""
 
 from __future__ import annotations
@@ -16,12 +16,13 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from forensics.gateway_formats.envoy import render_envoy
+from forensics.gateway_formats.litellm import render_payload
+from forensics.gateway_formats.litellm_spendlogs import SPENDLOGS_COLUMNS, pg_csv, render_spendlogs
+from forensics.gateway_formats.otlp import render_otlp
+from forensics.gateway_formats.smg import render_smg
 from forensics.simulate import build_config, simulate
 from forensics.simulate.config import GATEWAY_FORMATS, SimConfig
-from forensics.simulate.gateway_logs.envoy import render_envoy
-from forensics.simulate.gateway_logs.litellm import SPENDLOGS_COLUMNS, _pg_csv, render_payload, render_spendlogs
-from forensics.simulate.gateway_logs.otlp import render_otlp
-from forensics.simulate.gateway_logs.smg import render_smg
 from forensics.simulate.request import Request
 
 KW = dict(seed=6, requests=260, abort_rate=0.06, long_rate=0.05, oversize_rate=0.03, internal_rate=0.15)
@@ -351,22 +352,22 @@ def _nasty() -> tuple[list[Request], SimConfig]:
 
 def test_hostile_values_survive_each_format() -> None:
     reqs, cfg = _nasty()
-    rows = list(csv.DictReader(render_spendlogs(cfg, reqs).files["spend_logs.csv"].decode().splitlines(True)))
+    rows = list(csv.DictReader(render_spendlogs(cfg, reqs, {}).files["spend_logs.csv"].decode().splitlines(True)))
     assert len(rows) == 1
     assert rows[0]["team_id"] == 'acct "x",y' and rows[0]["metadata"].count("\n") == 0
     ua_prefix = NASTY_UA.split("/")[0]  # LiteLLM tags the agent's product part and the whole agent
     assert json.loads(rows[0]["request_tags"]) == [f"User-Agent: {ua_prefix}", f"User-Agent: {NASTY_UA}"]
     assert json.loads(rows[0]["metadata"])["user_api_key_alias"] == 'tok,"z"'
-    p = json.loads(render_payload(cfg, reqs).files["litellm_payload.jsonl"])
+    p = json.loads(render_payload(cfg, reqs, {}).files["litellm_payload.jsonl"])
     assert p["user_agent"] == NASTY_UA and p["metadata"]["requester_custom_headers"] == {"x-internal-test": 'a"b,\nc'}
-    e = json.loads(render_envoy(cfg, reqs).files["access.jsonl"])
+    e = json.loads(render_envoy(cfg, reqs, {}).files["access.jsonl"])
     assert e["user-agent"] == NASTY_UA and e["x-internal-test"] == 'a"b,\nc' and e["x-tenant-id"] == 'acct "x",y'
     o = json.loads(render_otlp(cfg, reqs, {}).files["traces.jsonl"])
     attrs = {a["key"]: a["value"] for a in o["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["attributes"]}
     assert attrs["user_agent.original"] == {"stringValue": NASTY_UA}
-    smg = render_smg(cfg, reqs).files
+    smg = render_smg(cfg, reqs, {}).files
     assert all(len(v.decode().splitlines()) == 3 for v in smg.values())  # start-up, started, finished
-    for data in (*smg.values(), render_envoy(cfg, reqs).files["access.jsonl"]):
+    for data in (*smg.values(), render_envoy(cfg, reqs, {}).files["access.jsonl"]):
         assert all(json.loads(x) for x in data.decode().split("\n") if x)  # one record a line
 
 
@@ -374,9 +375,9 @@ def test_hostile_values_survive_each_format() -> None:
     "value", ["", None, "plain", 'q"uote', "com,ma", "new\nline", "cr\rx", "\\.", " sp ", '"', "\u202e", "0"]
 )
 def test_pg_csv_field_round_trips(value: str | None) -> None:
-    line = ",".join(["a", _pg_csv(value), "b"]) + "\n"
+    line = ",".join(["a", pg_csv(value), "b"]) + "\n"
     assert list(csv.reader(io.StringIO(line, newline=""))) == [["a", value or "", "b"]]
-    assert (_pg_csv(value) == "") == (value is None)  # NULL is nothing, an empty string is ""
+    assert (pg_csv(value) == "") == (value is None)  # NULL is nothing, an empty string is ""
 
 
 @pytest.mark.parametrize("fmt", ["litellm_payload", "litellm_spendlogs", "otlp"])

@@ -6,7 +6,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]  # the checkout
 TESTS = ROOT / "tests"
 DATA = TESTS / "data"
-EXAMPLE = DATA / "example"  # a copy of shared/spec/example: the contract's worked example
+EXAMPLE = DATA / "example"  # the worked example of docs/evidence-bundle.md
 GOLDEN = TESTS / "golden"
 REFERENCE = TESTS / "reference"  # SQL definitions the fast paths are checked against
 SAMPLE = ROOT / "sample_data" / "bundle"

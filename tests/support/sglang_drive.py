@@ -1,23 +1,24 @@
 # mypy: disable-error-code="union-attr,arg-type,assignment"
 # (the simulator's engine state is Optional until a request reaches each stage; the driver reads it after)
 """The simulator's request mix driven through SGLang's real allocator and request-to-token pool, with
-the plugin's hooks on them (tests/sglang_plugin, benchmarks/plugin_overhead.py).
+the plugin's hooks on them (tests/sglang_plugin, benchmarks/plugin_truth.py).
 
 forensics.simulate's Engine decides what happens (arrivals, the placeholder path, aborts, late
 landings) and keeps the ground truth; every page it takes or gives back goes through the real SGLang
-allocator of its node (hooked), every request's pages are written into a real ReqToTokenPool row
-(hooked), and each forward step the simulator models calls the plugin's run_batch hook with the
-batch's rows. The transfers call the prefill runtime's on_transfer: the Mooncake manager whose
-add_transfer_request / update_status the plugin hooks needs the Mooncake transfer engine, which does
-not run without RDMA devices, so the transfer hooks themselves (h_add_transfer, h_update_status)
-are not exercised here. The plugin's page files then replace the simulator's in the bundle.
+allocator of its node (hooked), every request's pages are written into a ReqToTokenPool row (hooked;
+SGLang's own class where memory_pool imports on CPU, 0.5.23, else forensics.sglang.cpu's stand-in), and
+each forward step the simulator models calls the plugin's run_batch hook with the batch's rows. The
+transfers call the prefill runtime's on_transfer: the Mooncake manager whose add_transfer_request /
+update_status the plugin hooks cannot move KV without its transfer engine (RDMA devices), so the
+driver does not go through it; tests/sglang_plugin/test_mooncake.py runs those hooks on the real
+manager's methods. The plugin's page files then replace the simulator's in the bundle.
 
 Which allocator runs: page_size=1 drives TokenToKVPoolAllocator (alloc and free are pure torch on
 every release); page_size > 1 drives PagedTokenToKVPoolAllocator only on a release with the
-torch-native alloc_extend / alloc_decode (0.5.23, use_triton_kernels off): 0.5.11's paged allocator
-runs its Triton kernel, which segfaults under TRITON_INTERPRET=1, and the driver refuses it. The
-tests run 0.5.11 with page_size=1 (scripts/record_allocator_traces.py drives the allocators the same
-way, torch on CPU, never a GPU kernel).
+torch-native alloc_extend / alloc_decode (0.5.23, use_triton_kernels off on a CPU platform), freeing
+through free_segment as 0.5.23 does: 0.5.11's paged allocator runs its Triton kernel, which segfaults
+under TRITON_INTERPRET=1, and the driver refuses it (scripts/record_allocator_traces.py drives the
+allocators the same way, torch on CPU, never a GPU kernel).
 """
 
 from __future__ import annotations
@@ -74,8 +75,13 @@ class RealPool:
 
     def free_pages_of(self, pages: list[int]) -> None:
         p = np.asarray(pages, np.int64)
-        slots = (p[:, None] * self.ps + np.arange(self.ps)).ravel() if self.ps > 1 else p
-        self.a.free(self.sg.torch.from_numpy(slots))
+        slots = self.sg.torch.from_numpy((p[:, None] * self.ps + np.arange(self.ps)).ravel() if self.ps > 1 else p)
+        if self.ps > 1 and hasattr(self.a, "free_segment"):
+            # 0.5.23 releases a request's pages and evicts the radix cache's through free_segment, which
+            # frees by page id (free_page_ids) without calling free() (mem_cache/allocator/paged.py)
+            self.a.free_segment(slots, start_pos=0)
+        else:
+            self.a.free(slots)
 
 
 class _Mode:
@@ -97,6 +103,7 @@ def run(out: Path, cfg: Any, guard: str = "observe", queue: int = 1 << 20, fmt: 
     file shows a seq gap (the recorder's `gaps`, returned as "gaps")."""
     from forensics.sglang import hooks
     from forensics.sglang.cpu import import_sglang
+    from forensics.sglang.hooks import row_of
     from forensics.sglang.recorder import Recorder
     from forensics.sglang.runtime import Runtime
     from forensics.simulate import run as simrun
@@ -104,7 +111,9 @@ def run(out: Path, cfg: Any, guard: str = "observe", queue: int = 1 << 20, fmt: 
     from forensics.simulate.engine import Engine
 
     sg = import_sglang()
-    hooks.apply_direct() if not _framework() else _apply_via_registry()
+    real_rows = sg.rows.__module__.startswith("sglang")
+    on_kv = real_rows and tuple(int(x) for x in sg.sglang.__version__.split(".")[:3]) >= (0, 5, 23)
+    apply_hooks()
     plugin_dir = out / "plugin"
     shutil.rmtree(plugin_dir, ignore_errors=True)
     finished_with_error: set[int] = set()
@@ -144,34 +153,41 @@ def run(out: Path, cfg: Any, guard: str = "observe", queue: int = 1 << 20, fmt: 
             r = self.reqs[i]
             f = self.fake.get((name, i))
             if f is None:
-                f = SimpleNamespace(rid=r.rid_d, bootstrap_room=r.room, req_pool_idx=None, is_chunked=0,
-                                    kv_committed_len=0, to_finish=None, prefix_len=0)  # fmt: skip
+                f = SimpleNamespace(rid=r.rid_d, bootstrap_room=r.room, is_chunked=0, kv_committed_len=0,
+                                    to_finish=None, prefix_len=0)  # fmt: skip
+                if on_kv:  # 0.5.23's Req keeps its row on its ReqKvInfo, and has no req_pool_idx of its own
+                    f.kv = _Kv()
+                else:
+                    f.req_pool_idx = None
                 self.fake[(name, i)] = f
             return f
 
         def _row(self, name: str, i: int, start: int, slots: np.ndarray) -> int:
             pool, f = self.rows[name], self.req(name, i)
-            if f.req_pool_idx is None:
+            if row_of(f) is None:
                 got = pool.alloc([f]) if not sg.sglang.__version__.startswith(("0.4.", "0.5.4")) else None
                 if got is None:
                     f.req_pool_idx = pool.alloc(1)[0]
                     self.rts[name].bind_row(int(f.req_pool_idx), f.bootstrap_room, f.rid)
+            row = int(row_of(f))
             if slots.size:
-                pool.write((int(f.req_pool_idx), slice(start, start + slots.size)), sg.torch.from_numpy(slots))
-            return int(f.req_pool_idx)
+                pool.write((row, slice(start, start + slots.size)), sg.torch.from_numpy(slots))
+            return row
 
         def _free_row(self, name: str, i: int) -> None:
             f = self.req(name, i)
-            if f.req_pool_idx is not None:
-                self.rows[name].free(f) if hasattr(f, "req_pool_idx") and not sg.sglang.__version__.startswith(
-                    ("0.4.", "0.5.4")) else self.rows[name].free(int(f.req_pool_idx))  # fmt: skip
-                f.req_pool_idx = None
+            if row_of(f) is not None:
+                if sg.sglang.__version__.startswith(("0.4.", "0.5.4")):
+                    self.rows[name].free(int(f.req_pool_idx))
+                    f.req_pool_idx = None
+                else:
+                    self.rows[name].free(f)
 
         def _batch(self, name: str, i: int, decode: bool, seq_len: int, new: int) -> None:
             f = self.req(name, i)
             f.prefix_len = seq_len - new
             rt2t = self.rows[name].req_to_token
-            out = rt2t[f.req_pool_idx, seq_len - new : seq_len] if new else None
+            out = rt2t[row_of(f), seq_len - new : seq_len] if new else None
             batch = SimpleNamespace(reqs=[f], forward_mode=_Mode(decode), seq_lens=np.array([seq_len]),
                                     out_cache_loc=out if decode and new == 1 else None)  # fmt: skip
             sched = SimpleNamespace(req_to_token_pool=self.rows[name])
@@ -294,10 +310,32 @@ def run(out: Path, cfg: Any, guard: str = "observe", queue: int = 1 << 20, fmt: 
     }
 
 
+class _Kv:
+    """The fields of 0.5.23's ReqKvInfo (managers/schedule_batch.py) its ReqToTokenPool reads: that
+    module does not import on CPU (openai)."""
+
+    def __init__(self) -> None:
+        self.req_pool_idx: int | None = None
+        self.kv_allocated_len = 0
+
+    @property
+    def holds_kv(self) -> bool:
+        return self.req_pool_idx is not None
+
+
 def _slots(ranges: list[tuple[int, int]]) -> np.ndarray:
     if not ranges:
         return np.zeros(0, np.int64)
     return np.concatenate([np.arange(a, b, dtype=np.int64) for a, b in ranges])
+
+
+def apply_hooks() -> None:
+    """The plugin's hooks on the installed release, as a server gets them: through load_plugins() where
+    the plugin framework is (once per process), else patched in place (apply_direct skips what it has
+    already patched)."""
+    from forensics.sglang import targets
+
+    targets.apply_direct() if not _framework() else _apply_via_registry()
 
 
 def _framework() -> bool:

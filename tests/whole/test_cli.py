@@ -233,3 +233,23 @@ def test_parquet_export_of_the_findings_tables(bundle: Path, tmp_path: Path) -> 
     hashed = json.loads((out / "manifest.json").read_text())["run"]["outputs_sha256"]
     assert {f"parquet/{t}.parquet" for t in PARQUET_TABLES} <= set(hashed)
     assert not (out / "incident.duckdb.tmp").exists()
+
+
+@pytest.mark.parametrize("threads,workers", [(1, 2), (2, 2), (2, 1)])
+def test_threads_reach_every_task(bundle: Path, tmp_path: Path, threads: int, workers: int) -> None:
+    """--threads holds for the run's own DuckDB (ingest, findings, the allocator model's walks) and is
+    shared among the per-node tasks' workers: each task's DuckDB (and so its compiled walks) gets
+    threads // workers, at least one (--json says)."""
+    proc = cli(
+        "investigate", str(bundle), "--out", str(tmp_path / "o"), "--json", "--quiet",
+        "--threads", str(threads), "--workers", str(workers),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout)
+    assert got["threads"] == threads
+    tasks = got["per_node_tasks"]
+    if workers == 1:  # every node on the run's own connection: its threads are the run's
+        assert tasks is None
+        return
+    assert tasks["tasks_run"] >= 2 and tasks["workers"] == workers
+    assert tasks["task_threads"] == [max(1, threads // workers)]

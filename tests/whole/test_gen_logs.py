@@ -1,7 +1,7 @@
 """benchmarks/gen_logs.py: a logs-only bundle ingests with no rejected row and every file read, the row
 counts equal what the generator says it wrote, its renderer prints numbers and times as the
-simulator's writer does, its gateway lines are envoy.render_envoy's and render_spendlogs' for the
-same requests, and investigate completes on it."""
+simulator's writer does, its gateway lines are render_envoy's and render_spendlogs' (forensics.gateway_formats)
+for the same requests, and investigate completes on it."""
 
 from __future__ import annotations
 
@@ -14,9 +14,10 @@ import duckdb
 import numpy as np
 import pytest
 
+from forensics.gateway_formats import envoy
+from forensics.gateway_formats import litellm_spendlogs as spendlogs
 from forensics.pipeline import ingest_bundle, investigate
 from forensics.simulate import writer
-from forensics.simulate.gateway_logs import envoy, litellm
 from forensics.simulate.request import CUSTOMER_UAS, HOSTILE_UAS, Request
 from tests.whole.test_gen_realistic import _module
 
@@ -163,7 +164,7 @@ def test_numbers_and_times_print_as_the_writer_prints_them() -> None:
             writer.log_ts(t, True),
             writer.iso_us(t),
             writer.iso_ms_z(t),
-            litellm._pg_ts(t),
+            spendlogs.pg_ts(t),
             f"{v / 1e4:.4f}",
             json.dumps(round(v / 1e4, 4)),
             f"{v / 100:.2f}",
@@ -238,17 +239,17 @@ def test_gateway_lines_are_the_formats_writers_lines(tmp_path: Path) -> None:
         req = reqs[int(M[j, 2])]
         seen[req.status] += 1
         if M[j, 0] == 2 * b.NN + 1:  # Envoy: the same record but the addresses (a digest there, drawn here)
-            want = json.loads(envoy.render_envoy(b.cfg, [req]).files[envoy.ENVOY_FILE])
+            want = json.loads(envoy.render_envoy(b.cfg, [req], {}).files[envoy.ENVOY_FILE])
             got = json.loads(line)
             for key in ("downstream_remote_address", "upstream_local_address"):
                 assert got.pop(key).rsplit(":", 1)[0] == want.pop(key).rsplit(":", 1)[0]
             assert list(got) == sorted(got) and got == want
         else:  # LiteLLM: the same row but the ids LiteLLM draws (session_id; a failure's call id) and a
             # failure's prompt estimate (the generator writes the engine's length, the simulator draws it off)
-            text = litellm.render_spendlogs(b.cfg, [req]).files["spend_logs.csv"].decode()
+            text = spendlogs.render_spendlogs(b.cfg, [req], {}).files["spend_logs.csv"].decode()
             want_row = next(csv.reader(io.StringIO(text.split("\n", 1)[1])))
             got_row = next(csv.reader(io.StringIO(line)))
-            cols = list(litellm.SPENDLOGS_COLUMNS)
+            cols = list(spendlogs.SPENDLOGS_COLUMNS)
             drawn = {"session_id"} | ({"request_id"} if req.status != 200 else set())
             for c, g, w in zip(cols, got_row, want_row, strict=True):
                 if c in drawn:

@@ -20,6 +20,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "forensics.keys",
         "forensics.contract",
         "forensics.engines",
+        # what each gateway's log looks like, as engines is for the engines: read by intake and ingest,
+        # written by the simulator's writers beside the readers, so it imports none of them
+        "forensics.gateway_formats",
         "forensics.progress",
     ),
     ("forensics.db", "forensics.outputs"),

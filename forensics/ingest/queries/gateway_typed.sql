@@ -1,7 +1,7 @@
 -- Type one staged gateway file (all text): gw_typed, a view (nothing is copied), holds each field's
 -- typed value (NULL when it does not parse) next to its text. A Parquet file whose columns already have
 -- the contract's types is typed by forensics.ingest.gateway instead, with the same columns.
--- engine_id, trace_id and attrs come from other formats than the spec's (forensics.intake.gateway_formats).
+-- engine_id, trace_id and attrs come from other formats than the spec's (forensics.gateway_formats).
 -- grain: one row per client request; reads: gw_stage; params: none
 CREATE OR REPLACE TEMP VIEW gw_typed AS
 SELECT row, parse_error,

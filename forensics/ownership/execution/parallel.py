@@ -4,7 +4,7 @@ The compiled walks (numba, nogil) and DuckDB's readers release the GIL, so on a 
 cores two nodes' walks overlap in threads of one process, with no hand-over of tables between
 processes. Each item gets a connection of its own (a cursor of the caller's, made in the caller's
 thread); results come back in item order and the caller stores them in that order, so every table
-is the same however many ran at once (tests/test_determinism.py runs 1 and 2 threads).
+is the same however many ran at once (tests/whole/test_determinism.py runs 1 and 2 threads).
 """
 
 from __future__ import annotations

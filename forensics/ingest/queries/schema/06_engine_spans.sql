@@ -1,4 +1,4 @@
--- The SGLang spans of OTLP trace files under gateway/ (forensics.ingest.otlp): trace id -> rid and room,
+-- The SGLang spans of OTLP trace files under gateway/ (forensics.gateway_formats.otlp): trace id -> rid and room,
 -- for the join of gateway records without a room (ingest/queries/gateway_join/).
 -- grain: one row per SGLang request span; reads: nothing; params: none
 CREATE TABLE IF NOT EXISTS engine_spans (

@@ -15,10 +15,9 @@ from __future__ import annotations
 
 import re
 
-from forensics.audit.lines import LogLine
-from forensics.audit.model import Derivation, Evidence, Facts, Pool, to_int
+from forensics.engines.facts import Derivation, Engine, Evidence, Facts, LogLine, Pool, loose, to_int
 
-ENGINE = "trtllm"
+NAME = "trtllm"
 STARTUP = re.compile(r"(?!x)x")  # no single once-per-start line: a file is one start
 KEYWORDS = (
     "tokens",
@@ -31,7 +30,18 @@ KEYWORDS = (
     "TRT-LLM",
     "tensorrt_llm",
 )
-MARKERS = ("[TensorRT-LLM]", "[TRT-LLM]", "paged KV cache", "tensorrt_llm", "tokens per block")
+MARKERS = (
+    "[TensorRT-LLM]",
+    "[TRT-LLM]",
+    "paged KV cache",
+    "tensorrt_llm",
+    "tokens per block",
+    # the PyTorch backend's warnings when the KV cache cannot hold the configured length, which name
+    # the engine without a prefix (tensorrt_llm/_torch/pyexecutor/resource_manager.py,
+    # KVCacheManager.adjust_window_sizes_for_vswa)
+    "Adjusted max_seq_len to",
+    "in blocks_per_window",
+)
 
 _ALLOC = re.compile(r"Allocated ([\d.]+) ?GiB for max tokens in paged KV cache \((\d[\d,]*)\)")
 _USING = re.compile(r"Using (\d[\d,]*) tokens in paged KV cache")
@@ -42,12 +52,13 @@ _CTX = re.compile(
     r"(?<![\w.])max_seq_len[=:] ?(\d+)|Max sequence length:? ?(\d+)|max sequence length=(\d+)"
     r"|maxSequenceLen: (\d+)"
 )
-_ADJUST = re.compile(r"Adjusted max_seq_len to (\d+)|maxSequenceLen are too large.*?reduced to (\d+)")
-_ADJ_WINDOW = re.compile(r"Adjusted window size (\d+) to (\d+)")
+# loose: also as an excerpt pasted over several lines
+_ADJUST = loose(r"Adjusted max_seq_len to (\d+)|maxSequenceLen are too large.*?reduced to (\d+)")
+_ADJ_WINDOW = loose(r"Adjusted window size (\d+) to (\d+)")
 
 
 def parse(lines: list[LogLine]) -> Facts:
-    facts = Facts(ENGINE)
+    facts = Facts(NAME)
     tpb: tuple[int, Evidence] | None = None
     primary: list[tuple[str, int, Evidence]] = []
     windows: dict[str, list[tuple[int, Derivation]]] = {}
@@ -88,3 +99,6 @@ def parse(lines: list[LogLine]) -> Facts:
         for rank, n, ev in primary:
             facts.add_pool(rank, Pool.derived(f"primary blocks x {size}", Derivation(n, size, ev, size_ev), 3))
     return facts
+
+
+ENGINE = Engine(NAME, "TensorRT-LLM", MARKERS, KEYWORDS, STARTUP, parse)

@@ -1,14 +1,58 @@
-"""Envoy Gateway / Envoy AI Gateway JSON access logs of the simulated requests."""
+"""Envoy / Envoy Gateway / Envoy AI Gateway JSON access logs, and the simulator's writer of them.
+
+Tenants exist only where the operator logs one (%REQ(X-TENANT-ID)%, a JWT claim): a simulated bundle
+names its field with [gateway] tenant. The join key: the spec request_id, which Envoy forwards as
+x-request-id and the engines' request logs record. A client that went away (spec status 499) is logged
+with response_code 0 and flag DC.
+"""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
-from forensics.simulate.config import SimConfig
-from forensics.simulate.gateway_logs._common import ROUTE, UPSTREAM_HOST, Rendered, by_end, digest, iso_ms_z, succeeded
-from forensics.simulate.request import Request
+from forensics.gateway_formats._mapping import Format, Mapping, paths_of
+from forensics.gateway_formats._writing import (
+    ROUTE,
+    EngineRecords,
+    Rendered,
+    SimRequest,
+    SimSettings,
+    by_end,
+    digest,
+    iso_ms_z,
+    succeeded,
+)
 
-# --- Envoy Gateway / Envoy AI Gateway -----------------------------------------------------------------
+ENVOY = Mapping(
+    # Envoy Gateway's default JSON access log (gateway.envoyproxy.io, proxy access logs) and the
+    # Envoy AI Gateway's additions (envoyproxy/ai-gateway site/docs/capabilities/observability/
+    # accesslogs.md: genai_* from dynamic metadata; the semconv-style keys of its newer example).
+    name="envoy",
+    doc="Envoy / Envoy Gateway / Envoy AI Gateway JSON access log",
+    detect=("start_time", "response_code"),
+    fields={
+        "ts": paths_of("start_time"),
+        "request_id": paths_of("x-request-id", "request_id"),
+        "client_ip": paths_of("x-forwarded-for", "downstream_remote_address"),
+        "user_agent": paths_of("user-agent"),
+        "model": paths_of("genai_model_name", ("gen_ai.request.model",)),
+        "status": paths_of("response_code"),
+        "prompt_tokens": paths_of("genai_tokens_input", ("gen_ai.usage.input_tokens",)),
+        "completion_tokens": paths_of("genai_tokens_output", ("gen_ai.usage.output_tokens",)),
+        "duration_ms": paths_of("duration"),
+        "trace_id": paths_of("trace_id"),
+        "engine_id": (),
+    },
+    attrs={},
+    tenant=("x-tenant-id", ("tenant.id",), "x-user-id"),
+    header_prefix="x-",
+    header_skip=("x-request-id", "x-forwarded-for", "x-envoy-"),  # "...-": every field it starts
+    status_map=(("0", ""),),  # no response was started (the client went away: flag DC)
+    empty=("", "-"),  # Envoy Gateway's default format writes "-" for an empty value
+)
+
+# --- the simulator's writer -----------------------------------------------------------------------------
 # Envoy Gateway's default JSON access log (gateway.envoyproxy.io "Proxy Access Logs": start_time, method,
 # x-envoy-origin-path, protocol, response_code, response_flags, response_code_details, ...); the AI
 # Gateway's genai_* from dynamic metadata (envoyproxy/ai-gateway site/docs/capabilities/observability/
@@ -16,9 +60,10 @@ from forensics.simulate.request import Request
 # Envoy prints the JSON object with its keys sorted and unavailable values as null. A client that
 # disconnects before the response: response_code 0, flag DC, downstream_remote_disconnect.
 ENVOY_FILE = "access.jsonl"
+UPSTREAM_HOST = "10.20.0.40:30000"  # Envoy's upstream: the SGLang router, in front of the PD pair
 
 
-def _envoy_record(cfg: SimConfig, r: Request, header_names: list[str]) -> dict[str, object]:
+def _envoy_record(cfg: SimSettings, r: SimRequest, header_names: list[str]) -> dict[str, object]:
     dc = r.status == 499
     ok = succeeded(r)
     dur = (r.t_end - r.t0) // 1000
@@ -61,7 +106,7 @@ def _envoy_record(cfg: SimConfig, r: Request, header_names: list[str]) -> dict[s
     return rec
 
 
-def render_envoy(cfg: SimConfig, reqs: list[Request]) -> Rendered:
+def render_envoy(cfg: SimSettings, reqs: Sequence[SimRequest], engine: EngineRecords) -> Rendered:
     header_names = sorted({h for r in reqs for h in (r.headers or {})} - {"x-request-id", "x-tenant-id"})
     data = "".join(
         json.dumps(_envoy_record(cfg, r, header_names), ensure_ascii=False, separators=(",", ":"), sort_keys=True)
@@ -69,3 +114,6 @@ def render_envoy(cfg: SimConfig, reqs: list[Request]) -> Rendered:
         for r in by_end(reqs)
     )
     return Rendered({ENVOY_FILE: data.encode()})
+
+
+FORMAT = Format(ENVOY, render_envoy, forwards_request_id=True, bundle_tenant="x-tenant-id")

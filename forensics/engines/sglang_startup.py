@@ -17,8 +17,7 @@ from __future__ import annotations
 
 import re
 
-from forensics.audit.lines import LogLine
-from forensics.audit.model import Evidence, Facts, Pool, to_int
+from forensics.engines.facts import Engine, Evidence, Facts, LogLine, Pool, to_int
 from forensics.engines.sglang import (
     ARG_CONTEXT,
     ARG_MODE,
@@ -39,7 +38,7 @@ from forensics.engines.sglang import (
     pool_kind,
 )
 
-ENGINE = "sglang"
+NAME = "sglang"
 STARTUP = re.compile(r"server_args=")
 MARKERS = (
     "server_args=",
@@ -61,7 +60,7 @@ KEYWORDS = ("tokens", "server", "warmup", "max_req_input_len", "Memory pool", "s
 
 
 def parse(lines: list[LogLine]) -> Facts:
-    facts = Facts(ENGINE)
+    facts = Facts(NAME)
     swa_sizes: set[int] = set()
     for ln in lines:
         t = ln.text
@@ -142,3 +141,6 @@ def _mark_swa_halves(facts: Facts, swa_sizes: set[int]) -> None:
             else p
             for p in pools
         ]
+
+
+ENGINE = Engine(NAME, "SGLang", MARKERS, KEYWORDS, STARTUP, parse, requests=True)

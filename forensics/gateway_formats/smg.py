@@ -1,14 +1,45 @@
-"""SGLang model gateway (SMG) JSON logs of the simulated requests (sgl-model-gateway's tracing output)."""
+"""SGLang model gateway (sgl-router / smg) --log-json lines, and the simulator's writer of them.
+
+SMG logs a request's lines inside its http_request span; ingest groups them into one record per request
+first (Mapping.grouped: ingest/queries/gateway_smg_group/). It logs no tenant and no token counts. The
+join key: the spec request_id, which SMG forwards as x-request-id (sgl-model-gateway/src/routers/
+header_utils.rs) and the engines' request logs record. A client that went away (spec status 499) leaves
+only the "started" line: the response future is dropped.
+"""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
-from forensics.simulate.config import SimConfig
-from forensics.simulate.gateway_logs._common import ROUTE, Rendered, log_ts
-from forensics.simulate.request import Request
+from forensics.gateway_formats._mapping import Format, Mapping, paths_of
+from forensics.gateway_formats._writing import ROUTE, EngineRecords, Rendered, SimRequest, SimSettings, log_ts
 
-# --- SGLang model gateway ------------------------------------------------------------------------------
+SMG = Mapping(
+    # SGLang model gateway --log-json (sgl-model-gateway/src/observability/logging.rs: tracing
+    # json().flatten_event(true), ChronoUtc "%Y-%m-%d %H:%M:%S[.%3f]"; middleware.rs: span
+    # http_request with request_id, status_code, latency in microseconds)
+    name="smg",
+    doc="SGLang model gateway (sgl-router / smg) --log-json lines",
+    detect=("timestamp", "level", "target"),
+    fields={
+        "ts": paths_of("timestamp"),
+        "request_id": paths_of("request_id"),
+        "status": paths_of("status_code"),
+        "duration_ms": paths_of("latency"),
+        "model": paths_of("model"),
+        "prompt_tokens": paths_of("prompt_tokens"),
+        "completion_tokens": paths_of("completion_tokens"),
+        "trace_id": (),
+        "engine_id": (),
+    },
+    attrs={},
+    zone="UTC",
+    duration_unit=0.001,
+    grouped=True,
+)
+
+# --- the simulator's writer -----------------------------------------------------------------------------
 # sgl-model-gateway/src/observability/logging.rs: tracing-subscriber fmt().json().flatten_event(true),
 # with_file, with_line_number, ChronoUtc "%Y-%m-%d %H:%M:%S%.3f" (SGLANG_LOG_MS=1), a daily file smg.DATE.
 # Keys in the order tracing-subscriber's JSON formatter writes them: timestamp, level, the event's fields,
@@ -21,7 +52,7 @@ SMG_FILE = "src/middleware.rs"
 SMG_LINES = {"smg::request": 270, "ERROR": 305, "WARN": 310, "INFO": 315}  # line_number: illustrative
 
 
-def _smg_span(r: Request, done: bool) -> dict[str, object]:
+def _smg_span(r: SimRequest, done: bool) -> dict[str, object]:
     fields: dict[str, object] = {"method": "POST", "module": "smg", "request_id": r.request_id, "uri": ROUTE,
                                  "version": "HTTP/1.1"}  # fmt: skip
     if done:
@@ -41,7 +72,7 @@ def _smg_line(
     return json.dumps(rec, ensure_ascii=False, separators=(",", ":"))
 
 
-def render_smg(cfg: SimConfig, reqs: list[Request]) -> Rendered:
+def render_smg(cfg: SimSettings, reqs: Sequence[SimRequest], engine: EngineRecords) -> Rendered:
     t_boot = cfg.start_us - 600_000_000
     lines: list[tuple[int, int, str]] = [
         (t_boot, 0, _smg_line(t_boot, "INFO", "Starting router on 0.0.0.0:30000 | mode: PD disaggregated",
@@ -65,3 +96,6 @@ def render_smg(cfg: SimConfig, reqs: list[Request]) -> Rendered:
     for ts, _seq, text in sorted(lines):
         files.setdefault(f"smg.{log_ts(ts, False)[:10]}", []).append(text)
     return Rendered({name: ("\n".join(v) + "\n").encode() for name, v in files.items()})
+
+
+FORMAT = Format(SMG, render_smg, forwards_request_id=True)

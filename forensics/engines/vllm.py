@@ -18,10 +18,9 @@ from __future__ import annotations
 
 import re
 
-from forensics.audit.lines import LogLine
-from forensics.audit.model import Derivation, Evidence, Facts, Pool, to_int
+from forensics.engines.facts import Derivation, Engine, Evidence, Facts, LogLine, Pool, loose, to_int
 
-ENGINE = "vllm"
+NAME = "vllm"
 STARTUP = re.compile(r"vLLM API server version")
 MARKERS = (
     "KV cache size:",
@@ -57,17 +56,11 @@ _MAXLEN = re.compile(
 )
 
 
-def _loose(pattern: str) -> re.Pattern[str]:
-    """A message pattern whose spaces match any whitespace or none: a message pasted wrapped over
-    several lines loses the spaces at its breaks when the pieces are joined (forensics.audit.lines)."""
-    return re.compile(pattern.replace(" ", r"\s*"))
-
-
-_TOO_BIG = _loose(
+_TOO_BIG = loose(
     r"max seq len \((\d+)\) is larger than the maximum number of tokens that can be stored in KV cache "
     r"\((\d+)\)"
 )
-_NEEDED = _loose(
+_NEEDED = loose(
     r"max seq len \((\d+)\),? \(?([\d.]+) GiB KV cache is needed, which is larger than the available "
     r"KV cache memory \(([\d.]+) GiB\)"
     r"(?:\. Based on the available memory, the estimated maximum model length is (\d+))?"
@@ -78,7 +71,7 @@ _ROLES = {"producer": "prefill", "consumer": "decode", "both": "unified"}
 
 
 def parse(lines: list[LogLine]) -> Facts:
-    facts = Facts(ENGINE)
+    facts = Facts(NAME)
     block_size: int | None = None
     size_ev: Evidence | None = None
     blocks: list[tuple[str, int, Evidence]] = []
@@ -131,3 +124,6 @@ def _errors(facts: Facts, ln: LogLine) -> None:
                 ev,
             )
         )
+
+
+ENGINE = Engine(NAME, "vLLM", MARKERS, KEYWORDS, STARTUP, parse)

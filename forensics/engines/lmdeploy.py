@@ -17,10 +17,9 @@ from __future__ import annotations
 
 import re
 
-from forensics.audit.lines import LogLine
-from forensics.audit.model import Derivation, Evidence, Facts, Pool, to_int
+from forensics.engines.facts import Derivation, Engine, Evidence, Facts, LogLine, Pool, loose, to_int
 
-ENGINE = "lmdeploy"
+NAME = "lmdeploy"
 STARTUP = re.compile(r"(?!x)x")
 KEYWORDS = ("tokens", "block", "session_len", "EngineRole", "model", "[TM]", "EngineConfig", "lmdeploy")
 MARKERS = (
@@ -30,19 +29,21 @@ MARKERS = (
     "PytorchEngineConfig",
     "lmdeploy",
     "max cached tokens",
+    # TurboMind's warning when the KV cache cannot hold session_len (src/turbomind/engine/engine.cc)
+    "due to limited KV cache memory",
 )
 
 _CACHED = re.compile(r"max cached tokens: (\d[\d,]*)")
 _BLOCKS = re.compile(r"\[BlockManager\] max_block_count = (\d+)|(?<![\w.])num_gpu_blocks=(\d+)")
 _SEQ_LEN = re.compile(r"(?<![\w.])(?:cache_block_seq_len|block_size)=(\d+)")
 _SESSION = re.compile(r"(?<![\w.])session_len=(\d+)")
-_TRUNC = re.compile(r"session_len`? truncated to (\d+)")
+_TRUNC = loose(r"session_len`? truncated to (\d+)")  # also as an excerpt pasted over several lines
 _ROLE = re.compile(r"role=<?EngineRole\.(\w+)")
 _MODEL = re.compile(r"model_path='([^']*)'|model_name='([^']*)'")
 
 
 def parse(lines: list[LogLine]) -> Facts:
-    facts = Facts(ENGINE)
+    facts = Facts(NAME)
     block_len: tuple[int, Evidence] | None = None
     blocks: list[tuple[str, int, Evidence]] = []
     for ln in lines:
@@ -73,3 +74,6 @@ def parse(lines: list[LogLine]) -> Facts:
     elif blocks:
         facts.notes.append("block count found but no block length (cache_block_seq_len) in the log")
     return facts
+
+
+ENGINE = Engine(NAME, "LMDeploy", MARKERS, KEYWORDS, STARTUP, parse)

@@ -1,0 +1,98 @@
+"""Ingest stage, the engine of each node: ingest picks its readers by the engine a node's logs name.
+
+A bundle's engine logs are SGLang's (docs/evidence-bundle.md), and SGLang's readers
+(forensics.ingest.bulk, forensics.ingest.engine) read them. A node whose logs name another engine of
+the registry (forensics.engines.ENGINES: vLLM, TensorRT-LLM, LMDeploy) and never SGLang is read by
+that engine's start-up parser instead: its node_config row holds the pool, context length, role and
+page size the config audit reads from the same lines (forensics.audit), and each of its files says
+that its per-request lines are not read. No other engine logs a request's KV transfer the way SGLang
+does: the findings for those nodes' requests rest on their page events and the gateway log alone, and
+the files' notes and the report's technical annex (T1) say so.
+
+Recognition reads the head of each log file (DETECT_BYTES; of a shipper's export, its first
+DETECT_SHIPPED lines): banners and start-up lines come first. A node goes to another engine's reader
+only when its heads name that engine and hold no SGLang marker at all, so an SGLang log that quotes
+another engine (a traceback through vLLM's kernels) is never taken for it.
+
+Reads: engine/<node>/ files. Writes: node_config rows of the nodes of other engines.
+"""
+
+from __future__ import annotations
+
+from itertools import islice
+
+import duckdb
+
+from forensics.audit import ServerInput, audit_server
+from forensics.engines import ENGINES, marker_scores
+from forensics.engines.sglang_startup import NAME as SGLANG
+from forensics.ingest import rawtext
+from forensics.intake import InputFile, shippers
+
+DETECT_BYTES = 1 << 20
+COMPRESSED_UNREAD = (".zst",)  # read by DuckDB only: recognised as SGLang's (the bundle's engine)
+
+
+DETECT_SHIPPED = 5000  # lines of a log shipper's export
+
+
+def _head(f: InputFile) -> list[str]:
+    if f.format:  # a log shipper's export: the engine's lines inside it (forensics.intake.shippers)
+        return [
+            s.raw.decode("utf-8", errors="replace") for s in islice(shippers.unwrap(f.path, f.format), DETECT_SHIPPED)
+        ]
+    with rawtext.open_bytes(f) as fh:
+        data = fh.read(DETECT_BYTES)
+    return data.decode("utf-8", errors="replace").splitlines()
+
+
+def _line_count(f: InputFile) -> int:
+    n, last = 0, b"\n"
+    with rawtext.open_bytes(f) as fh:
+        while chunk := fh.read(1 << 20):
+            n, last = n + chunk.count(b"\n"), chunk[-1:]
+    return n + (last != b"\n")
+
+
+def node_engines(files: list[InputFile]) -> dict[str, str]:
+    """The engine of each node with plain engine logs: SGLang unless its files' heads name another
+    engine of the registry and no SGLang marker (the module's docstring)."""
+    heads: dict[str, list[str]] = {}
+    for f in files:
+        if f.source != "engine_log" or f.node is None or f.error or f.skipped:
+            continue
+        lines = heads.setdefault(f.node, [])
+        if not f.rel.lower().endswith(COMPRESSED_UNREAD):
+            lines.extend(_head(f))
+    out = {}
+    for node, lines in heads.items():
+        scores = marker_scores(lines)
+        best = max(scores.values())
+        winners = [name for name, score in scores.items() if score == best]
+        out[node] = winners[0] if scores[SGLANG] == 0 and best > 0 and len(winners) == 1 else SGLANG
+    return out
+
+
+def load_startup(con: duckdb.DuckDBPyConnection, node: str, engine: str, files: list[InputFile]) -> None:
+    """A node of another engine: its start-up facts into node_config, its files accounted as read and
+    noted as read for their start-up facts only."""
+    entry = ENGINES[engine]
+    audit = audit_server(ServerInput(files[0].path.parent, node, tuple(f.path for f in files)))
+    first = files[0]
+    con.execute(
+        """INSERT INTO node_config (node, role, page_size, context_len, pool_tokens, model_path, file_id, line,
+                                    engine)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+        [node, audit.role, audit.page_size, audit.context_len, audit.pool_tokens, audit.model, first.file_id, 1,
+         engine],
+    )  # fmt: skip
+    pool = f"pool {audit.pool_tokens} tokens" if audit.pool_tokens is not None else "pool not stated"
+    ctx = f"context length {audit.context_len}" if audit.context_len is not None else "context length not stated"
+    note = (
+        f"a {entry.label} log (recognised by its lines): only its start-up facts are read ({pool}, {ctx}); "
+        "KV Forensics reads per-request lines of SGLang only: the findings for node "
+        f"{node}'s requests rest on its page events and the gateway log alone"
+    )
+    for f in files:
+        f.rows_read = f.rows_loaded = _line_count(f)
+        f.notes.append(note)

@@ -1,0 +1,65 @@
+"""The guard's alert line and metrics file (forensics.sglang.runtime decides; this writes).
+
+The alert line is the record of `forensics watch`'s alerts (forensics.watch.detector.Alert): watch
+--alerts on the plugin's alerts.jsonl keeps the guard's alerts in the same stream and raises no second
+alert for the room. The metrics are Prometheus text (node_exporter's textfile collector reads it).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from forensics.sglang.recorder import iso_us
+
+log = logging.getLogger("forensics.sglang")
+
+
+def alert(rt: Any, v: Any) -> None:
+    """rt: the forensics.sglang.runtime.Runtime, v: its Violation (not imported: runtime imports this)."""
+    ts = iso_us(rt.clock())
+    text = (
+        f"KV integrity guard: room {v.room} rid={v.rid} on {rt.node} attends {v.slots} slots last "
+        f"written by rooms {', '.join(map(str, v.sources))} ({v.kind}); "
+        f"{'finished with an error' if rt.guard == 'enforce' else 'observed'}"
+    )
+    log.error(text)
+    rec: dict[str, Any] = {
+        "kind": "exposure",
+        "node": rt.node,
+        "room": v.room,
+        "request_ids": [v.rid] if v.rid else [],
+        "evidence": [{"file": "kv-forensics guard", "line": rt.stats.violations, "text": text}],
+        "log_time": ts,
+        "detected_at": ts,
+        "summary": f"room {v.room} on {rt.node}: {v.slots} slots held another room's KV ({v.kind}; rooms "
+        f"{', '.join(map(str, v.sources))}) when its decode batch was about to run (kv-forensics guard, "
+        f"{rt.guard}); forensics investigate settles it",
+        "gateway_request_id": None,
+        "account_id": None,
+    }
+    if rt.alerts_path is not None:
+        with rt.alerts_path.open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps(rec) + "\n")
+    write_metrics(rt)
+
+
+def write_metrics(rt: Any) -> None:
+    if rt.metrics_path is None:
+        return
+    lines = [
+        "# HELP kvf_guard_violations_total Decode requests the KV integrity guard flagged.",
+        "# TYPE kvf_guard_violations_total counter",
+    ]
+    for kind, n in sorted(rt.stats.by_kind.items()):
+        lines.append(f'kvf_guard_violations_total{{node="{rt.node}",kind="{kind}",mode="{rt.guard}"}} {n}')
+    if rt.rec is not None:
+        lines += [
+            "# HELP kvf_pages_dropped_total Page events dropped on a full queue (a seq gap in the files).",
+            "# TYPE kvf_pages_dropped_total counter",
+            f'kvf_pages_dropped_total{{node="{rt.node}"}} {rt.rec.dropped}',
+        ]
+    tmp = rt.metrics_path.with_suffix(".tmp")
+    tmp.write_text("\n".join(lines) + "\n")
+    tmp.replace(rt.metrics_path)
