@@ -854,7 +854,7 @@ class Bundle:
             "sess": pair(lambda k: _writing.uuid4_of(cfg, "litellm_trace_id", rq[k])),
         }
         if not ok:  # a failure's prompt_tokens (and total): LiteLLM's estimate, here the engine's length L
-            lit["est"] = pair(lambda k: litellm._failure_prompt_tokens(cfg, req(k)))
+            lit["est"] = pair(lambda k: spendlogs._failure_prompt_tokens(cfg, req(k)))
         lit_ops: dict[str, list[Op]] = {
             "id": [(HEX, "id_hi", 16), (HEX, "id_lo", 16)] if ok else [(UUID, "id_hi", 0)],
             "keyh": [(TAB, "keyh", 0)],
