@@ -221,9 +221,8 @@ class Watch:
             per_node[f.node] = per_node.get(f.node, 0) + k
             if f.source == "pages":
                 if self.pages is not None:
-                    for lineno, raw in enumerate(data.splitlines(keepends=True), start=before + 1):
-                        for a in self.pages.feed(f.rel, lineno, raw):
-                            self._emit(a)
+                    for a in self.pages.feed_chunk(f.rel, before, data):
+                        self._emit(a)
                 continue
             for a in self.detector.feed_chunk(f.node, f.rel, before, data, f.source == "jsonl"):
                 self._emit(a)

@@ -58,9 +58,10 @@ TIME_STATS_LINE = re.compile(
     re.M,
 )
 TEXT_HOT: tuple[bytes, ...] = (b"Req Time Stats(", b"ReqTimeStats(")
-# a duration of the tail, its first pair by that name (DURATION's setdefault): `name=12.34[ms]`
-FORWARD = re.compile(rb"[:,] forward_duration=([0-9]+(?:\.[0-9]+)?)(ms)?")
-QUEUE = re.compile(rb"[:,] queue_duration=([0-9]+(?:\.[0-9]+)?)(ms)?")
+# a duration of the tail, its first pair by that name (DURATION's setdefault): `name=12.34[ms]`, found by
+# ` name=` (in the tail a space only follows a pair's `, ` or `: `)
+FORWARD, QUEUE = b" forward_duration=", b" queue_duration="
+_DURATION = re.compile(rb"([0-9]+(?:\.[0-9]+)?)(ms)?")
 
 # --- JSON: a request.finished record ---
 _S = rb'"[ !#-Z^-z|~]*+"'  # printable ASCII without " \ [ ] { }
@@ -111,8 +112,10 @@ def _key(data: bytes, key: bytes, lo: int, hi: int) -> int | None:
     k = data.find(key, lo, hi)
     if k < 0:
         return -1
-    if data.find(key, k + 1, hi) >= 0 or data.count(b"{", lo, k) - data.count(b"}", lo, k) != 1:
+    if data.find(key, k + 1, hi) >= 0:
         return None
+    if data.find(b"{", lo + 1, k) >= 0 and data.count(b"{", lo, k) - data.count(b"}", lo, k) != 1:
+        return None  # strings hold no braces: the key is on the object's own level where every { before it closed
     return k + len(key)
 
 
@@ -163,8 +166,13 @@ def _finished(m: re.Match[bytes], data: bytes, times: _Times) -> dict[str, Any] 
     return {"kind": "finished", "rid": m[2].decode(), "room": room, "ts": ts, "input_len": prompt, "detail": detail}
 
 
-def _seconds(m: re.Match[bytes] | None) -> float | None:
-    return None if m is None else float(m[1]) / (1000 if m[2] else 1)
+def _seconds(data: bytes, name: bytes, lo: int, hi: int) -> float | None:
+    i = data.find(name, lo, hi)
+    if i < 0:
+        return None
+    m = _DURATION.match(data, i + len(name))
+    assert m is not None  # the line pattern admitted a number there
+    return float(m[1]) / (1000 if m[2] else 1)
 
 
 def _time_stats(m: re.Match[bytes], data: bytes, times: _Times) -> dict[str, Any] | None:
@@ -189,8 +197,7 @@ def _time_stats(m: re.Match[bytes], data: bytes, times: _Times) -> dict[str, Any
     lo, hi = m.span(8)
     return {
         "kind": "time_stats", "rid": rid.decode().strip("'\""), "room": room, "ts": ts, "input_len": inp,
-        "detail": kind.decode(), "forward_s": _seconds(FORWARD.search(data, lo, hi)),
-        "queue_s": _seconds(QUEUE.search(data, lo, hi)),
+        "detail": kind.decode(), "forward_s": _seconds(data, FORWARD, lo, hi), "queue_s": _seconds(data, QUEUE, lo, hi),
     }  # fmt: skip
 
 

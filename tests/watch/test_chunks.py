@@ -309,3 +309,64 @@ def test_the_detector_reads_no_other_field_of_a_request_row(tmp_path: Path) -> N
                     )
                 )
     assert n and _Recording.read and _Recording.read <= set(chunks.ROW_KEYS), _Recording.read - set(chunks.ROW_KEYS)
+
+
+def _ev_line(**kw: Any) -> str:
+    e = {"node": "n1", "seq": 1, "ts": "2026-08-29T10:00:00.000001Z", "op": "write", "room": 7, "start": 0, "end": 4}
+    return json.dumps(e | kw)
+
+
+ODD_PAGES = [
+    _ev_line(),
+    _ev_line(op="write", room=8, start=2, end=6, src="prefill"),
+    _ev_line(op="read", room=9, start=0, end=8),
+    _ev_line(op="transfer", room=10, start=4, end=12, peer="n2"),
+    _ev_line(node="n2", op="share", room=11, start=4, end=12),
+    _ev_line(op="transfer", room=12, start=4, end=12, peer="n2"),
+    _ev_line(node="n2", op="read", room=11, start=0, end=16),
+    _ev_line(op="free", room=9, start=0, end=8),
+    _ev_line(op="transfer", room=13, start=4, end=12),  # no peer
+    _ev_line(room="14", op="read", start=0, end=3),
+    _ev_line(room=15.0, op="read", start=0, end=3),
+    _ev_line(room=True, op="read", start=0, end=3),
+    _ev_line(start=5, end=5),
+    _ev_line(start=-1, end=5),
+    _ev_line(node="n\u00e9", op="read", room=16, start=0, end=2),
+    _ev_line(node='n"3', op="read", room=16, start=0, end=2),
+    json.dumps({"op": "read", "node": "n1", "room": 17, "start": 0, "end": 2, "seq": 2, "ts": "t"}),
+    _ev_line().replace(", ", ","),
+    _ev_line(op="read", room=18, start=0, end=4) + "\r",
+    _ev_line(op="read", room=19, start=0, end=4, ts=None),
+    _ev_line(seq=-0, op="read", room=20, start=0, end=4),
+    "not json",
+    "",
+    "{}",
+]
+
+
+def _page_run(data: bytes, reader: str, cuts: int, monkeypatch: pytest.MonkeyPatch) -> tuple[list[dict], dict]:
+    from forensics.watch import pages
+
+    monkeypatch.setattr(pages, "READER", reader)
+    pw = pages.PageWatch()
+    lines = data.splitlines(keepends=True)
+    at = sorted(random.Random(cuts).sample(range(1, len(lines)), min(cuts, len(lines) - 1)))
+    alerts = []
+    for lo, hi in zip([0, *at], [*at, len(lines)], strict=True):
+        alerts += [a.to_json() for a in pw.feed_chunk("pages/x.jsonl", lo, b"".join(lines[lo:hi]))]
+    return alerts, {k: v.tolist() for k, v in (pw.writer | {f"r/{n}": a for n, a in pw.reader.items()}).items()}
+
+
+def test_page_events_read_in_bulk_as_one_by_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    datas = [("\n".join(ODD_PAGES) + "\n").encode()]
+    bundle = _simulated(tmp_path, "seed3-default")
+    datas += [p.read_bytes() for p in sorted((bundle / "pages").glob("*.jsonl"))]
+    assert len(datas) > 1
+    for data in datas:
+        ref = _page_run(data, "python", 0, monkeypatch)
+        assert ref == _page_run(data, "bulk", 0, monkeypatch)
+        assert ref == _page_run(data, "bulk", 9, monkeypatch)
+    from forensics.watch.pages import PAGE_LINE
+
+    assert len(PAGE_LINE.findall(datas[1])) == datas[1].count(b"\n")  # the writer's lines all taken
+    assert _page_run(datas[0], "python", 0, monkeypatch)[0]  # the odd lines raise alerts too
