@@ -11,17 +11,20 @@ handed to the detector, their order and their numbers are the per-line path's.
 As in forensics.ingest.bulk, a strict pattern takes a line only where the per-line parser would give
 the same values for the fields the detector reads (ROW_KEYS, and the line's time resolution):
   text: the time_stats shape's bulk pattern (forensics.engines.sglang.SHAPES, written here for Python's
-  engine: the literal first, possessive where no backtracking can match) behind the record prefix
-  (PREFIX_BULK) or none; a rid of ASCII without NUL; room, lengths in int64; a time the zone can hold;
+  engine: possessive where no backtracking could match, the rid greedy as it holds no comma) behind the
+  record prefix (PREFIX_BULK) or none; a rid of ASCII without NUL; room, lengths in int64; a time the
+  zone can hold;
   JSON: `{"timestamp": .., "event": "request.finished", "rid": .., "obj": {..}, "out": {"meta_info": {..}}}`
   as SGLang's RequestLogger._log_json writes it (json.dumps: `, ` and `: `), strings of printable ASCII
   without quotes, escapes or brackets, values nested two deep at most; a non-empty rid; obj's
   bootstrap_room (at most once, int64 or null) and meta_info's prompt_tokens (once, an int64) and
   finish_reason (at most once; its text as json.loads reads it) on their object's own level.
-Everything else goes to the per-line parser. tests/watch/test_chunks.py compares both readers' rows
-line by line and the alerts of both paths on simulated, generated and real-line bundles.
+Everything else goes to the per-line parser. Page events of the writer's layout are read the same way
+(forensics.watch.pages.PAGE_LINE). tests/watch/test_chunks.py compares both readers' rows line by line
+and the alerts of both paths on simulated, generated and real-line bundles.
 
-KVF_WATCH_READER=python reads every candidate line with the per-line parser (the reference).
+KVF_WATCH_READER=python reads every candidate line with the per-line parser and every page event with
+json.loads (the reference), as KVF_ENGINE_READER=python does for ingest.
 """
 
 from __future__ import annotations
@@ -34,7 +37,6 @@ from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from forensics.engines.sglang import SHAPES
 from forensics.ingest.engine import UTC, EngineRows, _local_to_utc, parse_request_line, parse_text_line
 
 READER = os.environ.get("KVF_WATCH_READER", "bulk")
@@ -48,8 +50,6 @@ INT64 = 1 << 63
 Typed = tuple[int, bytes, list[dict[str, Any]], list[dict[str, Any]], int | None]
 
 # --- text: the time_stats shape (SHAPES["time_stats"].bulk) behind the record prefix (PREFIX_BULK) ---
-_TS_BULK = SHAPES["time_stats"].bulk
-assert _TS_BULK is not None and _TS_BULK.startswith(r"^(?:Req Time Stats|ReqTimeStats)\(rid=")
 TIME_STATS_LINE = re.compile(
     rb"^(?:\[([0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2})(\.[0-9]{1,6})?(?: [A-Z_]+[0-9]+)*+\] )?"
     rb"(?:Req Time Stats|ReqTimeStats)\(rid=([^,\s()]++)(?:, bootstrap_room=(-?[0-9]++|None))?, "
@@ -86,7 +86,7 @@ _DETAILS: dict[bytes, str] = {}  # a finish_reason's text -> the detail the per-
 
 
 class _Times:
-    """A text line's record time as _local_to_utc gives it, each second of log converted once."""
+    """A text line's record time as _local_to_utc gives it, each second of a chunk converted once."""
 
     def __init__(self, tz: ZoneInfo) -> None:
         self.tz = tz
@@ -246,7 +246,8 @@ def typed(data: bytes, before: int, jsonl: bool, tz: ZoneInfo, literals: tuple[b
     times = _Times(tz)
     strict = list(pattern.finditer(data))
     rest = tuple(lit for lit in literals if lit not in hot and lit in data)
-    stray = sum(data.count(h) for h in hot) != len(strict)  # a strict line holds one of `hot`, once
+    # every strict line holds one of `hot`: as many of them as strict lines leaves none on another line
+    stray = sum(data.count(h) for h in hot) != len(strict)
     if rest or stray:
         by_start = {m.start(): m for m in strict}
         starts = sorted({*by_start, *_others(data, by_start, rest + hot if stray else rest)})

@@ -18,10 +18,10 @@ from typing import Any
 
 import numpy as np
 
+from forensics.watch import chunks
 from forensics.watch.detector import Alert
 
 NONE = -1
-READER = os.environ.get("KVF_WATCH_READER", "bulk")
 # a page event as forensics.simulate's writer lays it out (spec section 4; json.dumps: `, ` and `: `), its
 # strings printable ASCII without quotes or escapes, its numbers integers: the fields json.loads gives
 _S = rb'"([ !#-\[\]-~]*+)"'
@@ -90,7 +90,7 @@ class PageWatch:
         """A run of whole lines (`before` lines precede it): the events of the writer's layout (PAGE_LINE)
         read in bulk, any other line through feed (KVF_WATCH_READER=python: every line)."""
         out: list[Alert] = []
-        if READER == "python":
+        if chunks.READER == "python":
             for lineno, raw in enumerate(data.splitlines(keepends=True), start=before + 1):
                 out += self.feed(path, lineno, raw)
             return out

@@ -347,7 +347,7 @@ ODD_PAGES = [
 def _page_run(data: bytes, reader: str, cuts: int, monkeypatch: pytest.MonkeyPatch) -> tuple[list[dict], dict]:
     from forensics.watch import pages
 
-    monkeypatch.setattr(pages, "READER", reader)
+    monkeypatch.setattr(chunks, "READER", reader)
     pw = pages.PageWatch()
     lines = data.splitlines(keepends=True)
     at = sorted(random.Random(cuts).sample(range(1, len(lines)), min(cuts, len(lines) - 1)))
