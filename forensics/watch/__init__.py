@@ -2,8 +2,9 @@
 
 The pipeline, one poll at a time:
   follow.Follower   the engine logs (and page events) of DIR as they grow, with rotation and truncation
-  detector.Detector each line parsed by investigate's own line parsers, the signatures applied as soon
-                    as their last line arrives
+  detector.Detector each new run of lines typed in bulk (chunks: the per-request shapes by strict patterns
+                    over the whole run, every other line by investigate's own line parsers), the
+                    signatures applied as soon as their last line arrives
   pages.PageWatch   page events: a read of slots another room wrote (where page events are followed)
   gateway.GatewayRooms  with --gateway FILE: room -> the gateway's request id and account, for alerts
   Sinks             alerts as JSON lines (stdout or --alerts), an optional webhook, Prometheus metrics
@@ -28,7 +29,7 @@ from typing import IO, Any
 from zoneinfo import ZoneInfo
 
 from forensics.intake import load_bundle_config
-from forensics.watch.detector import JSON_MARKER_RE, KINDS, TEXT_MARKERS, Alert, Detector, candidates
+from forensics.watch.detector import KINDS, Alert, Detector
 from forensics.watch.follow import Follower, lag_bytes
 from forensics.watch.gateway import GatewayRooms
 from forensics.watch.pages import PageWatch
@@ -220,14 +221,11 @@ class Watch:
             per_node[f.node] = per_node.get(f.node, 0) + k
             if f.source == "pages":
                 if self.pages is not None:
-                    for lineno, raw in enumerate(data.splitlines(keepends=True), start=before + 1):
-                        for a in self.pages.feed(f.rel, lineno, raw):
-                            self._emit(a)
+                    for a in self.pages.feed_chunk(f.rel, before, data):
+                        self._emit(a)
                 continue
-            jsonl = f.source == "jsonl"
-            for lineno, raw in candidates(data, before, JSON_MARKER_RE if jsonl else TEXT_MARKERS):
-                for a in self.detector.feed(f.node, f.rel, lineno, raw, jsonl):
-                    self._emit(a)
+            for a in self.detector.feed_chunk(f.node, f.rel, before, data, f.source == "jsonl"):
+                self._emit(a)
         self.out.flush()
         for note in self.follower.notes:
             print(f"watch: {note}", file=sys.stderr)

@@ -29,7 +29,6 @@ the rooms in flight.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -37,27 +36,16 @@ from zoneinfo import ZoneInfo
 
 from forensics.engines.sglang import POOL_SOURCES, SHAPES, landing_offset, max_req_input_len, node_pool, rank_pool
 from forensics.ingest.engine import EngineRows, parse_request_line, parse_text_line
+from forensics.watch import chunks
 
 # the line shapes the rules read (a cheap test before the parser: most lines of a busy server are batch
 # logs), found by their literals (forensics.engines.sglang.SHAPES); investigate reads every shape
 WATCHED_SHAPES = ("time_stats", "overlength", "transfer_failed", "server_args", "swa_pools", "kv_pool", "max_total")
-TEXT_MARKERS = re.compile(b"|".join(re.escape(lit.encode()) for k in WATCHED_SHAPES for lit in SHAPES[k].literals))
+TEXT_LITERALS = tuple(lit.encode() for k in WATCHED_SHAPES for lit in SHAPES[k].literals)
+TEXT_MARKERS = re.compile(b"|".join(re.escape(lit) for lit in TEXT_LITERALS))
 JSON_MARKER = b'"request.finished"'
+JSON_LITERALS = (JSON_MARKER,)
 JSON_MARKER_RE = re.compile(re.escape(JSON_MARKER))
-
-
-def candidates(data: bytes, before: int, marker: re.Pattern[bytes]) -> Iterator[tuple[int, bytes]]:
-    """The lines of a run of whole lines (`before` lines precede it in its file) that hold a marker,
-    with their line numbers: the regex scans the run in C, and only those lines cost a Python step."""
-    line, pos, last = before, 0, -1
-    for m in marker.finditer(data):
-        start = data.rfind(b"\n", 0, m.start()) + 1
-        if start <= last:
-            continue  # a second marker on a line already taken
-        line += data.count(b"\n", pos, start) + 1
-        end = data.index(b"\n", m.start())
-        yield line, data[start : end + 1]
-        pos, last = end + 1, start
 
 
 KINDS = ("placeholder_signature", "late_transfer", "pool_smaller_than_context", "exposure")
@@ -166,15 +154,34 @@ class Detector:
         parse = parse_request_line if jsonl else parse_text_line
         if not parse(raw, node, 0, lineno, self.tz, rows):
             return []
-        if not rows.requests and not rows.config:
+        res_ms = rows.lines[0].get("ts_resolution_ms") if rows.lines else None
+        return self.apply(node, path, lineno, raw, rows.requests, rows.config, res_ms)
+
+    def feed_chunk(self, node: str, path: str, before: int, data: bytes, jsonl: bool) -> list[Alert]:
+        """A run of whole lines of `path` (`before` lines precede it): the alerts its lines complete, the
+        candidate lines typed in bulk (forensics.watch.chunks), or one by one with KVF_WATCH_READER=python."""
+        if chunks.READER == "python":
+            lines = chunks.per_line(data, before, JSON_MARKER_RE if jsonl else TEXT_MARKERS, jsonl, self.tz)
+        else:
+            lines = chunks.typed(data, before, jsonl, self.tz, JSON_LITERALS if jsonl else TEXT_LITERALS)
+        out: list[Alert] = []
+        for lineno, raw, requests, config, res_ms in lines:
+            out += self.apply(node, path, lineno, raw, requests, config, res_ms)
+        return out
+
+    def apply(
+        self, node: str, path: str, lineno: int, raw: bytes, requests: list[dict[str, Any]],
+        config: list[dict[str, Any]], res_ms: int | None,
+    ) -> list[Alert]:  # fmt: skip
+        """A parsed line's rows (its request and config rows, its time resolution): the alerts they complete."""
+        if not requests and not config:
             return []
         ev = _ev(path, lineno, raw)
         out: list[Alert] = []
-        for c in rows.config:
+        for c in config:
             out += self._config(node, c, ev)
-        res_ms = rows.lines[0].get("ts_resolution_ms") if rows.lines else None
         res = (res_ms or 1) / 1000.0
-        for r in rows.requests:
+        for r in requests:
             ts = r.get("ts")
             t = ts.timestamp() if ts else self.clock
             self.clock = max(self.clock, t)
@@ -216,7 +223,8 @@ class Detector:
     def _role(self, node: str, r: dict[str, Any]) -> str | None:
         if r["kind"] == "time_stats" and r.get("detail") in ("prefill", "decode"):
             return r["detail"]
-        return self.nodes.get(node, NodeFacts()).role
+        facts = self.nodes.get(node)
+        return facts.role if facts is not None else None
 
     def _request(self, node: str, r: dict[str, Any], ev: dict[str, Any], t: float, res: float) -> list[Alert]:
         kind, rid, room = r["kind"], r.get("rid"), r.get("room")
@@ -228,7 +236,9 @@ class Detector:
         if room in self.closed:
             return []
         role = self._role(node, r)
-        s = self.rooms.setdefault(room, Room())
+        s = self.rooms.get(room)
+        if s is None:
+            s = self.rooms[room] = Room()
         s.last_seen = t
         if rid and rid not in s.rids:
             s.rids.append(rid)

@@ -12,14 +12,29 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from forensics.watch import chunks
 from forensics.watch.detector import Alert
 
 NONE = -1
+# a page event as forensics.simulate's writer lays it out (spec section 4; json.dumps: `, ` and `: `), its
+# strings printable ASCII without quotes or escapes, its numbers integers: the fields json.loads gives
+_S = rb'"([ !#-\[\]-~]*+)"'
+_I = rb"(-?(?:0|[1-9][0-9]*+))"
+PAGE_LINE = re.compile(
+    rb'^\{"node": ' + _S + rb', "seq": -?(?:0|[1-9][0-9]*+), "ts": ' + _S + rb', "op": ' + _S + rb', "room": ' + _I
+    + rb', "start": ' + _I + rb', "end": ' + _I + rb'(?:, "src": "[ !#-\[\]-~]*+")?(?:, "peer": ' + _S + rb")?\}$",
+    re.M,
+)  # fmt: skip
+
+
+def _ev(path: str, lineno: int, raw: bytes) -> dict[str, Any]:
+    return {"file": path, "line": lineno, "text": raw.decode("utf-8", "replace").rstrip()[:500]}
 
 
 class PageWatch:
@@ -69,13 +84,44 @@ class PageWatch:
             node, op, room, a, b = e["node"], e["op"], int(e["room"]), int(e["start"]), int(e["end"])
         except (ValueError, KeyError, TypeError):
             return []  # investigate's ingest names bad rows; the alarm skips them
+        return self._event(path, lineno, raw, node, op, room, a, b, e.get("peer"), e.get("ts"))
+
+    def feed_chunk(self, path: str, before: int, data: bytes) -> list[Alert]:
+        """A run of whole lines (`before` lines precede it): the events of the writer's layout (PAGE_LINE)
+        read in bulk, any other line through feed (KVF_WATCH_READER=python: every line)."""
+        out: list[Alert] = []
+        if chunks.READER == "python":
+            for lineno, raw in enumerate(data.splitlines(keepends=True), start=before + 1):
+                out += self.feed(path, lineno, raw)
+            return out
+        line, pos = before, 0
+        for m in PAGE_LINE.finditer(data):
+            start = m.start()
+            if start != pos:  # lines the pattern did not take
+                for raw in data[pos:start].splitlines(keepends=True):
+                    line += 1
+                    out += self.feed(path, line, raw)
+            line += 1
+            pos = m.end() + 1
+            node, ts, op, room, a, b, peer = m.groups()
+            out += self._event(
+                path, line, data[start:pos], node.decode(), op.decode(), int(room), int(a), int(b),
+                peer.decode() if peer is not None else None, ts.decode(),
+            )  # fmt: skip
+        for raw in data[pos:].splitlines(keepends=True):
+            line += 1
+            out += self.feed(path, line, raw)
+        return out
+
+    def _event(
+        self, path: str, lineno: int, raw: bytes, node: Any, op: Any, room: int, a: int, b: int, peer: Any, ts: Any
+    ) -> list[Alert]:
         if not (0 <= a < b):
             return []
-        target = e.get("peer") if op == "transfer" else node
+        target = peer if op == "transfer" else node
         if not isinstance(target, str):
             return []
         w, r = self._arrays(target, b)
-        ev = {"file": path, "line": lineno, "text": raw.decode("utf-8", "replace").rstrip()[:500]}
         if op == "write":
             w[a:b] = room
         elif op == "free":
@@ -86,14 +132,16 @@ class PageWatch:
             r[a:b] = room
             foreign = w[a:b][(w[a:b] != room) & (w[a:b] != NONE)]
             if foreign.size:
-                return self._alert(node, room, "stale", np.unique(foreign), int(foreign.size), ev, e.get("ts"))
+                return self._alert(
+                    node, room, "stale", np.unique(foreign), int(foreign.size), _ev(path, lineno, raw), ts
+                )
         elif op == "transfer":
             w[a:b] = room
             held = r[a:b][(r[a:b] != room) & (r[a:b] != NONE)]
             if held.size:  # the lowest holder; the others' reads of these slots see the write as stale
                 holder = int(held.min())
                 hit = int((held == holder).sum())
-                return self._alert(target, holder, "foreign_write", np.array([room]), hit, ev, e.get("ts"))
+                return self._alert(target, holder, "foreign_write", np.array([room]), hit, _ev(path, lineno, raw), ts)
         return []
 
     def _alert(
