@@ -127,7 +127,8 @@ def gather(
         run_query(con, "report", step)
     totals = rows(con, "exclusion_totals")[0]
     # source requests (report_sources, made with blast_sources.csv): the first rows and the count
-    sources = rows_of(con, f"SELECT * FROM report_sources ORDER BY source_request_id LIMIT {MAX_TABLE_ROWS}")
+    first = f"SELECT * FROM report_sources ORDER BY source_request_id, source_room LIMIT {MAX_TABLE_ROWS}"
+    sources = rows_of(con, first)
     sources_total = int(scalar(con, "SELECT count(*) FROM report_sources"))
     incident = config.incident
     ctx = {

@@ -92,4 +92,9 @@ def test_time_join_against_truth(tmp_path: Path, case: str) -> None:
            FROM exposures WHERE coalesce(source_cohort, 'customer') = 'customer'"""
     )[0]
     assert (t["customer_sources"], t["customer_source_accounts"], t["customer_source_unknown"]) == (*sources, unknown)
+    # ... and the blast radius lists every source, those of unknown request by their room
+    run_query(f.con, "report", "blast_sources")
+    listed = f.rows("SELECT source_request_id, source_room FROM report_sources")
+    total = f.rows("SELECT count(DISTINCT source_key(source_request_id, source_room)) FROM exposures")[0][0]
+    assert len(listed) == total and sum(1 for i, _ in listed if i == "") > 0
     f.con.close()

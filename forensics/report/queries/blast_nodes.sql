@@ -1,4 +1,5 @@
--- Blast radius per node: affected responses it served (by status) and exposure pairs read there.
+-- Blast radius per node: affected responses it served (by status) and exposure pairs read there, with
+-- their sources (a source of unknown request counted by its room: source_key).
 -- grain: node; reads: coverage, report_affected, exposures; params: none
 WITH recv AS (
     SELECT node, count(DISTINCT request_id) AS affected,
@@ -9,7 +10,7 @@ WITH recv AS (
            min(affected_at) AS first_affected_at, max(affected_at) AS last_affected_at
     FROM report_affected GROUP BY node
 ), pairs AS (
-    SELECT node, count(*) AS pairs, count(DISTINCT source_request_id) FILTER (WHERE source_request_id <> '') AS sources
+    SELECT node, count(*) AS pairs, count(DISTINCT source_key(source_request_id, source_room)) AS sources
     FROM exposures GROUP BY node
 ), nodes AS (SELECT node FROM coverage UNION SELECT node FROM recv UNION SELECT node FROM pairs)
 SELECT node, coalesce(c.role, 'unknown') AS role, coalesce(c.page_telemetry, 'no') AS page_telemetry,
