@@ -45,7 +45,11 @@ def marker_scores(texts: Iterable[str], *, ignore_spaces: bool = False) -> dict[
 
 def detect(texts: Iterable[str], *, ignore_spaces: bool = False) -> str | None:
     """The engine the texts name most often (marker_scores); None when none is named or two tie."""
-    scores = marker_scores(texts, ignore_spaces=ignore_spaces)
+    return winner(marker_scores(texts, ignore_spaces=ignore_spaces))
+
+
+def winner(scores: dict[str, int]) -> str | None:
+    """The engine of the highest score (marker_scores); None when none scored or two tie."""
     best = max(scores.values())
     winners = [name for name, score in scores.items() if score == best]
     return winners[0] if best > 0 and len(winners) == 1 else None

@@ -24,7 +24,7 @@ from itertools import islice
 import duckdb
 
 from forensics.audit import ServerInput, audit_server
-from forensics.engines import ENGINES, marker_scores
+from forensics.engines import ENGINES, marker_scores, winner
 from forensics.engines.sglang_startup import NAME as SGLANG
 from forensics.ingest import rawtext
 from forensics.intake import InputFile, shippers
@@ -67,9 +67,7 @@ def node_engines(files: list[InputFile]) -> dict[str, str]:
     out = {}
     for node, lines in heads.items():
         scores = marker_scores(lines)
-        best = max(scores.values())
-        winners = [name for name, score in scores.items() if score == best]
-        out[node] = winners[0] if scores[SGLANG] == 0 and best > 0 and len(winners) == 1 else SGLANG
+        out[node] = (winner(scores) if scores[SGLANG] == 0 else None) or SGLANG
     return out
 
 
