@@ -72,6 +72,15 @@ TS_RE = SHAPES["time_stats"].bulk
 RECV_RE = SHAPES["received"].bulk
 FIN_RE = SHAPES["finished"].bulk
 _NUM, _INT = BULK_NUM, BULK_INT
+
+
+def _json_int(j: str) -> str:
+    """SQL for `j` holding a JSON integer that fits int64, as engine._json_int decides in Python.
+    DuckDB types a non-negative JSON integer UBIGINT and a negative one BIGINT (a UBIGINT over int64's
+    range fails the cast)."""
+    return f"(json_type({j}) IN ('BIGINT', 'UBIGINT') AND try_cast({j} AS BIGINT) IS NOT NULL)"
+
+
 JSON_TS_RE = r"^([0-9]{4}-[0-9]{2}-[0-9]{2})T([0-9]{2}:[0-9]{2}:[0-9]{2})(\.[0-9]{3}|\.[0-9]{6})?$"
 DURATIONS = (
     "prealloc_duration",
@@ -324,13 +333,13 @@ SELECT fidx, line, text,
     CASE WHEN json_type(ev) = 'VARCHAR' THEN ev ->> '$' END AS event,
     timezone('UTC', t0 + to_microseconds(CASE WHEN tsp.f <> '' THEN rpad(substr(tsp.f, 2), 6, '0')::BIGINT ELSE 0 END)) AS ts,
     CASE WHEN json_type(rid) = 'VARCHAR' THEN rid ->> '$' END AS rid_s, json_type(rid) AS rid_type,
-    CASE WHEN json_type(room) = 'BIGINT' THEN room::BIGINT END AS room,
+    CASE WHEN {_json_int("room")} THEN room::BIGINT END AS room,
     CASE WHEN json_type(ids) = 'ARRAY' THEN json_array_length(ids) END AS n_ids,
-    CASE WHEN json_type(ids) = 'ARRAY' THEN coalesce(list_bool_and(list_transform(json_extract(ids, '$[*]'), lambda e: json_type(e) = 'BIGINT')), true) END AS ids_int,
+    CASE WHEN json_type(ids) = 'ARRAY' THEN coalesce(list_bool_and(list_transform(json_extract(ids, '$[*]'), lambda e: {_json_int("e")})), true) END AS ids_int,
     json_type(ids) AS ids_type, json_type(obj) AS obj_type, json_type(out) AS out_type, json_type(meta) AS meta_type,
     json_type(room) AS room_type,
-    CASE WHEN json_type(pt) = 'BIGINT' THEN pt::BIGINT END AS prompt,
-    CASE WHEN json_type(ct) = 'BIGINT' THEN ct::BIGINT END AS compl, json_type(ct) AS ct_type,
+    CASE WHEN {_json_int("pt")} THEN pt::BIGINT END AS prompt,
+    CASE WHEN {_json_int("ct")} THEN ct::BIGINT END AS compl, json_type(ct) AS ct_type,
     json_type(fr) AS fr_type, fr, json_type(mid) AS mid_type, CASE WHEN json_type(mid) = 'VARCHAR' THEN mid ->> '$' END AS mid_s,
     CASE WHEN json_type(fr) = 'OBJECT' THEN list_sort(json_keys(fr)) END AS fr_keys,
     hkeys, list_transform(hkeys, lambda k: lower(k)) AS hlow, headers,
@@ -361,21 +370,21 @@ WITH k AS (
 SELECT fidx, line, ts, event, rid_s, room, left(fwd_raw, 200) AS forwarded_id,
     CASE WHEN ids_int THEN n_ids END AS input_len, prompt, compl,
     left(CASE WHEN fr_type IS NULL OR fr_type = 'NULL' THEN 'null'
-         WHEN fr_type IN ('VARCHAR', 'BIGINT', 'BOOLEAN') THEN fr::VARCHAR
+         WHEN fr_type IN ('VARCHAR', 'BIGINT', 'UBIGINT', 'BOOLEAN') THEN fr::VARCHAR
          ELSE '{' || array_to_string(list_transform(fr_keys, lambda k: '"' || k || '": ' || json_extract(fr, '$."' || k || '"')::VARCHAR), ', ') || '}' END, 500) AS detail,
     coalesce(nullif(rid_s, ''), nullif(mid_s, ''), '') AS rid_fin,
     ((obj_type IS NULL OR obj_type IN ('OBJECT', 'NULL'))
-     AND (room_type IS NULL OR room_type IN ('NULL', 'BIGINT'))
+     AND (room_type IS NULL OR room_type = 'NULL' OR room IS NOT NULL)
      AND (event = 'request.finished' OR rid_type = 'VARCHAR')
      AND (event = 'request.received' OR (
         (out_type = 'OBJECT') AND meta_type = 'OBJECT' AND prompt IS NOT NULL
-        AND (ct_type IS NULL OR ct_type IN ('NULL', 'BIGINT', 'VARCHAR', 'BOOLEAN', 'ARRAY', 'OBJECT'))
+        AND (ct_type IS NULL OR ct_type IN ('NULL', 'BIGINT', 'UBIGINT', 'VARCHAR', 'BOOLEAN', 'ARRAY', 'OBJECT'))
         AND (rid_type IS NULL OR rid_type IN ('NULL', 'VARCHAR')) AND (mid_type IS NULL OR mid_type IN ('NULL', 'VARCHAR'))
         AND NOT contains(coalesce(fr::VARCHAR, ''), '\\')
-        AND (fr_type IS NULL OR fr_type IN ('NULL', 'VARCHAR', 'BIGINT', 'BOOLEAN')
+        AND (fr_type IS NULL OR fr_type IN ('NULL', 'VARCHAR', 'BIGINT', 'UBIGINT', 'BOOLEAN')
              OR (fr_type = 'OBJECT' AND len(list_distinct(fr_keys)) = len(fr_keys)
                  AND list_bool_and(list_transform(fr_keys, lambda k: regexp_matches(k, '^[A-Za-z0-9_ -]*$')
-                     AND json_type(fr, '$."' || k || '"') IN ('NULL', 'VARCHAR', 'BIGINT', 'BOOLEAN'))) IS NOT FALSE))))
+                     AND json_type(fr, '$."' || k || '"') IN ('NULL', 'VARCHAR', 'BIGINT', 'UBIGINT', 'BOOLEAN'))) IS NOT FALSE))))
     ) AS ok
 FROM e
 """

@@ -135,6 +135,16 @@ ODD_JSON = [
     "",
     '{"timestamp": "2026-08-29T10:00:01", "event": "request.received", "rid": "j10", "obj": {"bootstrap_room": 18446744073709551615}}',
     '{"timestamp": "2026-08-29T10:00:02", "event": "request.finished", "rid": "j11"',
+    '{"timestamp": "2026-08-29T10:00:02", "event": "request.received", "rid": "j12", "obj": {"bootstrap_room": null, "input_ids": [5, 0, 7]}}',
+    '{"timestamp": "2026-08-29T10:00:02", "event": "request.received", "rid": "j13", "obj": {"input_ids": [1, 9223372036854775808]}}',
+    '{"timestamp": "2026-08-29T10:00:02", "event": "request.received", "rid": "j14", "obj": {"bootstrap_room": 9223372036854775807}}',
+    '{"timestamp": "2026-08-29T10:00:02", "event": "request.finished", "rid": "j15", "obj": {"bootstrap_room": 9223372036854775808},'
+    ' "out": {"meta_info": {"prompt_tokens": 4}}}',
+    '{"timestamp": "2026-08-29T10:00:02", "event": "request.finished", "rid": "j16",'
+    ' "out": {"meta_info": {"prompt_tokens": 9, "completion_tokens": 18446744073709551615, "finish_reason": {"type": "stop", "matched": 151329}}}}',
+    '{"timestamp": "2026-08-29T10:00:02", "event": "request.finished", "rid": "j17",'
+    ' "out": {"meta_info": {"prompt_tokens": 9223372036854775808}}}',
+    '{"timestamp": "2026-08-29T10:00:02", "event": "request.finished", "rid": "j18", "out": {"meta_info": {"prompt_tokens": 3, "finish_reason": 7}}}',
 ]
 
 
@@ -185,3 +195,27 @@ def test_compressed_rotated_files_read_in_place(tmp_path: Path, monkeypatch: pyt
 
         assert key(got[t]) == key(ref[t]), t
     assert any(r[2].endswith(".1.gz") for r in got["files"])
+
+
+def test_request_records_are_read_in_sql(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The simulator's request.received/finished records (positive rooms, token ids and counts, DuckDB's
+    UBIGINT) are read by the SQL, none by the per-line Python reader: the bulk path is the one taken."""
+    sim = tmp_path / "sim"
+    simulate(sim, build_config("default", seed=3, requests=60, page_size=16))
+    bundle = sim / "bundle"
+    jsonl = sum(1 for p in (bundle / "engine").rglob("*.jsonl") for _ in p.open())
+    assert jsonl > 100
+    calls: list[int] = []
+    real = bulk.parse_request_line
+
+    def counted(*args: object, **kwargs: object) -> bool:
+        calls.append(1)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(bulk, "parse_request_line", counted)
+    monkeypatch.setattr(bulk, "READER", "bulk")
+    con = db.connect(":memory:")
+    ingest_into(con, bundle)
+    assert con.execute("SELECT count(*) FROM engine_requests").fetchone()[0] > 100
+    con.close()
+    assert len(calls) == 0
