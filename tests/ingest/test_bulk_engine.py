@@ -96,6 +96,11 @@ ODD_TEXT = [
     "[2026-08-29 10:00:02 TP0] Decode batch, #running-req: x, token usage: 0.01",
     "[2026-08-29 10:00:03 TP0] Prefill batch, #new-seq: 1, #new-token: 99999999999999999999, #cached-token: 0",
     "[2026-13-45 10:00:03 TP0] Decode batch, #running-req: 1, token usage: 0.01",
+    "[2026-08-29 10:00:04 TP0] Decode batch, #running-req: 1, #token: 5",
+    "[2026-08-29 10:00:04 TP0] Decode batch, #running-req: 1, token usage: 0.01, cuda graph: Maybe",
+    "[2026-08-29 10:00:04 TP0] Decode batch, #running-req: 1, token usage: 0.01, cuda graph: False, cpu graph: True",
+    "[2026-08-29 10:00:04 TP0] Decode batch, nameless, #running-req: 1, token usage: 0.01",
+    "[2026-08-29 10:00:04 TP0] Decode batch, accept len: 1, accept len: 2, #running-req: 3, token usage: 0.5, ",
     "[2026-08-29 10:00:04.5 DP0 TP1] Req Time Stats(rid=abc, bootstrap_room=None, input len=5, output len=1, "
     "type=prefill): bootstrap_queue_duration=1.5ms, queue_duration=0.1, forward_duration=2, start_time=5.0",
     "[2026-08-29 10:00:05.123456 TP0] Req Time Stats(rid='q', bootstrap_room=7, input len=5, output len=2, "
