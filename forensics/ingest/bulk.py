@@ -67,10 +67,18 @@ def _lit(s: str) -> str:
 # --- the patterns (RE2): each shape's bulk pattern (forensics.engines.sglang.SHAPES) admits a subset of
 # what its Python pattern reads, never more ---
 PREFIX_RE = PREFIX_BULK
-BATCH_RE = SHAPES["batch"].bulk
-TS_RE = SHAPES["time_stats"].bulk
-RECV_RE = SHAPES["received"].bulk
-FIN_RE = SHAPES["finished"].bulk
+
+
+def _bulk_pattern(shape: str) -> str:
+    pattern = SHAPES[shape].bulk
+    assert pattern is not None, shape  # every shape the SQL reads has one
+    return pattern
+
+
+BATCH_RE = _bulk_pattern("batch")
+TS_RE = _bulk_pattern("time_stats")
+RECV_RE = _bulk_pattern("received")
+FIN_RE = _bulk_pattern("finished")
 _NUM, _INT = BULK_NUM, BULK_INT
 
 

@@ -186,17 +186,22 @@ def _clean_alert(value: Any) -> Any:
 
 def alerts(path: Path, incident: str) -> Iterator[Event]:
     try:
-        f = path.open(encoding="utf-8")
+        f = path.open("rb")
     except OSError as err:
         raise InputError(f"{path}: {err.strerror or err}") from None
     with f:
-        for n, line in enumerate(f, start=1):
+        for n, raw in enumerate(f, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise InputError(f"{path}: line {n}: not UTF-8") from None
             if not line.strip():
                 continue
             try:
                 a = json.loads(line)
-            except ValueError as err:
-                raise InputError(f"{path}: line {n}: not JSON ({err.msg})") from None
+            except (ValueError, RecursionError) as err:  # RecursionError: nested too deep to read
+                why = err.msg if isinstance(err, json.JSONDecodeError) else "nested too deep"
+                raise InputError(f"{path}: line {n}: not JSON ({why})") from None
             if not isinstance(a, dict) or not isinstance(a.get("kind"), str) or not isinstance(a.get("node"), str):
                 raise InputError(f"{path}: line {n}: not a watch alert (needs kind and node)")
             when = a.get("log_time") or a.get("detected_at")

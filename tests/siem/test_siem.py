@@ -392,6 +392,20 @@ def test_bad_alerts_file(sample_out: Path, tmp_path: Path) -> None:
     assert not (tmp_path / "x").exists()  # every input is checked before anything is written
 
 
+@pytest.mark.parametrize(
+    ("second", "reason"),
+    [
+        (b"\xff\xfe bad\n", "line 2: not UTF-8"),
+        (b"[" * 100_000 + b"]" * 100_000 + b"\n", "line 2: not JSON (nested too deep)"),
+    ],
+)
+def test_unreadable_alert_lines(sample_out: Path, tmp_path: Path, second: bytes, reason: str) -> None:
+    bad = tmp_path / "alerts.jsonl"
+    bad.write_bytes(b'{"kind": "exposure", "node": "d", "log_time": "2026-01-01T00:00:00Z"}\n' + second)
+    p = cli("export-siem", str(sample_out), "--format", "cef", "--alerts", str(bad), "--output", str(tmp_path / "x"))
+    assert p.returncode == 2 and f"{bad}: {reason}" in p.stderr and "Traceback" not in p.stderr
+
+
 def test_from_the_database_when_the_csvs_are_gone(sample_out: Path, tmp_path: Path) -> None:
     """Without affected_responses.csv the events come from incident.duckdb's views, cell for cell the same."""
     out = tmp_path / "db-only"
