@@ -271,6 +271,9 @@ def run_node_on_ray(task: NodeTask, code: str, events: bytes, landing: bytes) ->
     return {**account, **where, "code": own, "tables": tables}
 
 
+PROBE_SECONDS = 2.0  # each of the address checks: a Ray head answers both within milliseconds
+
+
 def probe_ray_address(address: str) -> None:
     """Refuse in seconds an address where no Ray head answers: ray.init would retry it for half a minute or
     more (a head's GCS that is down, a port of something else). `auto` (the cluster this machine's
@@ -327,9 +330,6 @@ def _import_ray() -> Any:
     except ImportError as err:
         raise InputError("--executor ray needs Ray: pip install 'kv-forensics[ray]'") from err
     return ray
-
-
-PROBE_SECONDS = 2.0
 
 
 def _connect_ray(ray: Any, address: str | None, workers: int) -> bool:
