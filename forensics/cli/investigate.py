@@ -72,7 +72,10 @@ def investigate(
     ),
     executor: str = typer.Option("process", "--executor", help="Where per-node tasks run: process or ray."),
     ray_address: str | None = typer.Option(
-        None, "--ray-address", help="Ray cluster to join (default: start a local one). Paths must be shared."
+        None,
+        "--ray-address",
+        help="With --executor ray: the Ray cluster to join, HOST:PORT of its head (default: start a local "
+        "Ray instance). Its machines need the same kv-forensics version, no shared storage.",
     ),
     cache: Path | None = typer.Option(
         None, "--cache", help="Folder of per-node results, reused while a node's inputs are unchanged."
@@ -117,12 +120,16 @@ def investigate(
     """Ingest, rebuild page ownership and provenance, write findings and the disclosure report."""
     from forensics import progress
     from forensics.errors import InputError
-    from forensics.ownership.execution.nodes import EXECUTORS, Execution
+    from forensics.ownership.execution.nodes import EXECUTORS, Execution, probe_ray_address
     from forensics.pipeline import Custody
     from forensics.pipeline import investigate as run
 
     if executor not in EXECUTORS:
         raise InputError(f"--executor must be one of {', '.join(EXECUTORS)}, not {executor!r}")
+    if ray_address:
+        if executor != "ray":
+            raise InputError("--ray-address needs --executor ray")
+        probe_ray_address(ray_address)
     from forensics.intake import Window
 
     window = Window.parse(since, until)

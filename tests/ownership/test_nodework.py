@@ -156,3 +156,56 @@ def test_each_worker_gets_its_share_of_the_threads(monkeypatch: pytest.MonkeyPat
 
     monkeypatch.setattr(os, "cpu_count", lambda: 8)
     assert (task_threads(None, 1), task_threads(None, 3), task_threads(4, 2), task_threads(1, 4)) == (8, 2, 2, 1)
+
+
+def test_a_dead_or_wrong_ray_address_is_refused_in_seconds() -> None:
+    """No head at the port, or something there that is not one: refused before ray.init would retry."""
+    import socket
+    import time
+
+    pytest.importorskip("ray")
+    from forensics.errors import InputError
+    from forensics.ownership.execution.nodes import PROBE_SECONDS, probe_ray_address
+
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        dead = f"127.0.0.1:{closed.getsockname()[1]}"
+    with pytest.raises(InputError, match="no Ray head answers there"):
+        probe_ray_address(dead)
+    with socket.socket() as mute:  # accepts connections and never answers
+        mute.bind(("127.0.0.1", 0))
+        mute.listen()
+        t0 = time.monotonic()
+        with pytest.raises(InputError, match="does not answer as a Ray head"):
+            probe_ray_address(f"127.0.0.1:{mute.getsockname()[1]}")
+        assert time.monotonic() - t0 < 2 * PROBE_SECONDS + 1
+    with pytest.raises(InputError, match="expected HOST:PORT"):
+        probe_ray_address("head-node")
+
+
+def test_a_failed_ray_task_names_its_node() -> None:
+    ray = pytest.importorskip("ray")
+    from forensics.errors import CapacityError
+    from forensics.ownership.execution.nodes import NodeTask, _task_failed
+
+    task = NodeTask(None, "decode-3", "in", "out", None, 1)  # type: ignore[arg-type]
+    crashed = _task_failed(ray, ray.exceptions.WorkerCrashedError(), task)
+    assert isinstance(crashed, RuntimeError) and "node decode-3 failed" in str(crashed)
+    raised = ray.exceptions.RayTaskError("run_node_on_ray", "Traceback ...", MemoryError("out of memory"))
+    assert str(_task_failed(ray, raised, task)).endswith("node decode-3 failed: MemoryError: out of memory")
+    too_big = ray.exceptions.RayTaskError("run_node_on_ray", "Traceback ...", CapacityError("raise --memory-limit"))
+    assert isinstance(failed := _task_failed(ray, too_big, task), CapacityError)
+    assert str(failed) == "the Ray task analysing node decode-3: raise --memory-limit"
+
+
+def test_ray_address_needs_the_ray_executor(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from forensics.cli import app
+    from forensics.errors import InputError
+
+    done = CliRunner().invoke(
+        app, ["investigate", str(support.SAMPLE), "--out", str(tmp_path / "o"), "--ray-address", "h:1"]
+    )
+    assert isinstance(done.exception, InputError) and str(done.exception) == "--ray-address needs --executor ray"
+    assert not (tmp_path / "o").exists()
