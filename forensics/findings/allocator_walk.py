@@ -202,9 +202,40 @@ class Walks:
     covered: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
 
+def walk_pool(con: duckdb.DuckDBPyConnection) -> ThreadPoolExecutor:
+    """The threads the walks run in: the walk releases the GIL, so members run side by side, in as many
+    threads as the run was given, while this thread prepares the next node's events."""
+    return ThreadPoolExecutor(max_workers=thread_count(con))
+
+
+@dataclass
+class PendingWalks:
+    """One node's members, submitted to a walk_pool: result() waits for them and merges what they found."""
+
+    rooms: int
+    members: list[Future[np.ndarray]]
+    batch_basis: str
+
+    def result(self) -> Walks:
+        n = self.rooms
+        found = [f.result() for f in self.members]
+        keys, hits = np.unique(np.concatenate(found), return_counts=True)
+        covered = np.zeros(n, dtype=np.int64)
+        for f in found:
+            covered[np.unique(f // n)] += 1
+        return Walks(keys // n, keys % n, hits, self.batch_basis, covered)
+
+
 def walk_node(
-    con: duckdb.DuckDBPyConnection, node: str, lc: Lifecycle, ps: int, n_pages: int, policies: list[tuple[int, int]]
-) -> Walks:
+    con: duckdb.DuckDBPyConnection,
+    node: str,
+    lc: Lifecycle,
+    ps: int,
+    n_pages: int,
+    policies: list[tuple[int, int]],
+    pool: ThreadPoolExecutor,
+) -> PendingWalks:
+    """Submits node's MEMBERS replays to `pool` and returns without waiting for them."""
     # --- batch lines: the node's printed pool occupancy against this lifecycle, and the aborted rooms'
     # pre-allocation times it settles (forensics.findings.batch_constraints; nothing without the lines)
     lc, batch_basis = batch_constraints.constrain(con, node, lc, ps)
@@ -224,21 +255,14 @@ def walk_node(
         )  # fmt: skip
         return np.unique(pairs[:, 0].astype(np.int64) * len(lc.room) + pairs[:, 1])
 
-    # the walk releases the GIL: members run side by side, in as many threads as the run was given
-    with ThreadPoolExecutor(max_workers=thread_count(con)) as pool:
-        for m in range(MEMBERS):
-            kind, room = _events(lc, None if m == 0 else rng)
-            pol, window = policies[m % len(policies)]
-            order = (pol, window, hashlib.sha256(kind.tobytes() + room.tobytes()).digest())
-            if order not in walked:
-                walked[order] = pool.submit(one, pol, window, kind, room)
-            members.append(walked[order])
-        found = [f.result() for f in members]
-    keys, hits = np.unique(np.concatenate(found), return_counts=True)
-    covered = np.zeros(len(lc.room), dtype=np.int64)
-    for f in found:
-        covered[np.unique(f // len(lc.room))] += 1
-    return Walks(keys // len(lc.room), keys % len(lc.room), hits, batch_basis, covered)
+    for m in range(MEMBERS):
+        kind, room = _events(lc, None if m == 0 else rng)
+        pol, window = policies[m % len(policies)]
+        order = (pol, window, hashlib.sha256(kind.tobytes() + room.tobytes()).digest())
+        if order not in walked:
+            walked[order] = pool.submit(one, pol, window, kind, room)
+        members.append(walked[order])
+    return PendingWalks(len(lc.room), members, batch_basis)
 
 
 def _batches(con: duckdb.DuckDBPyConnection, node: str, ps: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -6,6 +6,7 @@ prior); and the tier: whether the likely subset's measured precision lets the he
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import duckdb
@@ -119,7 +120,10 @@ def measure_tier(cal: Calibration) -> Tier:
 
 
 def calibrate(
-    con: duckdb.DuckDBPyConnection, nodes: list[tuple[str, int, int]], policies: list[tuple[int, int]]
+    con: duckdb.DuckDBPyConnection,
+    nodes: list[tuple[str, int, int]],
+    policies: list[tuple[int, int]],
+    pool: ThreadPoolExecutor,
 ) -> Calibration:
     """The walk on each instrumented decode node, from its logs and the prefills' transfers alone, against
     the pairs its page evidence proves for its placeholder responses (exposures), bucket by hit count.
@@ -131,11 +135,12 @@ def calibrate(
         if not placeholder.any():
             continue
         true_b, total_b = np.zeros(MEMBERS + 1, dtype=np.int64), np.zeros(MEMBERS + 1, dtype=np.int64)
-        w = walk_node(con, node, lc, ps, n_pages, policies)
+        pending = walk_node(con, node, lc, ps, n_pages, policies, pool)
         truth = con.execute(
             "SELECT DISTINCT recipient_room, source_room FROM exposures WHERE node = ? AND source_room IS NOT NULL",
             [node],
         ).fetchnumpy()
+        w = pending.result()
         r_idx = np.searchsorted(lc.room, np.asarray(truth["recipient_room"], dtype=np.int64))
         s_idx = np.searchsorted(lc.room, np.asarray(truth["source_room"], dtype=np.int64))
         ok = (r_idx < len(lc.room)) & (s_idx < len(lc.room))

@@ -44,6 +44,7 @@ from forensics.findings.allocator_walk import (
     lifecycle,
     tokens_before,
     walk_node,
+    walk_pool,
 )
 from forensics.findings.calibration import LIKELY, Calibration, calibrate, measure_tier
 
@@ -80,45 +81,53 @@ def source_likelihood(con: duckdb.DuckDBPyConnection) -> None:
     ][:LEARN_NODES]
     best, policy_basis = choose_policy(con, instrumented) if dark else (None, "")
     policies = [POLICIES[best]] if best else [POLICIES[k] for k in REAL]
-    cal = calibrate(con, instrumented, policies) if dark else Calibration([], {}, {})
-    rates = cal.rates()  # None: nothing calibrates the model, so its replays give no likelihood
-    tier = measure_tier(cal)
-    true, total = cal.counts()
-    pairs: dict[str, list[np.ndarray]] = {k: [] for k in ("node", "recipient_room", "source_room", "hits")}
-    rooms: dict[str, list[np.ndarray]] = {"node": [], "room": [], "written_members": [], "tokens_before": []}
-    model: dict[str, list[object]] = {
-        k: [] for k in ("node", "policy", "basis", "members", "calibration", "pool_tokens")
-    }
-    for node in dark:
-        model["node"].append(node)
-        model["members"].append(MEMBERS)
-        if node not in cfg:
-            model["policy"].append(None)
-            model["basis"].append(f"no pool size or page size of {node} in its log: no allocator model")
-            model["calibration"].append(None)
-            model["pool_tokens"].append(None)
-            continue
-        ps, n_pages = cfg[node]
-        model["pool_tokens"].append(n_pages * ps)
-        lc = lifecycle(con, node)
-        w = walk_node(con, node, lc, ps, n_pages, policies)
-        pairs["node"].append(np.full(len(w.hits), node, dtype=object))
-        pairs["recipient_room"].append(lc.room[w.recipient])
-        pairs["source_room"].append(lc.room[w.source])
-        pairs["hits"].append(w.hits)
-        rooms["node"].append(np.full(len(lc.room), node, dtype=object))
-        rooms["room"].append(lc.room)
-        rooms["written_members"].append(w.covered)
-        rooms["tokens_before"].append(tokens_before(con, node, lc))
-        model["policy"].append(best or "all candidates")
-        model["basis"].append(policy_basis + w.batch_basis)
-        model["calibration"].append(
-            f"calibrated on {', '.join(cal.nodes)}: {int(true.sum()):,} true pairs of their placeholder "
-            f"responses among {int(total.sum()):,} candidates; {tier.reason}"
-            if cal.nodes
-            else f"uncalibrated: {tier.reason}; possible_sources.model_replays says how many of the {MEMBERS} "
-            "replays found each pair, which ranks nothing"
-        )
+    with walk_pool(con) as pool:
+        cal = calibrate(con, instrumented, policies, pool) if dark else Calibration([], {}, {})
+        # every node's members are submitted before any is awaited: the next node's events are drawn
+        # while the walks of the ones before run
+        walks = {}
+        for node in dark:
+            if node in cfg:
+                lc = lifecycle(con, node)
+                walks[node] = (lc, walk_node(con, node, lc, *cfg[node], policies, pool), tokens_before(con, node, lc))
+        rates = cal.rates()  # None: nothing calibrates the model, so its replays give no likelihood
+        tier = measure_tier(cal)
+        true, total = cal.counts()
+        pairs: dict[str, list[np.ndarray]] = {k: [] for k in ("node", "recipient_room", "source_room", "hits")}
+        rooms: dict[str, list[np.ndarray]] = {"node": [], "room": [], "written_members": [], "tokens_before": []}
+        model: dict[str, list[object]] = {
+            k: [] for k in ("node", "policy", "basis", "members", "calibration", "pool_tokens")
+        }
+        for node in dark:
+            model["node"].append(node)
+            model["members"].append(MEMBERS)
+            if node not in cfg:
+                model["policy"].append(None)
+                model["basis"].append(f"no pool size or page size of {node} in its log: no allocator model")
+                model["calibration"].append(None)
+                model["pool_tokens"].append(None)
+                continue
+            ps, n_pages = cfg[node]
+            model["pool_tokens"].append(n_pages * ps)
+            lc, pending, before = walks[node]
+            w = pending.result()
+            pairs["node"].append(np.full(len(w.hits), node, dtype=object))
+            pairs["recipient_room"].append(lc.room[w.recipient])
+            pairs["source_room"].append(lc.room[w.source])
+            pairs["hits"].append(w.hits)
+            rooms["node"].append(np.full(len(lc.room), node, dtype=object))
+            rooms["room"].append(lc.room)
+            rooms["written_members"].append(w.covered)
+            rooms["tokens_before"].append(before)
+            model["policy"].append(best or "all candidates")
+            model["basis"].append(policy_basis + w.batch_basis)
+            model["calibration"].append(
+                f"calibrated on {', '.join(cal.nodes)}: {int(true.sum()):,} true pairs of their placeholder "
+                f"responses among {int(total.sum()):,} candidates; {tier.reason}"
+                if cal.nodes
+                else f"uncalibrated: {tier.reason}; possible_sources.model_replays says how many of the {MEMBERS} "
+                "replays found each pair, which ranks nothing"
+            )
 
     def table(cols: dict[str, list[np.ndarray]], types: dict[str, pa.DataType]) -> pa.Table:
         return pa.table(

@@ -12,9 +12,9 @@ SELECT e.node, e.room,
        max(e.input_len) FILTER (WHERE e.kind IN ('time_stats', 'finished')) AS decode_input,
        min(e.ts - to_microseconds((e.forward_s * 1e6)::BIGINT))
            FILTER (WHERE e.kind IN ('time_stats', 'finished') AND e.forward_s IS NOT NULL) AS forward_start,
-       string_agg(DISTINCT 'decode ran the room with input length ' || e.input_len || ' (' || f.path || ' line ' || e.line || ')', '; '
-                  ORDER BY 'decode ran the room with input length ' || e.input_len || ' (' || f.path || ' line ' || e.line || ')')
-           FILTER (WHERE e.kind IN ('time_stats', 'finished')) AS decode_why,
+       nullif(array_to_string(list_sort(list_distinct(
+           list('decode ran the room with input length ' || e.input_len || ' (' || f.path || ' line ' || e.line || ')')
+               FILTER (WHERE e.kind IN ('time_stats', 'finished')))), '; '), '') AS decode_why,
        max(e.ts) FILTER (WHERE e.kind IN ('time_stats', 'finished')) AS finished,
        max(e.output_len) FILTER (WHERE e.kind IN ('time_stats', 'finished')) AS decode_output,
        min(f.path || ' line ' || e.line) FILTER (WHERE e.kind IN ('time_stats', 'finished') AND e.output_len > 0)
