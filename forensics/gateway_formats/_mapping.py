@@ -4,9 +4,9 @@ headers are written. The built-in formats (the modules beside this one) are Mapp
 writers' schemas; a bundle's own mapping file (`[gateway] mapping`, docs/gateway-formats.md) is read into
 the same shape (load_mapping), so one compiler (forensics.ingest.formats) serves both.
 
-Records reach the compiler as JSON text (`rec`): a JSON line as read, a CSV or Parquet row as DuckDB's
+Records reach the compiler as JSON text (`rec`): a JSON line as read, a Parquet row as DuckDB's
 to_json makes it, an element of a JSON array file, or what a format's own reader makes of its file
-(Mapping.reader: OTLP's spans, flattened).
+(Mapping.reader: OTLP's spans, flattened); a CSV row as its columns, each a field of text.
 """
 
 from __future__ import annotations

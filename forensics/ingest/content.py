@@ -3,8 +3,9 @@
 Where a gateway format carries the prompt and response (its Mapping's `prompt_text` and `response_text`
 paths: LiteLLM's StandardLoggingPayload `messages`/`response`, LiteLLM_SpendLogs `messages`/`response`/
 `proxy_server_request` when prompts are stored, the OTLP reader's gen_ai content, a mapping file's
-fields), each record's text is read here, in Python, from the staged record (gw_records.rec, a temp
-table), and only its fingerprints are stored: the text never reaches a table, a CSV or a log line.
+fields), each record's text is read here, in Python, from the staged record (gw_values.rec, a temp
+table: only the records whose text paths hold something, forensics.ingest.formats), and only its
+fingerprints are stored: the text never reaches a table, a CSV or a log line.
 
 A fingerprint: the text's words (NFKC, case-folded, `\\w+` runs), every run of SHINGLE consecutive
 words hashed to 64 bits (a stable hash: BLAKE2b of each word, combined by a fixed mixer). Winnowing (in
@@ -17,7 +18,7 @@ Each fingerprint keeps its shingle's word offset in the text. Texts of fewer tha
 none. The hashes are not keyed: someone holding the database who guesses a text can confirm it, so the
 database stays as private as the outputs (which name customers anyway).
 
-Reads: gw_records (rec). Writes: content_fingerprints (file_id, row, side, pos, h).
+Reads: gw_values (row, rec, may_text). Writes: content_fingerprints (file_id, row, side, pos, h).
 """
 
 from __future__ import annotations
@@ -138,14 +139,14 @@ def side_text(rec: dict, paths: tuple[Key, ...]) -> str:
 
 
 def store_fingerprints(con: duckdb.DuckDBPyConnection, f: InputFile, m: Mapping) -> None:
-    """content_fingerprints of one file's staged records (gw_records), for a format with text fields."""
+    """content_fingerprints of one file's staged records (gw_values), for a format with text fields."""
     if not m.carries_text:
         return
     paths = {side: m.fields.get(TEXT_FIELDS[side], ()) for side in SIDES}
-    last = scalar(con, "SELECT coalesce(max(row), 0) FROM gw_records")
+    last = scalar(con, "SELECT coalesce(max(row), 0) FROM gw_values WHERE may_text")
     for lo in range(1, int(last) + 1, BATCH):  # by row ranges: the inserts go between the reads
         got = con.execute(
-            "SELECT row, rec FROM gw_records WHERE parse_error IS NULL AND row BETWEEN ? AND ? ORDER BY row",
+            "SELECT row, rec FROM gw_values WHERE may_text AND row BETWEEN ? AND ? ORDER BY row",
             [lo, lo + BATCH - 1],
         ).fetchall()
         rows, sides, pos, hs = [], [], [], []

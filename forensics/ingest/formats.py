@@ -1,45 +1,125 @@
-"""Gateway formats compiled to SQL: the select list that stages one record of a format (JSON text
-`rec`) as the spec's gateway fields plus engine_id, trace_id and attrs (forensics.gateway_formats
-holds the formats themselves)."""
+"""Gateway formats compiled to SQL: the queries that stage the records of a format (JSON text `rec`,
+or a CSV file's columns) as the spec's gateway fields plus engine_id, trace_id and attrs
+(forensics.gateway_formats holds the formats themselves).
+
+Each JSON record is parsed once for every path the projection reads (one list-valued json_extract), a
+CSV row not at all (its columns are the top-level fields), and JSON held as text (a CSV column, a JSON
+string) once more for the paths into it; a json_extract per path and use would parse the record again
+for each (101 of them in a LiteLLM SpendLogs row's projection, 46 in Envoy's). Text that opens like
+JSON (`{` or `[`) but does not parse, where a path goes into it, rejects the record with its field named.
+"""
 
 from __future__ import annotations
 
 import re
 
 from forensics.db import sql_literal
-from forensics.gateway_formats import GatewaySettings, Key, Mapping, paths_of
+from forensics.gateway_formats import TEXT_FIELDS, GatewaySettings, Key, Mapping, paths_of
+
+# JSON text of a value that holds no text to fingerprint (forensics.ingest.content: text_of gives "")
+NO_TEXT = ("null", "{}", "[]", '""', '"{}"', '"[]"')
 
 
 def _json_path(key: Key) -> str:
     return "$" + "".join('."' + k.replace("\\", "\\\\").replace('"', '\\"') + '"' for k in key)
 
 
-def _text(key: Key) -> str:
-    """The text at a path; a CSV or Parquet JSON column is text holding JSON, so a path into it is
-    followed into the parsed text as well. Arrays of one value (OTLP header attributes) give the value."""
-    full = f"json_extract_string(rec, {sql_literal(_json_path(key))})"
-    if len(key) == 1:
-        return f"nullif(trim({full}), '')"
-    head, tail = sql_literal(_json_path(key[:1])), sql_literal(_json_path(key[1:]))
-    inner = f"json_extract_string(json_extract_string(rec, {head}), {tail})"
-    return f"nullif(trim(coalesce({full}, {inner})), '')"
+_ROOT = "'$'"
 
 
-def _first(paths: tuple[Key, ...]) -> str:
-    if not paths:
-        return "NULL::VARCHAR"
-    parts = [_text(k) for k in paths]
-    return parts[0] if len(parts) == 1 else f"coalesce({', '.join(parts)})"
+def _opens_json(text: str) -> str:
+    return f"regexp_matches({text}, '^\\s*[{{\\[]')"
 
 
-def _json_value(key: Key) -> str:
-    """The JSON at a path (a JSON column held as text is parsed)."""
-    j = f"json_extract(rec, {sql_literal(_json_path(key))})"
-    if len(key) > 1:
-        head, tail = sql_literal(_json_path(key[:1])), sql_literal(_json_path(key[1:]))
-        j = f"coalesce({j}, json_extract(json_extract_string(rec, {head}), {tail}))"
-    return f"""CASE WHEN json_type({j}) = 'VARCHAR' AND json_valid({j} ->> '$') THEN ({j} ->> '$')::JSON
-                    WHEN json_type({j}) IN ('OBJECT', 'ARRAY') THEN {j} END"""
+class _Reads:
+    """The paths one projection reads, in the order first asked for. Records as JSON text (rec): `v`
+    (gw_values) holds the JSON at each full path of the record. A CSV file's rows (`table`: its header,
+    name -> the row's column in gw_records) are read from their columns, every value text. Either way
+    `n_<i>` holds the JSON at each path into the i-th head (a top-level field) when the head is text,
+    parsed (NULL where it does not parse)."""
+
+    def __init__(self, table: dict[str, str] | None = None) -> None:
+        self.table = table
+        self.full: dict[Key, int] = {}
+        self.inner: dict[str, dict[Key, int]] = {}
+        self.parsed: dict[Key, tuple[str, str]] = {}  # path -> (its parsed JSON, when it is malformed), as SQL
+        self.columns: dict[str, str] = {}  # further columns of gw_values, over rec (the header fields' pairs)
+
+    def _full(self, key: Key) -> str:
+        return f"v[{self.full.setdefault(key, len(self.full) + 1)}]"
+
+    def _head(self, h: str) -> tuple[str, str]:
+        """(its text, whether it is text) of a top-level field, as SQL."""
+        if self.table is not None:
+            col = self.table.get(h, "NULL::VARCHAR")
+            return col, f"{col} IS NOT NULL"
+        v = self._full((h,))
+        return f"{v} ->> {_ROOT}", f"json_type({v}) = 'VARCHAR'"
+
+    def json(self, key: Key) -> str:
+        """The JSON at a path; a JSON string on the way (a CSV or Parquet JSON column) is followed into."""
+        if self.table is not None and len(key) == 1:
+            return f"to_json({self.table[key[0]]})" if key[0] in self.table else "NULL::JSON"
+        if len(key) == 1:
+            return self._full(key)
+        self._head(key[0])
+        tails = self.inner.setdefault(key[0], {})
+        inner = f"n_{list(self.inner).index(key[0])}[{tails.setdefault(key[1:], len(tails) + 1)}]"
+        # a CSV column is text: a path into it is only found by parsing it
+        return inner if self.table is not None else f"coalesce({self._full(key)}, {inner})"
+
+    def text(self, key: Key) -> str:
+        """The text at a path, trimmed, NULL when empty."""
+        if self.table is not None and len(key) == 1:
+            return f"nullif(trim({self.table[key[0]]}), '')" if key[0] in self.table else "NULL::VARCHAR"
+        return f"nullif(trim(({self.json(key)}) ->> '$'), '')"
+
+    def parsed_json(self, key: Key) -> str:
+        """The JSON object or array at a path, where JSON text there is parsed; a column of gw_values."""
+        if key not in self.parsed:
+            if self.table is not None and len(key) == 1:
+                col = self.table.get(key[0], "NULL::VARCHAR")
+                text, is_text = col, f"{col} IS NOT NULL"
+                value = f"CASE WHEN json_valid({col}) THEN {col}::JSON END"
+            else:
+                j = self.json(key)
+                text, is_text = f"({j}) ->> {_ROOT}", f"json_type({j}) = 'VARCHAR'"
+                value = f"""CASE WHEN {is_text} AND json_valid({text}) THEN ({text})::JSON
+                                 WHEN json_type({j}) IN ('OBJECT', 'ARRAY') THEN {j} END"""
+            self.parsed[key] = (value, f"{is_text} AND NOT json_valid({text}) AND {_opens_json(text)}")
+        return f"p_{list(self.parsed).index(key)}"
+
+    def record(self) -> str:
+        """A CSV row as one JSON object (what forensics.ingest.content and the header fields read)."""
+        assert self.table is not None
+        return f"json_object({', '.join(f'{sql_literal(n)}, {c}' for n, c in self.table.items())})"
+
+    def values(self) -> str:
+        """The query making gw_values over gw_records: row, parse_error, v (JSON records) or the columns
+        (a CSV file), n_<i>, the further columns, and `error`: the parse error, else the first field
+        that holds malformed JSON."""
+        heads, broken = [], []
+        for i, (h, tails) in enumerate(self.inner.items()):
+            text, is_text = self._head(h)
+            tail_paths = ", ".join(sql_literal(_json_path(t)) for t in tails)
+            heads.append(f"CASE WHEN {is_text} THEN try(json_extract({text}, [{tail_paths}])) END AS n_{i}")
+            broken.append((f"{is_text} AND n_{i} IS NULL AND {_opens_json(text)}", h))
+        broken += [(bad, ".".join(key)) for key, (_, bad) in self.parsed.items()]
+        whens = " ".join(f"WHEN {cond} THEN {sql_literal(f'malformed JSON in field {name}')}" for cond, name in broken)
+        error = f"coalesce(parse_error, CASE {whens} END)" if whens else "parse_error"
+        if self.table is not None:
+            inner = f"SELECT *, {self.record()} AS rec FROM gw_records" if self.columns else "SELECT * FROM gw_records"
+        else:
+            paths = ", ".join(sql_literal(_json_path(k)) for k in self.full) or _ROOT
+            inner = (
+                f"SELECT row, parse_error, rec, CASE WHEN parse_error IS NULL THEN json_extract(rec, [{paths}]) END "
+                "AS v FROM gw_records"
+            )
+        more = heads + [f"{e} AS {c}" for c, e in self.columns.items()]
+        if more:
+            inner = f"SELECT *, {', '.join(more)} FROM ({inner})"
+        parsed = "".join(f", {value} AS p_{i}" for i, (value, _) in enumerate(self.parsed.values()))
+        return f"SELECT *, {error} AS error{parsed} FROM ({inner})"
 
 
 def _parsed_time(v: str, kind: str, zone: str | None) -> str:
@@ -59,18 +139,25 @@ def _parsed_time(v: str, kind: str, zone: str | None) -> str:
     return naive if "%z" in kind or "%Z" in kind else f"timezone({sql_literal(zone or 'UTC')}, {naive}::TIMESTAMP)"
 
 
-def _ts(m: Mapping, zone: str | None) -> str:
+def _first(r: _Reads, paths: tuple[Key, ...]) -> str:
+    if not paths:
+        return "NULL::VARCHAR"
+    parts = [r.text(k) for k in paths]
+    return parts[0] if len(parts) == 1 else f"coalesce({', '.join(parts)})"
+
+
+def _ts(r: _Reads, m: Mapping, zone: str | None) -> str:
     """The record's time as RFC 3339 text in UTC when it parses; else its text as logged (the validation
     then rejects the row and shows it)."""
-    v = _first(m.fields.get("ts", ()))
+    v = _first(r, m.fields.get("ts", ()))
     return f"coalesce(strftime(({_parsed_time(v, m.time, zone)}) AT TIME ZONE 'UTC', '%Y-%m-%dT%H:%M:%S.%fZ'), {v})"
 
 
-def _status(m: Mapping) -> str:
-    v = _first(m.fields.get("status", ()))
+def _status(r: _Reads, m: Mapping) -> str:
+    v = _first(r, m.fields.get("status", ()))
     if not m.status_map:
         return v
-    code = _first(m.status_fallback)
+    code = _first(r, m.status_fallback)
     whens = " ".join(
         f"WHEN lower({v}) = {sql_literal(k)} THEN "
         + (sql_literal(s) if s else f"CASE WHEN regexp_matches({code}, '^[0-9]{{3}}$') THEN {code} END")
@@ -79,34 +166,34 @@ def _status(m: Mapping) -> str:
     return f"CASE {whens} ELSE {v} END"
 
 
-def _duration(m: Mapping) -> str:
-    v = _first(m.fields.get("duration_ms", ()))
+def _duration(r: _Reads, m: Mapping) -> str:
+    v = _first(r, m.fields.get("duration_ms", ()))
     scaled = f"CAST(TRY_CAST({v} AS DOUBLE) * {m.duration_unit!r} AS VARCHAR)"
     direct = (
         f"CASE WHEN TRY_CAST({v} AS DOUBLE) IS NOT NULL THEN {scaled} ELSE {v} END" if m.duration_unit != 1.0 else v
     )
     if m.duration_from is None:
         return direct
-    start, end = (f"epoch_us({_parsed_time(_first((k,)), m.time, 'UTC')}) / 1000.0" for k in m.duration_from)
+    start, end = (f"epoch_us({_parsed_time(_first(r, (k,)), m.time, 'UTC')}) / 1000.0" for k in m.duration_from)
     diff = f"CAST(round({end} - {start}, 3) AS VARCHAR)"
     return f"coalesce({direct}, {diff})"
 
 
-def _attrs(m: Mapping) -> dict[str, str]:
-    return {a: _first(paths) for a, paths in m.attrs.items() if a != "tags"}
+def _attrs(r: _Reads, m: Mapping) -> dict[str, str]:
+    return {a: _first(r, paths) for a, paths in m.attrs.items() if a != "tags"}
 
 
-def _tenant(m: Mapping, settings: GatewaySettings) -> str:
+def _tenant(r: _Reads, m: Mapping, settings: GatewaySettings) -> str:
     """account_id: the configured tenant (an attribute, else a field path), else the format's default order."""
     order = settings.tenant or m.tenant
-    attrs = _attrs(m)
-    parts = [attrs[t] if t in attrs else _first(paths_of(t)) for t in order]
+    attrs = _attrs(r, m)
+    parts = [attrs[t] if t in attrs else _first(r, paths_of(t)) for t in order]
     if "account_id" in m.fields:
-        parts.insert(0, _first(m.fields["account_id"]))
+        parts.insert(0, _first(r, m.fields["account_id"]))
     return "NULL::VARCHAR" if not parts else parts[0] if len(parts) == 1 else f"coalesce({', '.join(parts)})"
 
 
-def _headers(m: Mapping) -> str:
+def _headers(r: _Reads, m: Mapping) -> str:
     parts = []
     if m.header_prefix:
         exact = ", ".join(sql_literal(s) for s in m.header_skip if not s.endswith("-")) or "''"
@@ -119,13 +206,14 @@ def _headers(m: Mapping) -> str:
             f"AND lower(k) NOT IN ({exact}){prefixes}), "
             "lambda k: {'k': lower(k), 'v': json_extract_string(rec, '$.\"' || k || '\"')})"
         )
-        parts.append(f"CASE WHEN len({pairs}) > 0 THEN to_json(map_from_entries({pairs})) END")
+        r.columns["header_pairs"] = pairs  # one column: the pairs are read once, not once per use
+        parts.append("CASE WHEN len(header_pairs) > 0 THEN to_json(map_from_entries(header_pairs)) END")
     for key in m.headers_at:
-        parts.append(f"CASE WHEN json_type({_json_value(key)}) = 'OBJECT' THEN {_json_value(key)} END")
+        parts.append(f"CASE WHEN json_type({r.parsed_json(key)}) = 'OBJECT' THEN {r.parsed_json(key)} END")
     for name in m.header_fields:  # a mapping's [internal] headers: single fields copied by name
         key = (name,)
         parts.append(
-            f"CASE WHEN {_text(key)} IS NOT NULL THEN json_object({sql_literal(name.lower())}, {_text(key)}) END"
+            f"CASE WHEN {r.text(key)} IS NOT NULL THEN json_object({sql_literal(name.lower())}, {r.text(key)}) END"
         )
     if not parts:
         return "NULL::VARCHAR"
@@ -137,19 +225,32 @@ def _headers(m: Mapping) -> str:
     return f"CASE WHEN CAST({merged} AS VARCHAR) IN ('{{}}', 'null') THEN NULL ELSE CAST({merged} AS VARCHAR) END"
 
 
-def project(m: Mapping, settings: GatewaySettings) -> str:
-    """The select list over (row, parse_error, rec) that stages one record as the spec's text columns
-    plus engine_id, trace_id and attrs (a JSON object without empty keys)."""
+def _may_hold_text(r: _Reads, key: Key) -> str:
+    """False only where the record surely holds no text at a path (forensics.ingest.content then gives
+    it none): nothing there or an empty object, array or string, and no JSON string on the way that
+    content would parse and this did not."""
+    on_the_way = [f"json_type({r.json(key[:n])}) = 'VARCHAR'" for n in range(2, len(key))]
+    empty = ", ".join(sql_literal(t) for t in NO_TEXT)
+    return " OR ".join([f"coalesce(CAST({r.json(key)} AS VARCHAR) NOT IN ({empty}), false)", *on_the_way])
+
+
+def project(m: Mapping, settings: GatewaySettings, table: dict[str, str] | None = None) -> tuple[str, str]:
+    """(values, stage): the query making gw_values from gw_records (row, parse_error, rec; see _Reads)
+    with `may_text` (the record may hold prompt or response text), and the one making the staged text
+    columns from gw_values: the spec's fields plus engine_id, trace_id and attrs (a JSON object without
+    empty keys). `table`: a CSV file's header, name -> its column in gw_records (else records are rec).
+    gw_values holds rec (the record as JSON text) where may_text, for forensics.ingest.content."""
+    r = _Reads(table)
     zone = settings.zone_for(m)
     f = m.fields
-    attr_sql = _attrs(m)
-    tags = f"{_json_value(m.attrs['tags'][0])}" if "tags" in m.attrs else "NULL::JSON"
+    attr_sql = _attrs(r, m)
+    tags = f"{r.parsed_json(m.attrs['tags'][0])}" if "tags" in m.attrs else "NULL::JSON"
     attr_pairs = ", ".join(f"{sql_literal(a)}, {e}" for a, e in attr_sql.items())
     pairs = f"{attr_pairs}{', ' if attr_pairs else ''}'tags', {tags}, 'format', {sql_literal(m.name)}"
     attrs = f"json_merge_patch('{{}}', json_object({pairs}))"
-    user_agent = _first(f.get("user_agent", ()))
+    user_agent = _first(r, f.get("user_agent", ()))
     if m.ua_from_tags and "tags" in m.attrs:
-        t = _json_value(m.attrs["tags"][0])
+        t = r.parsed_json(m.attrs["tags"][0])
         # of "User-Agent: OpenAI" and "User-Agent: OpenAI/Python 1.51.0" the full one sorts last
         tagged = (
             f"CASE WHEN json_type({t}) = 'ARRAY' THEN substr(list_max(list_filter(CAST({t} AS VARCHAR[]), "
@@ -157,31 +258,36 @@ def project(m: Mapping, settings: GatewaySettings) -> str:
         )
         user_agent = f"coalesce({user_agent}, nullif({tagged}, ''))"
     cols = {
-        "ts": _ts(m, zone),
-        "request_id": _first(f.get("request_id", ())),
-        "account_id": _tenant(m, settings),
-        "api_token_id": _first(f.get("api_token_id", ())),
-        "client_ip": _first(f.get("client_ip", ())),
+        "ts": _ts(r, m, zone),
+        "request_id": _first(r, f.get("request_id", ())),
+        "account_id": _tenant(r, m, settings),
+        "api_token_id": _first(r, f.get("api_token_id", ())),
+        "client_ip": _first(r, f.get("client_ip", ())),
         "user_agent": user_agent,
-        "model": _first(f.get("model", ())),
-        "status": _status(m),
-        "prompt_tokens": _first(f.get("prompt_tokens", ())),
-        "completion_tokens": _first(f.get("completion_tokens", ())),
-        "duration_ms": _duration(m),
-        "bootstrap_room": _first(f.get("bootstrap_room", ())),
-        "prefill_node": _first(f.get("prefill_node", ())),
-        "decode_node": _first(f.get("decode_node", ())),
-        "headers": _headers(m),
-        "engine_id": _first(f.get("engine_id", ())),
-        "trace_id": f"lower({_first(f.get('trace_id', ()))})",
+        "model": _first(r, f.get("model", ())),
+        "status": _status(r, m),
+        "prompt_tokens": _first(r, f.get("prompt_tokens", ())),
+        "completion_tokens": _first(r, f.get("completion_tokens", ())),
+        "duration_ms": _duration(r, m),
+        "bootstrap_room": _first(r, f.get("bootstrap_room", ())),
+        "prefill_node": _first(r, f.get("prefill_node", ())),
+        "decode_node": _first(r, f.get("decode_node", ())),
+        "headers": _headers(r, m),
+        "engine_id": _first(r, f.get("engine_id", ())),
+        "trace_id": f"lower({_first(r, f.get('trace_id', ()))})",
         "attrs": f"CAST({attrs} AS VARCHAR)",
     }
     blanks = ", ".join(sql_literal(b) for b in m.empty if b)
     if blanks:  # values the format writes for "not logged"
         cols = {c: e if c in ("headers", "attrs") else f"CASE WHEN ({e}) IN ({blanks}) THEN NULL ELSE ({e}) END"
                 for c, e in cols.items()}  # fmt: skip
-    body = ",\n".join(f"CASE WHEN parse_error IS NULL THEN {e} END AS {c}" for c, e in cols.items())
-    return f"row, parse_error,\n{body}"
+    body = ",\n".join(f"CASE WHEN error IS NULL THEN {e} END AS {c}" for c, e in cols.items())
+    texts = [_may_hold_text(r, k) for side in TEXT_FIELDS.values() for k in f.get(side, ())]
+    may_text = " OR ".join(f"({t})" for t in texts) or "false"
+    values = f"SELECT *, parse_error IS NULL AND ({may_text}) AS may_text FROM ({r.values()})"
+    if table is not None and not r.columns:
+        values = f"SELECT *, CASE WHEN may_text THEN {r.record()} END AS rec FROM ({values})"
+    return values, f"SELECT row, error AS parse_error,\n{body}\nFROM gw_values"
 
 
 def needs_zone(m: Mapping, settings: GatewaySettings, sample_ts: str | None) -> bool:

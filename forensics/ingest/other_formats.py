@@ -1,13 +1,15 @@
 """Ingest stage, gateway logs in other formats than the spec's (forensics.gateway_formats): each file's
-records as JSON text (gw_records: row, parse_error, rec), then the format's projection into the spec's
-text columns (gw_stage), then the same typing and validation as the spec's log.
+records (gw_records: row, parse_error, rec as JSON text, or a CSV file's columns), then the paths the
+format reads, each record parsed once (gw_values, forensics.ingest.formats), then the format's
+projection into the spec's text columns (gw_stage), then the same typing and validation as the spec's log.
 
-Records are: a JSON line as read; an element of a JSON array file; a CSV or Parquet row as DuckDB's
-to_json makes it; a request grouped from its lines, for a format that logs several per request
-(Mapping.grouped: SMG, ingest/queries/gateway_smg_group/); what a format's own reader makes of the file
-(Mapping.reader: the client-request spans of an OTLP file, whose SGLang spans go to engine_spans).
-Where a format holds prompt and response text, forensics.ingest.content fingerprints it from gw_records;
-the projection never selects it.
+Records are: a JSON line as read; an element of a JSON array file; a Parquet row as DuckDB's to_json
+makes it; a CSV row as its columns (as text: none turned into JSON and parsed back); a request grouped
+from its lines, for a format that logs several per request (Mapping.grouped: SMG,
+ingest/queries/gateway_smg_group/); what a format's own reader makes of the file (Mapping.reader: the
+client-request spans of an OTLP file, whose SGLang spans go to engine_spans).
+Where a format holds prompt and response text, forensics.ingest.content fingerprints it from gw_values
+(the records that may hold some); the projection never selects it.
 Reads: gateway/*. Writes: gateway_text, engine_spans, content_fingerprints, rejected.
 """
 
@@ -19,7 +21,7 @@ import zlib
 import duckdb
 import pyarrow as pa
 
-from forensics.db import arrow_view, run_query, scalar, sql_literal
+from forensics.db import arrow_view, ident, run_query, scalar, sql_literal
 from forensics.gateway_formats import GatewaySettings, Mapping
 from forensics.ingest import content
 from forensics.ingest.formats import needs_zone, project
@@ -101,22 +103,26 @@ def _array_records(f: InputFile) -> list:
     return data
 
 
-def _stage_records(con: duckdb.DuckDBPyConnection, f: InputFile, m: Mapping) -> bool:
-    """gw_records(row, parse_error, rec) for one file; False (f.error set) when it cannot be read."""
+def _stage_records(con: duckdb.DuckDBPyConnection, f: InputFile, m: Mapping) -> tuple[bool, dict[str, str] | None]:
+    """gw_records(row, parse_error, rec) for one file, or for a CSV file (row, parse_error, c0, c1, ...):
+    its columns as read, none turned into JSON; False (f.error set) when it cannot be read. The
+    second value: a CSV file's header, name -> its column."""
     kind = _kind(f)
     try:
         if kind == "parquet":
             con.execute(f"""CREATE OR REPLACE TEMP TABLE gw_records AS
                 SELECT file_row_number + 1 AS row, NULL::VARCHAR AS parse_error, to_json(t)::VARCHAR AS rec
                 FROM read_parquet({sql_literal(f.path)}, file_row_number = true) t""")
-            return True
+            return True, None
         if kind == "csv":  # header on line 1: data row k is on line k + 1
+            names = [r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {_csv_reader(f)}").fetchall()]
+            table = {n: f"c{i}" for i, n in enumerate(names)}
+            cols = ", ".join(f"{ident(n)} AS {c}" for n, c in table.items())
             con.execute(f"""CREATE OR REPLACE TEMP TABLE gw_records AS
-                SELECT (row_number() OVER ()) + 1 AS row, NULL::VARCHAR AS parse_error, to_json(t)::VARCHAR AS rec
-                FROM {_csv_reader(f)} t""")
-            return True
+                SELECT (row_number() OVER ()) + 1 AS row, NULL::VARCHAR AS parse_error, {cols} FROM {_csv_reader(f)}""")
+            return True, table
         if m.reader is not None:
-            return _stage_read(con, f, m)
+            return _stage_read(con, f, m), None
         if _is_array(f):
             records = _array_records(f)
             table = pa.table(
@@ -128,9 +134,9 @@ def _stage_records(con: duckdb.DuckDBPyConnection, f: InputFile, m: Mapping) -> 
             )
             with arrow_view(con, "array_records", table):
                 con.execute("CREATE OR REPLACE TEMP TABLE gw_records AS SELECT * FROM array_records")
-            return True
+            return True, None
         if not load_lines(con, f):
-            return False
+            return False, None
         # a format that logs prompts: a broken line is not quoted in its rejection (it may hold text)
         error = (
             "CASE WHEN starts_with(parse_error, 'not a JSON object: ') THEN 'not a JSON object (not quoted: "
@@ -154,10 +160,10 @@ def _stage_records(con: duckdb.DuckDBPyConnection, f: InputFile, m: Mapping) -> 
             grouped = scalar(con, "SELECT count(*) FROM smg_requests")
             f.notes.append(f"{lines} lines: {grouped} requests, {other} lines of no request")
             con.execute("DROP TABLE smg_requests")
-        return True
+        return True, None
     except (duckdb.Error, OSError, EOFError, zlib.error, ValueError, RecursionError) as err:
         f.error = f"cannot read: {str(err).splitlines()[0].replace(str(f.path), f.rel)[:200]}"
-        return False
+        return False, None
 
 
 def _stage_read(con: duckdb.DuckDBPyConnection, f: InputFile, m: Mapping) -> bool:
@@ -188,11 +194,15 @@ def load_other_format(
             "[gateway] timezone in bundle.toml (or [time] timezone in the mapping)"
         )
         return
-    if not _stage_records(con, f, m):
+    staged, table = _stage_records(con, f, m)
+    if not staged:
         return
-    content.store_fingerprints(con, f, m)  # the text itself goes no further than gw_records
-    con.execute(f"CREATE OR REPLACE TEMP TABLE gw_stage AS SELECT {project(m, settings)} FROM gw_records")
+    values, stage = project(m, settings, table)
+    con.execute(f"CREATE OR REPLACE TEMP TABLE gw_values AS {values}")
     con.execute("DROP TABLE gw_records")
+    content.store_fingerprints(con, f, m)  # the text itself goes no further than gw_values
+    con.execute(f"CREATE OR REPLACE TEMP TABLE gw_stage AS {stage}")
+    con.execute("DROP TABLE gw_values")
     type_and_keep(con, f, strict=False)
 
 

@@ -5,6 +5,8 @@ file."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import shutil
 from pathlib import Path
@@ -99,6 +101,26 @@ def test_otlp_engine_spans_give_rooms(tmp_path: Path) -> None:
 def test_tenant_named_in_bundle_toml(tmp_path: Path) -> None:
     got, _ = _records(_bundle(tmp_path, "litellm_spendlogs.csv", '[gateway]\ntenant = "key_alias"\n'))
     assert [r["account_id"] for r in got] == [w["attrs"].get("key_alias") for w in EXPECTED["litellm_spendlogs.csv"]]
+
+
+def test_malformed_json_column_rejects_its_row(tmp_path: Path) -> None:
+    """A JSON column (SpendLogs metadata, request_tags) holding text that opens like JSON but does not
+    parse: that row is rejected naming the column, the others load as before."""
+    lines = (FIXTURES / "litellm_spendlogs.csv").read_text().splitlines(keepends=True)
+    rows = list(csv.DictReader(io.StringIO("".join(lines))))
+    rows[0]["metadata"] = "{broken"
+    rows[2]["request_tags"] = '[ "User-Agent: curl'
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
+    w.writeheader()
+    w.writerows(rows)
+    b = tmp_path / "bundle"
+    (b / "gateway").mkdir(parents=True)
+    (b / "gateway" / "litellm_spendlogs.csv").write_text(buf.getvalue())
+    got, rejected = _records(b)
+    assert rejected == [(2, "malformed JSON in field metadata"), (4, "malformed JSON in field request_tags")]
+    want = [w for i, w in enumerate(EXPECTED["litellm_spendlogs.csv"]) if i not in (0, 2)]
+    assert [r["request_id"] for r in got] == [w["request_id"] for w in want]
 
 
 def test_unknown_format_is_an_error_naming_the_file(tmp_path: Path) -> None:
