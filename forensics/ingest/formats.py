@@ -11,6 +11,7 @@ JSON (`{` or `[`) but does not parse, where a path goes into it, rejects the rec
 
 from __future__ import annotations
 
+import json
 import re
 
 from forensics.db import sql_literal
@@ -25,6 +26,7 @@ def _json_path(key: Key) -> str:
 
 
 _ROOT = "'$'"
+BACKSLASH_U = "\\u"  # the start of a JSON escape that can spell any character of a key
 
 
 def _opens_json(text: str) -> str:
@@ -88,6 +90,22 @@ class _Reads:
                                  WHEN json_type({j}) IN ('OBJECT', 'ARRAY') THEN {j} END"""
             self.parsed[key] = (value, f"{is_text} AND NOT json_valid({text}) AND {_opens_json(text)}")
         return f"p_{list(self.parsed).index(key)}"
+
+    def aliased(self, key: Key) -> list[str]:
+        """Where the JSON holding a path may name one of its keys twice, or through an escape (DuckDB's
+        reader takes a repeated key's first value, Python's json its last; `\\u0065` spells `e`): the
+        text (the record's, a CSV row's column's) holds a key's quoted name twice, or any `\\u`."""
+        if self.table is None:
+            text, names = "rec", key
+        elif len(key) > 1:
+            text, names = self.table.get(key[0], "NULL::VARCHAR"), key[1:]
+        else:
+            return []  # a CSV column: one per header name, read by content as the SQL reads it
+        conds = [f"contains({text}, {sql_literal(BACKSLASH_U)})"]
+        for name in names:
+            q = sql_literal(json.dumps(name, ensure_ascii=False))
+            conds.append(f"length({text}) - length(replace({text}, {q}, '')) >= 2 * length({q})")
+        return [f"coalesce({c}, false)" for c in conds]
 
     def record(self) -> str:
         """A CSV row as one JSON object (what forensics.ingest.content and the header fields read)."""
@@ -227,11 +245,13 @@ def _headers(r: _Reads, m: Mapping) -> str:
 
 def _may_hold_text(r: _Reads, key: Key) -> str:
     """False only where the record surely holds no text at a path (forensics.ingest.content then gives
-    it none): nothing there or an empty object, array or string, and no JSON string on the way that
-    content would parse and this did not."""
+    it none): nothing there or an empty object, array or string, no JSON string on the way that
+    content would parse and this did not, and no key of the path that Python's json may read otherwise."""
     on_the_way = [f"json_type({r.json(key[:n])}) = 'VARCHAR'" for n in range(2, len(key))]
     empty = ", ".join(sql_literal(t) for t in NO_TEXT)
-    return " OR ".join([f"coalesce(CAST({r.json(key)} AS VARCHAR) NOT IN ({empty}), false)", *on_the_way])
+    return " OR ".join(
+        [f"coalesce(CAST({r.json(key)} AS VARCHAR) NOT IN ({empty}), false)", *on_the_way, *r.aliased(key)]
+    )
 
 
 def project(m: Mapping, settings: GatewaySettings, table: dict[str, str] | None = None) -> tuple[str, str]:

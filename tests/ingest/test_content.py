@@ -125,6 +125,29 @@ def test_litellm_spendlogs_stored_prompts(tmp_path: Path) -> None:
     _no_text(db)
 
 
+def test_a_key_given_twice_is_read_as_python_reads_it(tmp_path: Path) -> None:
+    """A hostile record names a text field twice, the first copy empty (DuckDB's JSON reader takes the
+    first, Python's the last), or spells the key with an escape: its text is fingerprinted all the same."""
+    rec = _first("litellm_payload.jsonl")
+    body = json.dumps([{"role": "user", "content": PROMPT}])
+    twice = json.dumps(dict(rec, id="twice", messages=[], response={}))[:-1] + f', "messages": {body}}}'
+    escaped = json.dumps(dict(rec, id="escaped", messages=[], response={}))[:-1] + f', "m\\u0065ssages": {body}}}'
+    assert json.loads(twice)["messages"] and json.loads(escaped)["messages"]
+    b = _bundle(tmp_path, "litellm_payload.jsonl", twice + "\n" + escaped + "\n")
+    fps, db = _fingerprints(b)
+    assert fps[("twice", "prompt")] == _expect(PROMPT) == fps[("escaped", "prompt")]
+
+    rows = list(csv.DictReader(io.StringIO((FIXTURES / "litellm_spendlogs.csv").read_text())))
+    row = dict(rows[0], request_id="csv-twice", messages="{}")
+    row["proxy_server_request"] = '{"messages": [], "model": "m", "messages": ' + body + "}"
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
+    w.writeheader()
+    w.writerow(row)
+    fps, _ = _fingerprints(_bundle(tmp_path / "csv", "spend_logs.csv", buf.getvalue()))
+    assert fps[("csv-twice", "prompt")] == _expect(PROMPT)
+
+
 def _kv(key: str, value: str) -> dict:
     return {"key": key, "value": {"stringValue": value}}
 
