@@ -205,8 +205,7 @@ def read_log(
     """Logical lines of one file: the first `head`, then those `keep` accepts (all when None). With
     `sieve` (and `keep`), a logical line of one physical line holding none of the sieve's words may be
     left out (_sieved), in the head too: what a parse that reads only lines holding one of them makes of
-    the lines does not change. A file that cannot be opened or read is an InputError
-    naming it."""
+    the lines does not change. A file that cannot be opened or read is an InputError naming it."""
     try:
         if fmt := shippers.recognise(path):  # a log shipper's export: the engine's lines inside it
             return _read(str(path), (s.raw + b"\n" for s in shippers.unwrap(path, fmt)), keep, head, sieve)
