@@ -24,6 +24,14 @@ __all__ = ["OK", "TOO_SMALL", "UNKNOWN", "ServerAudit", "audit_engine_dirs", "au
 
 DETECT_LINES = 5000  # logical lines per file used to recognise the engine (kept whole); past them, only
 # the lines holding a word some engine's parse reads (forensics.engines.KEYWORDS) are kept
+# a line holding no engine's marker and none of the words an engine's `reads` lists is left out as read
+# (forensics.audit.lines.read_log): the engine detect names and, for an engine with `reads`, its facts
+# are those of the whole log; for any other engine, and for the excerpt, the files are read again whole
+SIEVE = tuple(
+    dict.fromkeys(
+        [*(m for e in ENGINES.values() for m in e.markers), *(w for e in ENGINES.values() for w in e.reads or ())]
+    )
+)
 
 
 def _relevant(text: str) -> bool:
@@ -96,13 +104,22 @@ def _detect_excerpt(by_file: list[list[LogLine]]) -> str | None:
     return detect((ln.text for lines in by_file for ln in lines), ignore_spaces=True)
 
 
+def _read(server: ServerInput, sieve: tuple[str, ...] | None) -> list[list[LogLine]]:
+    return [read_log(f, keep=_relevant, head=DETECT_LINES, sieve=sieve) for f in server.files]
+
+
 def audit_server(server: ServerInput, context_length: int | None = None) -> ServerAudit:
-    by_file = [read_log(f, keep=_relevant, head=DETECT_LINES) for f in server.files]
+    by_file = _read(server, SIEVE)
     path = str(server.path)
     if not server.files:
         return ServerAudit(path, "unknown", node=server.node, reason="no log files in this folder")
-    audit = _audit_lines(server, by_file, _engine_of(by_file), context_length)
+    engine = _engine_of(by_file)
+    if engine is None or ENGINES[engine].reads is None:
+        by_file = _read(server, None)
+    audit = _audit_lines(server, by_file, engine, context_length)
     if audit.verdict == UNKNOWN:  # perhaps one message pasted over several lines: read it whole
+        if engine is not None and ENGINES[engine].reads is not None:
+            by_file = _read(server, None)  # the excerpt joins a short file's every line
         joined = excerpt(by_file)
         if joined != by_file and (engine := _detect_excerpt(joined)) is not None:
             whole = _audit_lines(server, joined, engine, context_length)

@@ -8,7 +8,9 @@ logical line. Bytes that are not UTF-8 are replaced, NUL and other control chara
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator
+from itertools import accumulate, islice
 from pathlib import Path
 
 from forensics.engines.facts import LogLine
@@ -86,8 +88,8 @@ def _unbalanced(text: str) -> bool:
     )
 
 
-def _physical(data: Iterable[bytes]) -> Iterator[tuple[int, str]]:
-    for n, raw in enumerate(data, start=1):
+def _physical(data: Iterable[tuple[int, bytes]]) -> Iterator[tuple[int, str]]:
+    for n, raw in data:
         text = raw[:MAX_LINE_CHARS].decode("utf-8", errors="replace").rstrip("\r\n")
         # A progress bar rewrites its line with \r; each segment is a line of its own.
         for seg in text.split("\r"):
@@ -96,6 +98,11 @@ def _physical(data: Iterable[bytes]) -> Iterator[tuple[int, str]]:
 
 def logical_lines(name: str, data: Iterable[bytes]) -> Iterator[LogLine]:
     """Logical lines of one log file (`data` yields raw physical lines as bytes)."""
+    return _logical(name, enumerate(data, start=1))
+
+
+def _logical(name: str, data: Iterable[tuple[int, bytes]]) -> Iterator[LogLine]:
+    """logical_lines of (physical line number, raw line) pairs: the numbers need not be consecutive."""
     phys = _physical(data)
     head: list[tuple[int, str]] = []
     for item in phys:
@@ -134,20 +141,97 @@ def logical_lines(name: str, data: Iterable[bytes]) -> Iterator[LogLine]:
         yield cur
 
 
-def read_log(path: Path, keep: Callable[[str], bool] | None = None, head: int = 0) -> list[LogLine]:
-    """Logical lines of one file: the first `head`, then those `keep` accepts (all when None).
-    A file that cannot be opened or read is an InputError naming it."""
+SIEVE_CHUNK = 4096  # physical lines searched at once
+# a physical line nothing joins and clean leaves as it is: SGLang's record prefix (split_prefix finds
+# it; bytes: \d is ASCII only, stricter than the text pattern) and none of these bytes anywhere in it
+# (control characters but the newline, so no escape and no carriage return; a backslash or ^[, which may
+# begin an escaped ANSI code)
+_SGLANG_PREFIX = re.compile(_RECORD[0].pattern.encode())
+_NOT_PLAIN = (*(bytes([c]) for c in range(0x20) if c != 0x0A), b"\x7f", b"\\", b"^[")
+_NOT_PLAIN_BYTES = b"".join(w for w in _NOT_PLAIN if len(w) == 1) + b"^"  # a chunk without them: one pass
+
+
+def _holding(buf: bytes, starts: list[int], words: tuple[bytes, ...]) -> set[int]:
+    """The indices of the lines (starting at `starts` in `buf`) that hold one of the words."""
+    hit: set[int] = set()
+    for w in words:
+        pos = buf.find(w)
+        while pos >= 0:
+            i = bisect_right(starts, pos) - 1
+            hit.add(i)
+            pos = buf.find(w, starts[i + 1])
+    return hit
+
+
+def _sieve_chunk(raws: list[bytes], words: tuple[bytes, ...]) -> tuple[bytearray, set[int]]:
+    """(per line: it is plain, the indices of the lines holding a word) of lines each ending with a
+    newline but perhaps the last: a word (ASCII) is in a line's text exactly when its bytes are."""
+    buf = b"".join(raws)
+    starts = [0, *accumulate(len(r) for r in raws)]
+    match = _SGLANG_PREFIX.match
+    plain = bytearray(match(r) is not None for r in raws)
+    if len(buf.translate(None, _NOT_PLAIN_BYTES)) < len(buf):
+        for i in _holding(buf, starts, _NOT_PLAIN):
+            plain[i] = 0
+    return plain, _holding(buf, starts, words)
+
+
+def _sieved(data: Iterable[bytes], words: tuple[str, ...], dropped: list[int]) -> Iterator[tuple[int, bytes]]:
+    """Numbered physical lines, less those past the sniffed head (SNIFF_LINES: what decides whether the
+    file uses record prefixes) that are plain, hold none of `words` and are followed by a plain line or
+    the end: such a line is a logical line of its own (nothing joins a line with a record prefix, and it
+    joins nothing), so leaving it out leaves every other logical line as it is. The numbers of the lines
+    left out are appended to `dropped`."""
+    keys = tuple(w.encode() for w in words)
+    numbered = enumerate(data, start=1)
+    chunk = list(islice(numbered, SIEVE_CHUNK))
+    plain, hit = _sieve_chunk([raw for _, raw in chunk], keys)
+    while chunk:
+        after = list(islice(numbered, SIEVE_CHUNK))
+        after_plain, after_hit = _sieve_chunk([raw for _, raw in after], keys)
+        last = len(chunk) - 1
+        for i, (n, raw) in enumerate(chunk):
+            next_plain = plain[i + 1] if i < last else (after_plain[0] if after else 1)
+            if plain[i] and next_plain and n > SNIFF_LINES and i not in hit:
+                dropped.append(n)
+            else:
+                yield n, raw
+        chunk, plain, hit = after, after_plain, after_hit
+
+
+def read_log(
+    path: Path, keep: Callable[[str], bool] | None = None, head: int = 0, sieve: tuple[str, ...] | None = None
+) -> list[LogLine]:
+    """Logical lines of one file: the first `head`, then those `keep` accepts (all when None). With
+    `sieve` (and `keep`), a logical line of one physical line holding none of the sieve's words may be
+    left out (_sieved), in the head too: what a parse that reads only lines holding one of them makes of
+    the lines does not change. A file that cannot be opened or read is an InputError naming it."""
     try:
         if fmt := shippers.recognise(path):  # a log shipper's export: the engine's lines inside it
-            data = (s.raw + b"\n" for s in shippers.unwrap(path, fmt))
-            return [
-                ln for i, ln in enumerate(logical_lines(str(path), data)) if keep is None or i < head or keep(ln.text)
-            ]
+            return _read(str(path), (s.raw + b"\n" for s in shippers.unwrap(path, fmt)), keep, head, sieve)
         with path.open("rb") as fh:
-            return [
-                ln for i, ln in enumerate(logical_lines(str(path), fh)) if keep is None or i < head or keep(ln.text)
-            ]
+            return _read(str(path), fh, keep, head, sieve)
     except (ValueError, EOFError) as err:
         raise InputError(f"cannot read log file {path}: {err}") from err
     except OSError as err:
         raise InputError(f"cannot read log file {path}: {err.strerror or err}") from err
+
+
+def _read(
+    name: str,
+    data: Iterable[bytes],
+    keep: Callable[[str], bool] | None,
+    head: int,
+    sieve: tuple[str, ...] | None,
+) -> list[LogLine]:
+    if keep is None or sieve is None:
+        return [ln for i, ln in enumerate(logical_lines(name, data)) if keep is None or i < head or keep(ln.text)]
+    dropped: list[int] = []  # each a logical line of its own: counted in the line's index all the same
+    before = 0  # of them, those before the current logical line
+    out = []
+    for i, ln in enumerate(_logical(name, _sieved(data, sieve, dropped))):
+        while before < len(dropped) and dropped[before] < ln.line:
+            before += 1
+        if i + before < head or keep(ln.text):
+            out.append(ln)
+    return out

@@ -159,6 +159,10 @@ class Engine:
     # ingest reads its per-request lines (forensics.ingest.engine); else only its start-up facts
     # (forensics.ingest.startup), and its requests are outside the analysis, said so per node
     requests: bool = False
+    # every line `parse` acts on and every line `startup` matches holds one of these (the tests of its
+    # branches, narrower than keywords): past a long log's head the audit leaves the other single lines
+    # unread (forensics.audit.lines.read_log); None when its parse has no such list
+    reads: tuple[str, ...] | None = None
 
 
 def loose(pattern: str) -> re.Pattern[str]:

@@ -57,6 +57,18 @@ VA_BOUND = 7  # a virtual pool's upper bound
 
 # a line holding none of these is dropped before parsing (after the first lines, kept for detection)
 KEYWORDS = ("tokens", "server", "warmup", "max_req_input_len", "Memory pool", "sglang")
+# the substrings parse's branches test (and STARTUP's, inside "server"): a line holding none is read by none
+READS = (
+    "#tokens",
+    "full_layer_tokens=",
+    "max_total_num_tokens=",
+    "server",
+    "Input length (",
+    "max_req_input_len=",
+    "KV pool holds",
+    "context length",
+    "warmup",
+)
 
 
 def parse(lines: list[LogLine]) -> Facts:
@@ -143,4 +155,4 @@ def _mark_swa_halves(facts: Facts, swa_sizes: set[int]) -> None:
         ]
 
 
-ENGINE = Engine(NAME, "SGLang", MARKERS, KEYWORDS, STARTUP, parse, requests=True)
+ENGINE = Engine(NAME, "SGLang", MARKERS, KEYWORDS, STARTUP, parse, requests=True, reads=READS)

@@ -21,7 +21,7 @@ from forensics.ingest.pages import define_page_events, load_page_file
 from forensics.ingest.seqs import any_duplicate_seq, store_seq_jumps
 from forensics.ingest.shipped import parse_shipped, store_shipped
 from forensics.ingest.staged import InPlace
-from forensics.ingest.startup import load_startup, node_engines
+from forensics.ingest.startup import load_startup, node_engines, store_audit
 from forensics.intake import BundleConfig, InputFile, Window, discover, load_bundle_config
 from forensics.paths import load_query
 
@@ -128,6 +128,8 @@ def ingest_into(
     for node, name in sorted(other.items()):
         logs = [f for f in files if f.node == node and f.source == "engine_log" and not (f.error or f.skipped)]
         load_startup(con, node, name, logs)
+    with timed("ingest/audit"):
+        store_audit(con, bundle)
     store_shipped(con, shipped)
     define_gateway(con, gateway_files)
     define_page_events(con, parquet)

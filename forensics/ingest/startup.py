@@ -14,16 +14,21 @@ DETECT_SHIPPED lines): banners and start-up lines come first. A node goes to ano
 only when its heads name that engine and hold no SGLang marker at all, so an SGLang log that quotes
 another engine (a traceback through vLLM's kernels) is never taken for it.
 
-Reads: engine/<node>/ files. Writes: node_config rows of the nodes of other engines.
+The config audit (forensics.audit: pool size against context length, with the lines that prove it) is
+run here once over the bundle's engine/<node>/ folders, every file under them as the standalone audit
+reads them, and its verdicts are stored (store_audit) for the report's root cause.
+
+Reads: engine/<node>/ files. Writes: node_config rows of the nodes of other engines, node_audit.
 """
 
 from __future__ import annotations
 
 from itertools import islice
+from pathlib import Path
 
 import duckdb
 
-from forensics.audit import ServerInput, audit_server
+from forensics.audit import ServerInput, audit_engine_dirs, audit_server
 from forensics.engines import ENGINES, marker_scores, winner
 from forensics.engines.sglang_startup import NAME as SGLANG
 from forensics.ingest import rawtext
@@ -94,3 +99,35 @@ def load_startup(con: duckdb.DuckDBPyConnection, node: str, engine: str, files: 
     for f in files:
         f.rows_read = f.rows_loaded = _line_count(f)
         f.notes.append(note)
+
+
+def store_audit(con: duckdb.DuckDBPyConnection, bundle: Path) -> None:
+    """node_audit: the config audit's verdict, reason, input limit and evidence lines (cited as
+    bundle-relative file:line: text) per node of engine/. An audit that fails is stored as its error,
+    not raised: the report then rests on node_config and says so."""
+    root = bundle.absolute()
+    if not (root / "engine").is_dir():
+        return
+    try:
+        audits = audit_engine_dirs(root / "engine")
+    except Exception as err:  # the report stands on node_config without it, and says so
+        con.execute("INSERT INTO node_audit (reason) VALUES (?)", [f"{type(err).__name__}: {err}"])
+        return
+
+    def rel(file: str) -> str:  # bundle-relative: the report must not depend on where the bundle lies
+        return Path(file).relative_to(root).as_posix() if Path(file).is_relative_to(root) else Path(file).name
+
+    con.executemany(
+        "INSERT INTO node_audit VALUES (?, ?, ?, ?, ?)",
+        [
+            (
+                a.node,
+                a.verdict,
+                a.reason,
+                a.max_req_input_len,
+                [f"{rel(e.file)}:{e.line}: {e.text}" for e in a.evidence],
+            )
+            for a in audits
+            if a.node
+        ],
+    )

@@ -2,14 +2,13 @@
 
 Reads: affected_responses, exposures, exposure_segments, accounts, coverage, hazards, read_provenance,
 room_requests, request_cohort, cohort_rules, clock_bounds, seq_gaps, node_config, gateway, files,
-rejected, timeline, room_state, write_effects. Writes: temp tables report_affected, report_prov.
+rejected, timeline, room_state, write_effects, node_audit. Writes: temp tables report_affected, report_prov.
 """
 
 from __future__ import annotations
 
 import hashlib
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -39,45 +38,27 @@ def manifest_hash(files: list[InputFile]) -> str:
     return hashlib.sha256("\n".join(hashes).encode()).hexdigest()
 
 
-def bundle_root(files: list[InputFile]) -> Path | None:
-    for f in files:
-        path = str(f.path)
-        if path.endswith(f.rel):
-            return Path(path[: len(path) - len(f.rel)])
-    return None
-
-
-def _engine_audit(files: list[InputFile]) -> tuple[dict[str, dict[str, Any]], str]:
-    """Per node verdict from the engine-log audit (forensics.audit), and why it failed ('' if it did
-    not). A failure is named in the report, not hidden: the verdicts then come from node_config."""
-    root = bundle_root(files)
-    if root is None or not (root / "engine").is_dir():
-        return {}, ""
-    from forensics.audit import audit_engine_dirs
-
-    try:
-        audits = audit_engine_dirs(root / "engine")
-    except Exception as err:  # the report stands on node_config without it, and says so
-        return {}, f"{type(err).__name__}: {err}"
-
-    def rel(file: str) -> str:  # bundle-relative: the report must not depend on where the bundle lies
-        return Path(file).relative_to(root).as_posix() if Path(file).is_relative_to(root) else Path(file).name
-
+def _engine_audit(con: duckdb.DuckDBPyConnection) -> tuple[dict[str, dict[str, Any]], str]:
+    """Per node verdict from the engine-log audit ingest ran (node_audit), and why it failed ('' if it
+    did not). A failure is named in the report, not hidden: the verdicts then come from node_config."""
+    audits = rows(con, "node_audit")
+    failed = [a["reason"] for a in audits if a["node"] is None]
+    if failed:
+        return {}, failed[0]
     return {
-        a.node: {
-            "verdict": a.verdict,
-            "reason": a.reason,
-            "max_input": a.max_req_input_len,
-            "evidence": [f"{rel(e.file)}:{e.line}: {e.text}" for e in a.evidence],
+        a["node"]: {
+            "verdict": a["verdict"],
+            "reason": a["reason"],
+            "max_input": a["max_req_input_len"],
+            "evidence": list(a["evidence_lines"]),
         }
         for a in audits
-        if a.node
     }, ""
 
 
-def _root_cause(con: duckdb.DuckDBPyConnection, files: list[InputFile]) -> dict[str, Any]:
+def _root_cause(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
     nodes = rows(con, "root_cause")
-    audit, audit_error = _engine_audit(files)
+    audit, audit_error = _engine_audit(con)
     for n in nodes:
         a = audit.get(n["node"])
         pool, ctx = n["pool_tokens"], n["context_len"]
@@ -156,7 +137,7 @@ def gather(
         "sources": sources,
         "sources_total": sources_total,
         "timeline": {"bucket": bucket, "rows": status_buckets(hours, bucket)},
-        "root_cause": _root_cause(con, files),
+        "root_cause": _root_cause(con),
         "coverage": rows(con, "coverage"),
         "window": rows(con, "replay_window")[0],
         "annex": rows(con, "account_annex"),

@@ -387,13 +387,13 @@ def test_a_bad_simulator_option_exits_2_with_one_line(tmp_path: Path) -> None:
 
 
 def test_a_failed_engine_log_audit_is_named_in_the_report(tmp_path: Path, monkeypatch) -> None:
-    import forensics.audit as audit
+    import forensics.ingest.startup as startup  # where ingest runs the audit (node_audit)
     from forensics.pipeline import investigate
 
     def boom(*_a, **_k):
         raise OSError("simulated unreadable engine folder")
 
-    monkeypatch.setattr(audit, "audit_engine_dirs", boom)
+    monkeypatch.setattr(startup, "audit_engine_dirs", boom)
     investigate(EXAMPLE / "bundle", tmp_path / "out")
     for name in ("technical_annex.md", "technical_annex.html"):
         text = (tmp_path / "out" / name).read_text()

@@ -1,0 +1,90 @@
+"""The audit's sieve (forensics.audit.lines.read_log): the single lines it leaves out hold no word any
+parse or detect reads, every other logical line is the one the whole read gives, and the audit of a
+long log is the audit of it read whole."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import forensics.audit
+from forensics.audit import DETECT_LINES, SIEVE, ServerInput, _relevant, audit_paths, audit_server
+from forensics.audit.lines import SNIFF_LINES, read_log
+from tests import support
+
+DATA = support.DATA / "audit"
+# a request line the audit's keyword filter keeps ("tokens") and no parse reads: what the sieve drops
+FILLER = (
+    "[2026-03-25 09:40:{s:02d} TP0] Finish: obj=GenerateReqInput(rid='ab'), out={{'meta_info': "
+    "{{'prompt_tokens': 12, 'completion_tokens': 3, 'finish_reason': {{'type': 'stop'}}}}}}"
+)
+PIECES = [
+    FILLER.format(s=7),
+    FILLER.format(s=8),
+    FILLER.format(s=9),
+    "[2026-03-25 09:40:08 TP0] Req Time Stats(rid=ab, input len=12, output len=3, type=decode): forward=0.1",
+    "[2026-03-25 09:40:09] KV Cache is allocated. #tokens: 105600, K size: 7.26 GB, V size: 7.26 GB",
+    "[2026-03-25 09:40:10] max_total_num_tokens=105600, chunked_prefill_size=8192, max_prefill_tokens=16384, "
+    "context_len=131072",
+    # a wrapped over-length abort: its words split over the break, the second piece without a prefix
+    "[2026-03-25 09:40:11 TP0] Finish: obj=GenerateReqInput(rid='x'), out={'meta_info': {'finish_reason': "
+    "{'type': 'abort', 'message': 'Input len",
+    "gth (200000 tokens) exceeds the maximum allowed length (105594 tokens). Use a shorter input.'}}}",
+    "",
+    "\x1b[32m[2026-03-25 09:40:12 TP0]\x1b[0m Decode batch, #running-req: 1, #token: 7",
+    "[2026-03-25 09:40:13 TP0] Decode batch, #running-req: 1,\t#token: 7",
+    "[2026-03-25 09:40:14 TP0] a line a progress bar rewrote\r[2026-03-25 09:40:14 TP0] server warmup done",
+    '{"timestamp": "2026-03-25T09:40:15", "event": "request.finished", "rid": "ab", "meta_info": {}}',
+    "Traceback (most recent call last):",
+    '  File "/sglang/srt/managers/scheduler.py", line 1, in <module>',
+    "[2026-03-25 09:40:16 TP0] vllm.engine is quoted here, and so is [TRT-LLM]",
+    "2026-03-25T09:40:17.000000Z [2026-03-25 09:40:17 TP0] Decode batch, #running-req: 2, #token: 9",
+]
+
+
+def _write(path: Path, lines: list[str]) -> Path:
+    path.write_bytes("".join(f"{ln}\n" for ln in lines).encode())
+    return path
+
+
+def _whole(monkeypatch: pytest.MonkeyPatch, server: ServerInput) -> dict:
+    with monkeypatch.context() as m:
+        m.setattr(forensics.audit, "SIEVE", None)
+        return audit_server(server).to_json()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from(range(len(PIECES))), min_size=SNIFF_LINES + 50, max_size=SNIFF_LINES + 400))
+def test_the_sieve_leaves_out_only_single_lines_holding_no_word(tmp_path_factory, picks: list[int]) -> None:
+    path = _write(tmp_path_factory.mktemp("sieve") / "server.log", [PIECES[i] for i in picks])
+    head = 20  # a short head, so that lines past it are sieved too
+    whole = read_log(path, keep=_relevant, head=head)
+    sieved = read_log(path, keep=_relevant, head=head, sieve=SIEVE)
+    left = set(sieved)
+    assert [ln for ln in whole if ln in left] == sieved
+    for ln in whole:
+        if ln not in left:
+            assert not any(w in ln.text for w in SIEVE), ln
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in DATA.glob("*.log")))
+def test_a_long_log_audits_as_read_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    """Each fixture between thousands of request lines: the sieve drops those, the verdict, reason,
+    evidence and notes are those of the whole read."""
+    fixture = (DATA / name).read_text(encoding="utf-8", errors="replace").splitlines()
+    filler = [FILLER.format(s=i % 60) for i in range(DETECT_LINES + 500)]
+    path = _write(tmp_path / name, filler + fixture + filler)
+    server = ServerInput(path, None, (path,))
+    assert len(read_log(path, keep=_relevant, head=DETECT_LINES, sieve=SIEVE)) < len(fixture) + DETECT_LINES
+    assert audit_server(server).to_json() == _whole(monkeypatch, server)
+
+
+def test_the_fixture_folders_audit_as_read_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    sieved = [a.to_json() for a in audit_paths([DATA, support.EXAMPLE / "bundle" / "engine"])]
+    with monkeypatch.context() as m:
+        m.setattr(forensics.audit, "SIEVE", None)
+        whole = [a.to_json() for a in audit_paths([DATA, support.EXAMPLE / "bundle" / "engine"])]
+    assert sieved == whole
