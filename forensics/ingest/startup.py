@@ -117,17 +117,10 @@ def store_audit(con: duckdb.DuckDBPyConnection, bundle: Path) -> None:
     def rel(file: str) -> str:  # bundle-relative: the report must not depend on where the bundle lies
         return Path(file).relative_to(root).as_posix() if Path(file).is_relative_to(root) else Path(file).name
 
-    con.executemany(
-        "INSERT INTO node_audit VALUES (?, ?, ?, ?, ?)",
-        [
-            (
-                a.node,
-                a.verdict,
-                a.reason,
-                a.max_req_input_len,
-                [f"{rel(e.file)}:{e.line}: {e.text}" for e in a.evidence],
-            )
-            for a in audits
-            if a.node
-        ],
-    )
+    rows = [
+        (a.node, a.verdict, a.reason, a.max_req_input_len, [f"{rel(e.file)}:{e.line}: {e.text}" for e in a.evidence])
+        for a in audits
+        if a.node
+    ]
+    if rows:  # DuckDB refuses an empty executemany: no audit named a node
+        con.executemany("INSERT INTO node_audit VALUES (?, ?, ?, ?, ?)", rows)

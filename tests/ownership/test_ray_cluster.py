@@ -8,10 +8,12 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -49,10 +51,12 @@ CLUSTER_TOKEN = secrets.token_hex(16)
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def cluster() -> Iterator[str]:
     """A head and one more node, each `ray start` in its own session: their daemons stay in its process
-    group, which is what the teardown stops (`ray stop` would stop every Ray on the machine)."""
-    root = tmp_path_factory.mktemp("ray")
+    group, which is what the teardown stops (`ray stop` would stop every Ray on the machine). Their temp
+    dirs are short paths of their own: Ray's socket paths under them must stay within AF_UNIX's 107
+    bytes, which pytest's temp folders (under xdist) exceed."""
+    root = Path(tempfile.mkdtemp(prefix="kvr-", dir="/tmp"))
     port = free_port()
     address = f"127.0.0.1:{port}"
     common = ["--num-cpus", "1", "--disable-usage-stats", "--dashboard-agent-listen-port"]
@@ -78,6 +82,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                 os.killpg(proc.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+        shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
