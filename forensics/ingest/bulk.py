@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import re
 from zoneinfo import ZoneInfo
 
 import duckdb
@@ -111,37 +112,6 @@ def _dur(name: str) -> str:
     )
 
 
-def _batch_cols() -> tuple[str, str]:
-    """(the select list of batch columns, the condition that the SQL may take the line)."""
-    cols, conds = [], []
-    for c in batch_lines.COLUMNS:
-        if c == "forward_ct":
-            continue
-        by_kind = []
-        for kind in ("decode", "prefill"):
-            names = [n for n, col in BATCH_FIELDS[kind].items() if col == c]
-            inl = ", ".join(_lit(n) for n in names) if names else "NULL"
-            by_kind.append(f"WHEN {_lit(kind)} THEN list_filter(kv, lambda x: x.k IN ({inl}))")
-        vals = f"(CASE bkind {' '.join(by_kind)} END)"
-        cols.append(f"{vals} AS v_{c}")
-    for c in batch_lines.COLUMNS:
-        if c == "forward_ct":
-            continue
-        v = f"v_{c}[1].v"
-        pat = r"[0-9]+(?:\.[0-9]+)?(?:e[+-]?[0-9]+)?|nan|inf" if c in BATCH_FLOATS else r"[0-9]+"
-        typ = "DOUBLE" if c in BATCH_FLOATS else "BIGINT"
-        conds.append(f"len(v_{c}) <= 1")
-        conds.append(
-            f"(len(v_{c}) = 0 OR (regexp_full_match({v}, {_lit(pat)}) AND try_cast({v} AS {typ}) IS NOT NULL))"
-        )
-    for kind, req in BATCH_REQUIRED.items():
-        conds.append(f"(bkind <> {_lit(kind)} OR ({' AND '.join(f'len(v_{c}) = 1' for c in req)}))")
-    return ", ".join(cols), " AND ".join(conds)
-
-
-_BATCH_SELECT, _BATCH_OK = _batch_cols()
-
-
 def _re_escape(s: str) -> str:
     return "".join("\\" + c if c in r".^$*+?()[]{}|\\" else c for c in s)
 
@@ -183,29 +153,84 @@ FROM t
 """
 
 
-# the batch lines' fields
-TEXT_BATCH = f"""
-CREATE OR REPLACE TEMP TABLE eng_batch AS
-WITH b AS (
-    SELECT fidx, line, ts, regexp_extract(msg, {_lit(BATCH_RE)}, ['kind', 'iter', 'body']) AS m FROM eng_pre WHERE shape = 'batch'
-), p AS (
-    SELECT fidx, line, ts, lower(m.kind) AS bkind, m.iter AS iter, m.body AS body,
-        list_filter(list_transform(string_split(rtrim(m.body, ', '), ', '), lambda x: trim(x)), lambda x: x <> '') AS pieces
-    FROM b
-), kv AS (
-    SELECT *, list_transform(pieces, lambda x: {{'k': CASE WHEN strpos(x, ': ') > 0 THEN left(x, strpos(x, ': ') - 1) END,
-                                            'v': trim(substr(x, strpos(x, ': ') + 2))}}) AS kv
-    FROM p
-), g AS (
-    SELECT *, list_filter(kv, lambda x: suffix(x.k, ' graph')) AS graphs, {_BATCH_SELECT} FROM kv
-)
-SELECT *, (NOT contains(body, 'full=')
-    AND list_bool_and(list_transform(kv, lambda x: x.k IS NOT NULL)) IS NOT FALSE
-    AND list_bool_and(list_transform(graphs, lambda x: x.v IN ('True', 'False'))) IS NOT FALSE
-    AND (iter = '' OR try_cast(iter AS BIGINT) IS NOT NULL)
-    AND {_BATCH_OK}) AS ok
-FROM g
-"""
+# --- the batch lines, read by template: a template is one line's kind and field names in order; its
+# RE2 pattern (built in Python from a sample line, a constant of the query) reads all the lines of that
+# template in one pass, where splitting every body into a list of pieces costs ~30 times more ---
+_BATCH_INT = r"[0-9]+"
+_BATCH_FLOAT = r"[0-9]+(?:\.[0-9]+)?(?:e[+-]?[0-9]+)?|nan|inf"
+# a field the analysis does not read: a value without commas, not empty, not padded with spaces
+_BATCH_OTHER = r"[^ ,](?:[^,]*[^ ,])?"
+_BATCH_HEAD = re.compile(r"(Prefill|Decode) batch(?: \[[0-9]+\])?[.,] (#.*)$")
+# the lines are grouped by their message less digits and dots (cheap; names that differ only there share
+# a group, and the lines of a group that its sample's pattern does not match go to the Python reader)
+BATCH_KEY = "translate(msg, '0123456789.', '')"
+MAX_TEMPLATES = 256  # more distinct groups in one batch of files: the rarest go to the Python reader
+_BCOLS = [c for c in batch_lines.COLUMNS if c != "forward_ct"]
+
+
+def batch_template(msg: str) -> tuple[str, str, dict[str, int], int | None] | None:
+    """(the RE2 pattern, the kind, column -> capture group, the graph's group) of the template of the
+    batch line `msg`, or None where the Python reader must read its lines (a piece without `: `, a
+    padded or empty piece, a column given twice, a required one missing). Group 1 is the forward count.
+    A line the pattern matches splits into the sample's fields under batch_lines._fields: every value is
+    free of commas and of spaces at its ends, and what follows the last one is the `, ` that rstrip removes."""
+    m = _BATCH_HEAD.match(msg)
+    if m is None:
+        return None
+    kind = m[1].lower()
+    fields = []
+    for piece in m[2].rstrip(", ").split(", "):
+        name, sep, _ = piece.partition(": ")
+        if not sep or piece != piece.strip():
+            return None
+        fields.append(name)
+    graphs = [i for i, n in enumerate(fields) if n.endswith(" graph")]
+    parts, cols, graph, group = [], {}, None, 1
+    for i, name in enumerate(fields):
+        col = BATCH_FIELDS[kind].get(name)
+        if graphs and i == graphs[-1]:  # the last graph field is the one read
+            group += 1
+            value, graph = "(True|False)", group
+        elif i in graphs:
+            value = "(?:True|False)"
+        elif col is None:
+            value = _BATCH_OTHER
+        elif col in cols:
+            return None
+        else:
+            group += 1
+            value, cols[col] = f"({_BATCH_FLOAT if col in BATCH_FLOATS else _BATCH_INT})", group
+        parts.append(f"{_re_escape(name)}: {value}")
+    if any(c not in cols for c in BATCH_REQUIRED[kind]):
+        return None
+    return rf"^{m[1]} batch(?: \[([0-9]+)\])?[.,] " + ", ".join(parts) + "[, ]*$", kind, cols, graph
+
+
+def _batch_sql(templates: list[tuple[str, str, dict[str, int], int | None]]) -> str:
+    """eng_batch: the typed fields of every line of eng_bkey (tid: its template's index in `templates`,
+    NULL for none), ok where the SQL vouches for them (else the Python reader reads the line)."""
+    typed = {c: "DOUBLE" if c in BATCH_FLOATS else "BIGINT" for c in _BCOLS}
+    none = ", ".join(f"NULL::{typed[c]} AS {c}" for c in _BCOLS)
+    parts = [
+        f"SELECT fidx, line, ts, NULL AS bkind, NULL::BIGINT AS forward_ct, {none}, NULL::BOOLEAN AS graph, false AS ok "
+        "FROM eng_bkey WHERE tid IS NULL"
+    ]
+    for tid, (pattern, kind, cols, graph) in enumerate(templates):
+        n = 1 + len(cols) + (graph is not None)
+        g = ", ".join(_lit(f"g{i}") for i in range(1, n + 1))
+        vals = {c: f"try_cast(g.g{i} AS {typed[c]})" for c, i in cols.items()}
+        sel = ", ".join(f"{vals.get(c, f'NULL::{typed[c]}')} AS {c}" for c in _BCOLS)
+        # a line the pattern does not match gives '' in every group, which no cast takes
+        ok = " AND ".join(
+            ["(g.g1 = '' OR try_cast(g.g1 AS BIGINT) IS NOT NULL)", *(f"{v} IS NOT NULL" for v in vals.values())]
+        )
+        gr = f"g.g{graph} = 'True'" if graph is not None else "NULL::BOOLEAN"
+        parts.append(
+            f"SELECT fidx, line, ts, {_lit(kind)}, try_cast(nullif(g.g1, '') AS BIGINT), {sel}, {gr}, {ok} "
+            f"FROM (SELECT fidx, line, ts, regexp_extract(msg, {_lit(pattern)}, [{g}]) AS g FROM eng_bkey WHERE tid = {tid})"
+        )
+    return "CREATE OR REPLACE TEMP TABLE eng_batch AS " + "\nUNION ALL ".join(parts)
+
 
 _FR_KEYS = r"(?:\{|, )'([^']*)': "
 _FR_VALS = r"(?:\{|, )'[^']*': ('[^']*'|[^,}]*)"
@@ -538,7 +563,7 @@ def _bulk(con: duckdb.DuckDBPyConnection, batch: list[tuple[InputFile, bool]], t
         con.execute(TEXT_LINES if text else JSON_LINES)
     if text:
         with timed("ingest/engine_batch_sql"):
-            con.execute(TEXT_BATCH)
+            _batch(con)
         with timed("ingest/engine_time_stats_sql"):
             con.execute(TEXT_TIME_STATS)
         with timed("ingest/engine_requests_sql"):
@@ -564,6 +589,35 @@ def _bulk(con: duckdb.DuckDBPyConnection, batch: list[tuple[InputFile, bool]], t
     with timed("ingest/engine_store"):
         _store_file(con, loc, text)
     _drop(con)
+
+
+def _batch(con: duckdb.DuckDBPyConnection) -> None:
+    """eng_batch from the batch lines of eng_pre, read by template (the MAX_TEMPLATES commonest)."""
+    con.execute(
+        f"CREATE OR REPLACE TEMP TABLE eng_bkey0 AS SELECT fidx, line, ts, msg, {BATCH_KEY} AS key FROM eng_pre WHERE shape = 'batch'"
+    )
+    groups = con.execute(
+        f"SELECT key, any_value(msg) FROM eng_bkey0 GROUP BY key ORDER BY count(*) DESC, key LIMIT {MAX_TEMPLATES}"
+    ).fetchall()
+    templates: list[tuple[str, str, dict[str, int], int | None]] = []
+    tids: dict[str, int] = {}  # pattern -> index in templates (groups that differ in values share one)
+    keys, key_tid = [], []
+    for key, sample in groups:
+        t = batch_template(sample)
+        if t is None:
+            continue
+        keys.append(key)
+        key_tid.append(tids.setdefault(t[0], len(tids)))
+        if key_tid[-1] == len(templates):
+            templates.append(t)
+    con.register("eng_tids_arrow", pa.table({"key": pa.array(keys, pa.string()), "tid": pa.array(key_tid, pa.int32())}))
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE eng_bkey AS SELECT fidx, line, ts, msg, tid FROM eng_bkey0 LEFT JOIN eng_tids_arrow USING (key)"
+    )
+    con.unregister("eng_tids_arrow")
+    con.execute("DROP TABLE eng_bkey0")
+    con.execute(_batch_sql(templates))
+    con.execute("DROP TABLE eng_bkey")
 
 
 def _drop(con: duckdb.DuckDBPyConnection) -> None:
@@ -644,15 +698,10 @@ def _store_file(con: duckdb.DuckDBPyConnection, loc: EngineRows, text: bool) -> 
                 FROM eng_pre JOIN eng_files USING (fidx) WHERE shape IS NOT NULL
                 UNION ALL SELECT * FROM lines) ORDER BY fidx, line"""
         )
-        bcols = [c for c in batch_lines.COLUMNS if c != "forward_ct"]
         con.execute(
             f"""INSERT INTO batch_stats SELECT {", ".join(batch_lines.SCHEMA.names)} FROM (
-                SELECT node, file_id, b.line, b.ts, bkind AS kind,
-                    nullif(iter, '')::BIGINT AS forward_ct,
-                    {", ".join(f"(v_{c}[1].v)::{'DOUBLE' if c in BATCH_FLOATS else 'BIGINT'} AS {c}" for c in bcols)},
-                    CASE WHEN len(graphs) > 0 THEN graphs[-1].v = 'True' END AS graph, b.fidx
-                FROM eng_batch b JOIN eng_pre p ON p.fidx = b.fidx AND p.line = b.line AND p.shape = 'batch'
-                JOIN eng_files f ON f.fidx = b.fidx
+                SELECT node, file_id, line, ts, bkind AS kind, forward_ct, {", ".join(_BCOLS)}, graph, fidx
+                FROM eng_batch JOIN eng_files USING (fidx) WHERE ok
                 UNION ALL SELECT * FROM batches) ORDER BY fidx, line"""
         )
         con.execute(
