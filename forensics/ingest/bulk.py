@@ -161,10 +161,9 @@ _BATCH_FLOAT = r"[0-9]+(?:\.[0-9]+)?(?:e[+-]?[0-9]+)?|nan|inf"
 # a field the analysis does not read: a value without commas, not empty, not padded with spaces
 _BATCH_OTHER = r"[^ ,](?:[^,]*[^ ,])?"
 _BATCH_HEAD = re.compile(r"(Prefill|Decode) batch(?: \[[0-9]+\])?[.,] (#.*)$")
-# the lines are grouped by their message less digits and dots (cheap; names that differ only there share
-# a group, and the lines of a group that its sample's pattern does not match go to the Python reader)
-BATCH_KEY = "translate(msg, '0123456789.', '')"
-MAX_TEMPLATES = 256  # more distinct groups in one batch of files: the rarest go to the Python reader
+# the templates are found in rounds: each reads the lines left by the one before and takes its templates
+# from a sample of them (commonest first); what is left after the last goes to the Python reader
+BATCH_ROUNDS, BATCH_SAMPLE = 4, 1024
 _BCOLS = [c for c in batch_lines.COLUMNS if c != "forward_ct"]
 
 
@@ -206,30 +205,33 @@ def batch_template(msg: str) -> tuple[str, str, dict[str, int], int | None] | No
     return rf"^{m[1]} batch(?: \[([0-9]+)\])?[.,] " + ", ".join(parts) + "[, ]*$", kind, cols, graph
 
 
-def _batch_sql(templates: list[tuple[str, str, dict[str, int], int | None]]) -> str:
-    """eng_batch: the typed fields of every line of eng_bkey (tid: its template's index in `templates`,
-    NULL for none), ok where the SQL vouches for them (else the Python reader reads the line)."""
-    typed = {c: "DOUBLE" if c in BATCH_FLOATS else "BIGINT" for c in _BCOLS}
-    none = ", ".join(f"NULL::{typed[c]} AS {c}" for c in _BCOLS)
-    parts = [
-        f"SELECT fidx, line, ts, NULL AS bkind, NULL::BIGINT AS forward_ct, {none}, NULL::BOOLEAN AS graph, false AS ok "
-        "FROM eng_bkey WHERE tid IS NULL"
-    ]
-    for tid, (pattern, kind, cols, graph) in enumerate(templates):
-        n = 1 + len(cols) + (graph is not None)
-        g = ", ".join(_lit(f"g{i}") for i in range(1, n + 1))
-        vals = {c: f"try_cast(g.g{i} AS {typed[c]})" for c, i in cols.items()}
-        sel = ", ".join(f"{vals.get(c, f'NULL::{typed[c]}')} AS {c}" for c in _BCOLS)
-        # a line the pattern does not match gives '' in every group, which no cast takes
-        ok = " AND ".join(
-            ["(g.g1 = '' OR try_cast(g.g1 AS BIGINT) IS NOT NULL)", *(f"{v} IS NOT NULL" for v in vals.values())]
-        )
-        gr = f"g.g{graph} = 'True'" if graph is not None else "NULL::BOOLEAN"
-        parts.append(
-            f"SELECT fidx, line, ts, {_lit(kind)}, try_cast(nullif(g.g1, '') AS BIGINT), {sel}, {gr}, {ok} "
-            f"FROM (SELECT fidx, line, ts, regexp_extract(msg, {_lit(pattern)}, [{g}]) AS g FROM eng_bkey WHERE tid = {tid})"
-        )
-    return "CREATE OR REPLACE TEMP TABLE eng_batch AS " + "\nUNION ALL ".join(parts)
+_BTYPES = {c: "DOUBLE" if c in BATCH_FLOATS else "BIGINT" for c in _BCOLS}
+# eng_batch: the typed fields of a batch line, ok where the SQL vouches for them (else the Python reader
+# reads the line)
+_BATCH_NONE = (
+    "NULL::VARCHAR AS bkind, NULL::BIGINT AS forward_ct, "
+    + ", ".join(f"NULL::{_BTYPES[c]} AS {c}" for c in _BCOLS)
+    + ", NULL::BOOLEAN AS graph, false AS ok"
+)
+
+
+def _template_sql(template: tuple[str, str, dict[str, int], int | None]) -> tuple[str, str]:
+    """(the select list of eng_batch's columns from the groups g of the template's pattern, the
+    condition that the pattern matched)."""
+    _, kind, cols, graph = template
+    vals = {c: f"try_cast(g.g{i} AS {_BTYPES[c]})" for c, i in cols.items()}
+    ok = " AND ".join(
+        ["(g.g1 = '' OR try_cast(g.g1 AS BIGINT) IS NOT NULL)", *(f"{v} IS NOT NULL" for v in vals.values())]
+    )
+    select = ", ".join(
+        [
+            f"{_lit(kind)} AS bkind, try_cast(nullif(g.g1, '') AS BIGINT) AS forward_ct",
+            *(f"{vals.get(c, f'NULL::{_BTYPES[c]}')} AS {c}" for c in _BCOLS),
+            f"{f'g.g{graph}' if graph is not None else 'NULL'} = 'True' AS graph, {ok} AS ok",
+        ]
+    )
+    # a match fills every group of a field the kind requires; no match leaves all groups ''
+    return select, f"g.g{cols[BATCH_REQUIRED[kind][0]]} <> ''"
 
 
 _FR_KEYS = r"(?:\{|, )'([^']*)': "
@@ -592,32 +594,40 @@ def _bulk(con: duckdb.DuckDBPyConnection, batch: list[tuple[InputFile, bool]], t
 
 
 def _batch(con: duckdb.DuckDBPyConnection) -> None:
-    """eng_batch from the batch lines of eng_pre, read by template (the MAX_TEMPLATES commonest)."""
+    """eng_batch from the batch lines of eng_pre, one pass of its pattern over the lines left per template."""
     con.execute(
-        f"CREATE OR REPLACE TEMP TABLE eng_bkey0 AS SELECT fidx, line, ts, msg, {BATCH_KEY} AS key FROM eng_pre WHERE shape = 'batch'"
+        "CREATE OR REPLACE TEMP TABLE eng_brest AS SELECT fidx, line, ts, msg FROM eng_pre WHERE shape = 'batch'"
     )
-    groups = con.execute(
-        f"SELECT key, any_value(msg) FROM eng_bkey0 GROUP BY key ORDER BY count(*) DESC, key LIMIT {MAX_TEMPLATES}"
-    ).fetchall()
-    templates: list[tuple[str, str, dict[str, int], int | None]] = []
-    tids: dict[str, int] = {}  # pattern -> index in templates (groups that differ in values share one)
-    keys, key_tid = [], []
-    for key, sample in groups:
-        t = batch_template(sample)
-        if t is None:
-            continue
-        keys.append(key)
-        key_tid.append(tids.setdefault(t[0], len(tids)))
-        if key_tid[-1] == len(templates):
-            templates.append(t)
-    con.register("eng_tids_arrow", pa.table({"key": pa.array(keys, pa.string()), "tid": pa.array(key_tid, pa.int32())}))
     con.execute(
-        "CREATE OR REPLACE TEMP TABLE eng_bkey AS SELECT fidx, line, ts, msg, tid FROM eng_bkey0 LEFT JOIN eng_tids_arrow USING (key)"
+        f"CREATE OR REPLACE TEMP TABLE eng_batch AS SELECT fidx, line, ts, {_BATCH_NONE} FROM eng_brest LIMIT 0"
     )
-    con.unregister("eng_tids_arrow")
-    con.execute("DROP TABLE eng_bkey0")
-    con.execute(_batch_sql(templates))
-    con.execute("DROP TABLE eng_bkey")
+    tried: set[str] = set()
+    for _ in range(BATCH_ROUNDS):
+        sample = con.execute(
+            f"SELECT msg FROM eng_brest USING SAMPLE reservoir({BATCH_SAMPLE} ROWS) REPEATABLE (1)"
+        ).fetchall()
+        found: dict[str, tuple[int, tuple[str, str, dict[str, int], int | None]]] = {}
+        for (msg,) in sample:
+            t = batch_template(msg)
+            if t is not None and t[0] not in tried:
+                found[t[0]] = (found.get(t[0], (0, t))[0] + 1, t)
+        if not found:
+            break
+        for _, t in sorted(found.values(), key=lambda x: -x[0]):
+            tried.add(t[0])
+            names = ", ".join(_lit(f"g{i}") for i in range(1, 2 + len(t[2]) + (t[3] is not None)))
+            con.execute(
+                "CREATE OR REPLACE TEMP TABLE eng_bx AS SELECT fidx, line, ts, msg, "
+                f"regexp_extract(msg, {_lit(t[0])}, [{names}]) AS g FROM eng_brest"
+            )
+            select, matched = _template_sql(t)
+            con.execute(f"INSERT INTO eng_batch SELECT fidx, line, ts, {select} FROM eng_bx WHERE {matched}")
+            con.execute(
+                f"CREATE OR REPLACE TEMP TABLE eng_brest AS SELECT fidx, line, ts, msg FROM eng_bx WHERE NOT ({matched})"
+            )
+    con.execute(f"INSERT INTO eng_batch SELECT fidx, line, ts, {_BATCH_NONE} FROM eng_brest")
+    for t in ("eng_brest", "eng_bx"):
+        con.execute(f"DROP TABLE IF EXISTS {t}")
 
 
 def _drop(con: duckdb.DuckDBPyConnection) -> None:
