@@ -67,7 +67,10 @@ def _lit(s: str) -> str:
 
 # --- the patterns (RE2): each shape's bulk pattern (forensics.engines.sglang.SHAPES) admits a subset of
 # what its Python pattern reads, never more ---
-PREFIX_RE = PREFIX_BULK
+# the record prefix without its message: a match's groups tell where the message starts (its `(.*)$`
+# matches any rest of a line, which holds no newline; capturing it costs more than the rest of the pass)
+PREFIX_HEAD = PREFIX_BULK.removesuffix("(.*)$")
+assert PREFIX_HEAD != PREFIX_BULK
 
 
 def _bulk_pattern(shape: str) -> str:
@@ -121,12 +124,13 @@ TRIGGER_RE = "|".join(_re_escape(t) for t in TRIGGERS)
 # one row per line of eng_raw: the prefix read, the shape the SQL takes (NULL: the Python reader's)
 TEXT_LINES = f"""
 CREATE OR REPLACE TEMP TABLE eng_pre AS
-WITH r AS (
-    SELECT fidx, line, text, regexp_matches(text, {_lit(PREFIX_RE)}) AS has_p,
-           regexp_extract(text, {_lit(PREFIX_RE)}, ['ts', 'ms', 'rank', 'msg']) AS p
-    FROM eng_raw
+WITH h AS (
+    SELECT fidx, line, text, regexp_extract(text, {_lit(PREFIX_HEAD)}, ['ts', 'ms', 'rank']) AS p FROM eng_raw
+), r AS (
+    SELECT *, p.ts <> '' AS has_p FROM h
 ), t AS (
-    SELECT fidx, line, text, has_p, CASE WHEN has_p THEN p.msg ELSE coalesce(text, '') END AS msg,
+    -- the prefix is ASCII: `[`, the time's 19 characters, ms, rank, `] `
+    SELECT fidx, line, text, has_p, CASE WHEN has_p THEN substr(text, 23 + length(p.ms) + length(p.rank)) ELSE coalesce(text, '') END AS msg,
         CASE WHEN has_p THEN try_strptime(p.ts, '%Y-%m-%d %H:%M:%S') END AS t0, p
     FROM r
 )
