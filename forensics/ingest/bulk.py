@@ -5,11 +5,12 @@ the other lines (start-up lines, failures, tracebacks, anything odd) given to th
 of forensics.ingest.engine, which stays the reference.
 
 The SQL takes a line only when its strict pattern proves the Python reader would give the same rows:
-  text logs: the `[ts rank] ` prefix; `Decode batch` / `Prefill batch` lines (printable ASCII, every
-  field `name: value`); `Req Time Stats(...)` lines whose durations are `name=number[ms]` pairs;
-  `--log-requests` Receive and Finish lines whose values are plain literals (quotes, brackets and
-  commas inside strings go to Python); any other line that holds none of the substrings some Python
-  pattern or marker needs (engine_lines kind NULL);
+  text logs: the `[ts rank] ` prefix; `Decode batch` / `Prefill batch` lines (printable ASCII) that the
+  pattern of a template (batch_template: the kind and field names of a sample line) matches; `Req Time
+  Stats(...)` lines whose durations are `name=number[ms]` pairs; `--log-requests` Receive and Finish
+  lines whose values are plain literals (quotes, brackets and commas inside strings go to Python); any
+  other line that holds none of the substrings some Python pattern or marker needs (engine_lines kind
+  NULL);
   requests.jsonl: JSON objects without duplicate keys where they are read, a naive timestamp, simple
   finish reasons.
 Everything else, and the rows of each file, keep the Python reader's order (file, line, row of line), so
@@ -630,8 +631,8 @@ def _batch(con: duckdb.DuckDBPyConnection) -> None:
                 f"CREATE OR REPLACE TEMP TABLE eng_brest AS SELECT fidx, line, ts, msg FROM eng_bx WHERE NOT ({matched})"
             )
     con.execute(f"INSERT INTO eng_batch SELECT fidx, line, ts, {_BATCH_NONE} FROM eng_brest")
-    for t in ("eng_brest", "eng_bx"):
-        con.execute(f"DROP TABLE IF EXISTS {t}")
+    for table in ("eng_brest", "eng_bx"):
+        con.execute(f"DROP TABLE IF EXISTS {table}")
 
 
 def _drop(con: duckdb.DuckDBPyConnection) -> None:
