@@ -5,11 +5,12 @@ the other lines (start-up lines, failures, tracebacks, anything odd) given to th
 of forensics.ingest.engine, which stays the reference.
 
 The SQL takes a line only when its strict pattern proves the Python reader would give the same rows:
-  text logs: the `[ts rank] ` prefix; `Decode batch` / `Prefill batch` lines (printable ASCII, every
-  field `name: value`); `Req Time Stats(...)` lines whose durations are `name=number[ms]` pairs;
-  `--log-requests` Receive and Finish lines whose values are plain literals (quotes, brackets and
-  commas inside strings go to Python); any other line that holds none of the substrings some Python
-  pattern or marker needs (engine_lines kind NULL);
+  text logs: the `[ts rank] ` prefix; `Decode batch` / `Prefill batch` lines (printable ASCII) that the
+  pattern of a template (batch_template: the kind and field names of a sample line) matches; `Req Time
+  Stats(...)` lines whose durations are `name=number[ms]` pairs; `--log-requests` Receive and Finish
+  lines whose values are plain literals (quotes, brackets and commas inside strings go to Python); any
+  other line that holds none of the substrings some Python pattern or marker needs (engine_lines kind
+  NULL);
   requests.jsonl: JSON objects without duplicate keys where they are read, a naive timestamp, simple
   finish reasons.
 Everything else, and the rows of each file, keep the Python reader's order (file, line, row of line), so
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import re
 from zoneinfo import ZoneInfo
 
 import duckdb
@@ -66,7 +68,10 @@ def _lit(s: str) -> str:
 
 # --- the patterns (RE2): each shape's bulk pattern (forensics.engines.sglang.SHAPES) admits a subset of
 # what its Python pattern reads, never more ---
-PREFIX_RE = PREFIX_BULK
+# the record prefix without its message: a match's groups tell where the message starts (its `(.*)$`
+# matches any rest of a line, which holds no newline; capturing it costs more than the rest of the pass)
+PREFIX_HEAD = PREFIX_BULK.removesuffix("(.*)$")
+assert PREFIX_HEAD != PREFIX_BULK
 
 
 def _bulk_pattern(shape: str) -> str:
@@ -111,37 +116,6 @@ def _dur(name: str) -> str:
     )
 
 
-def _batch_cols() -> tuple[str, str]:
-    """(the select list of batch columns, the condition that the SQL may take the line)."""
-    cols, conds = [], []
-    for c in batch_lines.COLUMNS:
-        if c == "forward_ct":
-            continue
-        by_kind = []
-        for kind in ("decode", "prefill"):
-            names = [n for n, col in BATCH_FIELDS[kind].items() if col == c]
-            inl = ", ".join(_lit(n) for n in names) if names else "NULL"
-            by_kind.append(f"WHEN {_lit(kind)} THEN list_filter(kv, lambda x: x.k IN ({inl}))")
-        vals = f"(CASE bkind {' '.join(by_kind)} END)"
-        cols.append(f"{vals} AS v_{c}")
-    for c in batch_lines.COLUMNS:
-        if c == "forward_ct":
-            continue
-        v = f"v_{c}[1].v"
-        pat = r"[0-9]+(?:\.[0-9]+)?(?:e[+-]?[0-9]+)?|nan|inf" if c in BATCH_FLOATS else r"[0-9]+"
-        typ = "DOUBLE" if c in BATCH_FLOATS else "BIGINT"
-        conds.append(f"len(v_{c}) <= 1")
-        conds.append(
-            f"(len(v_{c}) = 0 OR (regexp_full_match({v}, {_lit(pat)}) AND try_cast({v} AS {typ}) IS NOT NULL))"
-        )
-    for kind, req in BATCH_REQUIRED.items():
-        conds.append(f"(bkind <> {_lit(kind)} OR ({' AND '.join(f'len(v_{c}) = 1' for c in req)}))")
-    return ", ".join(cols), " AND ".join(conds)
-
-
-_BATCH_SELECT, _BATCH_OK = _batch_cols()
-
-
 def _re_escape(s: str) -> str:
     return "".join("\\" + c if c in r".^$*+?()[]{}|\\" else c for c in s)
 
@@ -151,12 +125,13 @@ TRIGGER_RE = "|".join(_re_escape(t) for t in TRIGGERS)
 # one row per line of eng_raw: the prefix read, the shape the SQL takes (NULL: the Python reader's)
 TEXT_LINES = f"""
 CREATE OR REPLACE TEMP TABLE eng_pre AS
-WITH r AS (
-    SELECT fidx, line, text, regexp_matches(text, {_lit(PREFIX_RE)}) AS has_p,
-           regexp_extract(text, {_lit(PREFIX_RE)}, ['ts', 'ms', 'rank', 'msg']) AS p
-    FROM eng_raw
+WITH h AS (
+    SELECT fidx, line, text, regexp_extract(text, {_lit(PREFIX_HEAD)}, ['ts', 'ms', 'rank']) AS p FROM eng_raw
+), r AS (
+    SELECT *, p.ts <> '' AS has_p FROM h
 ), t AS (
-    SELECT fidx, line, text, has_p, CASE WHEN has_p THEN p.msg ELSE coalesce(text, '') END AS msg,
+    -- the prefix is ASCII: `[`, the time's 19 characters, ms, rank, `] `
+    SELECT fidx, line, text, has_p, CASE WHEN has_p THEN substr(text, 23 + length(p.ms) + length(p.rank)) ELSE coalesce(text, '') END AS msg,
         CASE WHEN has_p THEN try_strptime(p.ts, '%Y-%m-%d %H:%M:%S') END AS t0, p
     FROM r
 )
@@ -183,29 +158,86 @@ FROM t
 """
 
 
-# the batch lines' fields
-TEXT_BATCH = f"""
-CREATE OR REPLACE TEMP TABLE eng_batch AS
-WITH b AS (
-    SELECT fidx, line, ts, regexp_extract(msg, {_lit(BATCH_RE)}, ['kind', 'iter', 'body']) AS m FROM eng_pre WHERE shape = 'batch'
-), p AS (
-    SELECT fidx, line, ts, lower(m.kind) AS bkind, m.iter AS iter, m.body AS body,
-        list_filter(list_transform(string_split(rtrim(m.body, ', '), ', '), lambda x: trim(x)), lambda x: x <> '') AS pieces
-    FROM b
-), kv AS (
-    SELECT *, list_transform(pieces, lambda x: {{'k': CASE WHEN strpos(x, ': ') > 0 THEN left(x, strpos(x, ': ') - 1) END,
-                                            'v': trim(substr(x, strpos(x, ': ') + 2))}}) AS kv
-    FROM p
-), g AS (
-    SELECT *, list_filter(kv, lambda x: suffix(x.k, ' graph')) AS graphs, {_BATCH_SELECT} FROM kv
+# --- the batch lines, read by template: a template is one line's kind and field names in order; its
+# RE2 pattern (built in Python from a sample line, a constant of the query) reads all the lines of that
+# template in one pass, where splitting every body into a list of pieces costs ~30 times more ---
+_BATCH_INT = r"[0-9]+"
+_BATCH_FLOAT = r"[0-9]+(?:\.[0-9]+)?(?:e[+-]?[0-9]+)?|nan|inf"
+# a field the analysis does not read: a value without commas, not empty, not padded with spaces
+_BATCH_OTHER = r"[^ ,](?:[^,]*[^ ,])?"
+_BATCH_HEAD = re.compile(r"(Prefill|Decode) batch(?: \[[0-9]+\])?[.,] (#.*)$")
+# the templates are found in rounds: each reads the lines left by the one before and takes its templates
+# from a sample of them (commonest first); what is left after the last goes to the Python reader
+BATCH_ROUNDS, BATCH_SAMPLE = 4, 1024
+_BCOLS = [c for c in batch_lines.COLUMNS if c != "forward_ct"]
+
+
+def batch_template(msg: str) -> tuple[str, str, dict[str, int], int | None] | None:
+    """(the RE2 pattern, the kind, column -> capture group, the graph's group) of the template of the
+    batch line `msg`, or None where the Python reader must read its lines (a piece without `: `, a
+    padded or empty piece, a column given twice, a required one missing). Group 1 is the forward count.
+    A line the pattern matches splits into the sample's fields under batch_lines._fields: every value is
+    free of commas and of spaces at its ends, and what follows the last one is the `, ` that rstrip removes."""
+    m = _BATCH_HEAD.match(msg)
+    if m is None:
+        return None
+    kind = m[1].lower()
+    fields = []
+    for piece in m[2].rstrip(", ").split(", "):
+        name, sep, _ = piece.partition(": ")
+        if not sep or piece != piece.strip():
+            return None
+        fields.append(name)
+    graphs = [i for i, n in enumerate(fields) if n.endswith(" graph")]
+    parts, cols, graph, group = [], {}, None, 1
+    for i, name in enumerate(fields):
+        col = BATCH_FIELDS[kind].get(name)
+        if graphs and i == graphs[-1]:  # the last graph field is the one read
+            group += 1
+            value, graph = "(True|False)", group
+        elif i in graphs:
+            value = "(?:True|False)"
+        elif col is None:
+            value = _BATCH_OTHER
+        elif col in cols:
+            return None
+        else:
+            group += 1
+            value, cols[col] = f"({_BATCH_FLOAT if col in BATCH_FLOATS else _BATCH_INT})", group
+        parts.append(f"{_re_escape(name)}: {value}")
+    if any(c not in cols for c in BATCH_REQUIRED[kind]):
+        return None
+    return rf"^{m[1]} batch(?: \[([0-9]+)\])?[.,] " + ", ".join(parts) + "[, ]*$", kind, cols, graph
+
+
+_BTYPES = {c: "DOUBLE" if c in BATCH_FLOATS else "BIGINT" for c in _BCOLS}
+# eng_batch: the typed fields of a batch line, ok where the SQL vouches for them (else the Python reader
+# reads the line)
+_BATCH_NONE = (
+    "NULL::VARCHAR AS bkind, NULL::BIGINT AS forward_ct, "
+    + ", ".join(f"NULL::{_BTYPES[c]} AS {c}" for c in _BCOLS)
+    + ", NULL::BOOLEAN AS graph, false AS ok"
 )
-SELECT *, (NOT contains(body, 'full=')
-    AND list_bool_and(list_transform(kv, lambda x: x.k IS NOT NULL)) IS NOT FALSE
-    AND list_bool_and(list_transform(graphs, lambda x: x.v IN ('True', 'False'))) IS NOT FALSE
-    AND (iter = '' OR try_cast(iter AS BIGINT) IS NOT NULL)
-    AND {_BATCH_OK}) AS ok
-FROM g
-"""
+
+
+def _template_sql(template: tuple[str, str, dict[str, int], int | None]) -> tuple[str, str]:
+    """(the select list of eng_batch's columns from the groups g of the template's pattern, the
+    condition that the pattern matched)."""
+    _, kind, cols, graph = template
+    vals = {c: f"try_cast(g.g{i} AS {_BTYPES[c]})" for c, i in cols.items()}
+    ok = " AND ".join(
+        ["(g.g1 = '' OR try_cast(g.g1 AS BIGINT) IS NOT NULL)", *(f"{v} IS NOT NULL" for v in vals.values())]
+    )
+    select = ", ".join(
+        [
+            f"{_lit(kind)} AS bkind, try_cast(nullif(g.g1, '') AS BIGINT) AS forward_ct",
+            *(f"{vals.get(c, f'NULL::{_BTYPES[c]}')} AS {c}" for c in _BCOLS),
+            f"{f'g.g{graph}' if graph is not None else 'NULL'} = 'True' AS graph, {ok} AS ok",
+        ]
+    )
+    # a match fills every group of a field the kind requires; no match leaves all groups ''
+    return select, f"g.g{cols[BATCH_REQUIRED[kind][0]]} <> ''"
+
 
 _FR_KEYS = r"(?:\{|, )'([^']*)': "
 _FR_VALS = r"(?:\{|, )'[^']*': ('[^']*'|[^,}]*)"
@@ -538,7 +570,7 @@ def _bulk(con: duckdb.DuckDBPyConnection, batch: list[tuple[InputFile, bool]], t
         con.execute(TEXT_LINES if text else JSON_LINES)
     if text:
         with timed("ingest/engine_batch_sql"):
-            con.execute(TEXT_BATCH)
+            _batch(con)
         with timed("ingest/engine_time_stats_sql"):
             con.execute(TEXT_TIME_STATS)
         with timed("ingest/engine_requests_sql"):
@@ -564,6 +596,43 @@ def _bulk(con: duckdb.DuckDBPyConnection, batch: list[tuple[InputFile, bool]], t
     with timed("ingest/engine_store"):
         _store_file(con, loc, text)
     _drop(con)
+
+
+def _batch(con: duckdb.DuckDBPyConnection) -> None:
+    """eng_batch from the batch lines of eng_pre, one pass of its pattern over the lines left per template."""
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE eng_brest AS SELECT fidx, line, ts, msg FROM eng_pre WHERE shape = 'batch'"
+    )
+    con.execute(
+        f"CREATE OR REPLACE TEMP TABLE eng_batch AS SELECT fidx, line, ts, {_BATCH_NONE} FROM eng_brest LIMIT 0"
+    )
+    tried: set[str] = set()
+    for _ in range(BATCH_ROUNDS):
+        sample = con.execute(
+            f"SELECT msg FROM eng_brest USING SAMPLE reservoir({BATCH_SAMPLE} ROWS) REPEATABLE (1)"
+        ).fetchall()
+        found: dict[str, tuple[int, tuple[str, str, dict[str, int], int | None]]] = {}
+        for (msg,) in sample:
+            t = batch_template(msg)
+            if t is not None and t[0] not in tried:
+                found[t[0]] = (found.get(t[0], (0, t))[0] + 1, t)
+        if not found:
+            break
+        for _, t in sorted(found.values(), key=lambda x: -x[0]):
+            tried.add(t[0])
+            names = ", ".join(_lit(f"g{i}") for i in range(1, 2 + len(t[2]) + (t[3] is not None)))
+            con.execute(
+                "CREATE OR REPLACE TEMP TABLE eng_bx AS SELECT fidx, line, ts, msg, "
+                f"regexp_extract(msg, {_lit(t[0])}, [{names}]) AS g FROM eng_brest"
+            )
+            select, matched = _template_sql(t)
+            con.execute(f"INSERT INTO eng_batch SELECT fidx, line, ts, {select} FROM eng_bx WHERE {matched}")
+            con.execute(
+                f"CREATE OR REPLACE TEMP TABLE eng_brest AS SELECT fidx, line, ts, msg FROM eng_bx WHERE NOT ({matched})"
+            )
+    con.execute(f"INSERT INTO eng_batch SELECT fidx, line, ts, {_BATCH_NONE} FROM eng_brest")
+    for table in ("eng_brest", "eng_bx"):
+        con.execute(f"DROP TABLE IF EXISTS {table}")
 
 
 def _drop(con: duckdb.DuckDBPyConnection) -> None:
@@ -644,15 +713,10 @@ def _store_file(con: duckdb.DuckDBPyConnection, loc: EngineRows, text: bool) -> 
                 FROM eng_pre JOIN eng_files USING (fidx) WHERE shape IS NOT NULL
                 UNION ALL SELECT * FROM lines) ORDER BY fidx, line"""
         )
-        bcols = [c for c in batch_lines.COLUMNS if c != "forward_ct"]
         con.execute(
             f"""INSERT INTO batch_stats SELECT {", ".join(batch_lines.SCHEMA.names)} FROM (
-                SELECT node, file_id, b.line, b.ts, bkind AS kind,
-                    nullif(iter, '')::BIGINT AS forward_ct,
-                    {", ".join(f"(v_{c}[1].v)::{'DOUBLE' if c in BATCH_FLOATS else 'BIGINT'} AS {c}" for c in bcols)},
-                    CASE WHEN len(graphs) > 0 THEN graphs[-1].v = 'True' END AS graph, b.fidx
-                FROM eng_batch b JOIN eng_pre p ON p.fidx = b.fidx AND p.line = b.line AND p.shape = 'batch'
-                JOIN eng_files f ON f.fidx = b.fidx
+                SELECT node, file_id, line, ts, bkind AS kind, forward_ct, {", ".join(_BCOLS)}, graph, fidx
+                FROM eng_batch JOIN eng_files USING (fidx) WHERE ok
                 UNION ALL SELECT * FROM batches) ORDER BY fidx, line"""
         )
         con.execute(

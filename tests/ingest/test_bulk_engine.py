@@ -101,6 +101,22 @@ ODD_TEXT = [
     "[2026-08-29 10:00:04 TP0] Decode batch, #running-req: 1, token usage: 0.01, cuda graph: False, cpu graph: True",
     "[2026-08-29 10:00:04 TP0] Decode batch, nameless, #running-req: 1, token usage: 0.01",
     "[2026-08-29 10:00:04 TP0] Decode batch, accept len: 1, accept len: 2, #running-req: 3, token usage: 0.5, ",
+    # read by template (bulk.batch_template): a name that differs from another only in digits (one
+    # group), padded, empty or comma values, overflows, inf, the padding at the end, regex characters
+    "[2026-08-29 10:00:04 TP0] Decode batch, #running-req: 1, #token: 5, token usage: 0.01",
+    "[2026-08-29 10:00:04 TP0] Decode batch, #running-req: 1, #token2: 5, token usage: 0.01",
+    "[2026-08-29 10:00:04 TP0] Decode batch [7], #running-req:  2, token usage: 0.01",
+    "[2026-08-29 10:00:04 TP0] Decode batch [7], #running-req: 2 , token usage: 0.01",
+    "[2026-08-29 10:00:04 TP0] Decode batch [99999999999999999999], #running-req: 2, token usage: 0.01",
+    "[2026-08-29 10:00:04 TP0] Decode batch. #running-req: 2, token usage: 1e-05, #queue-req: 3, , ",
+    "[2026-08-29 10:00:04 TP0] Decode batch, #running-req: 1, accept len: , token usage: 0.1",
+    "[2026-08-29 10:00:04 TP0] Decode batch, #running-req: 1, spec (a|b)[1]: x,y, token usage: 0.1",
+    "[2026-08-29 10:00:04 TP0] Decode batch, #running-req: 1, spec (a|b)[1]: x y, token usage: 0.5e+3, gen throughput (token/s): inf",
+    "[2026-08-29 10:00:04 TP0] Decode batch, #running-req: 1, token usage: 0.1, cuda graph: True, cuda graph: False",
+    "[2026-08-29 10:00:04 TP0] Decode batch, #running-req: 1, token usage: 0.1, #queue-req: 9223372036854775808",
+    "[2026-08-29 10:00:04 TP0] Prefill batch, #new-seq: 1, #new-token: 2, #cached-token: 0, token usage: 1e999",
+    "[2026-08-29 10:00:04 TP0] Prefill batch, #new-seq: 1, #new-token: 2, #cached-token: 0, #new-token: 3",
+    "[2026-08-29 10:00:04 TP0] Prefill batch, #new-seq: 1, #cached-token: 0",
     "[2026-08-29 10:00:04.5 DP0 TP1] Req Time Stats(rid=abc, bootstrap_room=None, input len=5, output len=1, "
     "type=prefill): bootstrap_queue_duration=1.5ms, queue_duration=0.1, forward_duration=2, start_time=5.0",
     "[2026-08-29 10:00:05.123456 TP0] Req Time Stats(rid='q', bootstrap_room=7, input len=5, output len=2, "
@@ -224,3 +240,26 @@ def test_request_records_are_read_in_sql(tmp_path: Path, monkeypatch: pytest.Mon
     assert con.execute("SELECT count(*) FROM engine_requests").fetchone()[0] > 100
     con.close()
     assert len(calls) == 0
+
+
+@pytest.mark.parametrize("release", ["", "0.4.9", "0.5.4", "0.5.11", "0.5.23"])
+def test_batch_lines_are_read_in_sql(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, release: str) -> None:
+    """Every release's batch lines (bar 0.4.9's hybrid `#token: full=N, swa=M`) are read by their
+    templates in SQL, none by the per-line Python reader."""
+    sim = tmp_path / "sim"
+    simulate(sim, build_config("default", seed=4, requests=60, page_size=16, batch_lines=release or None))
+    bundle = sim / "bundle" if (sim / "bundle").is_dir() else sim
+    lines: list[bytes] = []
+    real = bulk.parse_text_line
+
+    def counted(raw: bytes, *args: object, **kwargs: object) -> bool:
+        lines.append(raw)
+        return real(raw, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(bulk, "parse_text_line", counted)
+    monkeypatch.setattr(bulk, "READER", "bulk")
+    con = db.connect(":memory:")
+    ingest_into(con, bundle)
+    assert con.execute("SELECT count(*) FROM batch_stats").fetchone()[0] > 50
+    con.close()
+    assert not [r for r in lines if b" batch" in r and b"full=" not in r]
