@@ -109,7 +109,7 @@ def store_audit(con: duckdb.DuckDBPyConnection, bundle: Path) -> None:
     if not (root / "engine").is_dir():
         return
     try:
-        audits = audit_engine_dirs(root / "engine")
+        audits = audit_engine_dirs(root / "engine", con=con)
     except Exception as err:  # the report stands on node_config without it, and says so
         con.execute("INSERT INTO node_audit (reason) VALUES (?)", [f"{type(err).__name__}: {err}"])
         return
