@@ -307,7 +307,7 @@ def read_logs(
 ) -> list[list[LogLine]]:
     """read_log of each file; with `sieve` and `con`, DuckDB sieves the plain files it reads as is in
     one query (_sieved_sql: the lines _sieved keeps, or fewer that no parse reads either, so that Python
-    reads only those), the other files as read_log does."""
+    reads only those), the other files as read_log does (all of them when DuckDB cannot read one)."""
     got: dict[str, list[tuple[int, bytes]]] = {}
     if sieve is not None and con is not None:
         plain = []

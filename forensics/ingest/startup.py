@@ -16,7 +16,8 @@ another engine (a traceback through vLLM's kernels) is never taken for it.
 
 The config audit (forensics.audit: pool size against context length, with the lines that prove it) is
 run here once over the bundle's engine/<node>/ folders, every file under them as the standalone audit
-reads them, and its verdicts are stored (store_audit) for the report's root cause.
+reads them (DuckDB sieving the plain files on ingest's connection: forensics.audit.lines.read_logs), and its
+verdicts are stored (store_audit) for the report's root cause.
 
 Reads: engine/<node>/ files. Writes: node_config rows of the nodes of other engines, node_audit.
 """
