@@ -13,7 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from forensics.audit.lines import read_log
+import duckdb
+
+from forensics.audit.lines import read_logs
 from forensics.audit.model import OK, TOO_SMALL, UNKNOWN, ServerAudit
 from forensics.audit.verdict import attach_leak_windows, decide
 from forensics.engines import ENGINES, KEYWORDS, detect
@@ -104,12 +106,17 @@ def _detect_excerpt(by_file: list[list[LogLine]]) -> str | None:
     return detect((ln.text for lines in by_file for ln in lines), ignore_spaces=True)
 
 
-def _read(server: ServerInput, sieve: tuple[str, ...] | None) -> list[list[LogLine]]:
-    return [read_log(f, keep=_relevant, head=DETECT_LINES, sieve=sieve) for f in server.files]
+def _read(
+    server: ServerInput, sieve: tuple[str, ...] | None, con: duckdb.DuckDBPyConnection | None = None
+) -> list[list[LogLine]]:
+    return read_logs(server.files, _relevant, DETECT_LINES, sieve, con)
 
 
-def audit_server(server: ServerInput, context_length: int | None = None) -> ServerAudit:
-    by_file = _read(server, SIEVE)
+def audit_server(
+    server: ServerInput, context_length: int | None = None, con: duckdb.DuckDBPyConnection | None = None
+) -> ServerAudit:
+    """The audit of one server; with `con`, DuckDB sieves its plain files (forensics.audit.lines.read_logs)."""
+    by_file = _read(server, SIEVE, con)
     path = str(server.path)
     if not server.files:
         return ServerAudit(path, "unknown", node=server.node, reason="no log files in this folder")
@@ -159,12 +166,15 @@ def audit_paths(paths: list[Path], context_length: int | None = None) -> list[Se
     return audits
 
 
-def audit_engine_dirs(bundle_engine_dir: Path, context_length: int | None = None) -> list[ServerAudit]:
-    """One ServerAudit per `engine/<node>/` subfolder of an evidence bundle (node = folder name)."""
+def audit_engine_dirs(
+    bundle_engine_dir: Path, context_length: int | None = None, con: duckdb.DuckDBPyConnection | None = None
+) -> list[ServerAudit]:
+    """One ServerAudit per `engine/<node>/` subfolder of an evidence bundle (node = folder name); `con`
+    as in audit_server."""
     root = Path(bundle_engine_dir)
     if not root.is_dir():
         raise InputError(f"not an engine folder: {root}")
-    audits = [audit_server(s, context_length) for s in _node_servers(root)]
+    audits = [audit_server(s, context_length, con) for s in _node_servers(root)]
     attach_leak_windows(audits)
     return audits
 

@@ -16,7 +16,8 @@ another engine (a traceback through vLLM's kernels) is never taken for it.
 
 The config audit (forensics.audit: pool size against context length, with the lines that prove it) is
 run here once over the bundle's engine/<node>/ folders, every file under them as the standalone audit
-reads them, and its verdicts are stored (store_audit) for the report's root cause.
+reads them (DuckDB sieving the plain files on ingest's connection: forensics.audit.lines.read_logs), and its
+verdicts are stored (store_audit) for the report's root cause.
 
 Reads: engine/<node>/ files. Writes: node_config rows of the nodes of other engines, node_audit.
 """
@@ -109,7 +110,7 @@ def store_audit(con: duckdb.DuckDBPyConnection, bundle: Path) -> None:
     if not (root / "engine").is_dir():
         return
     try:
-        audits = audit_engine_dirs(root / "engine")
+        audits = audit_engine_dirs(root / "engine", con=con)
     except Exception as err:  # the report stands on node_config without it, and says so
         con.execute("INSERT INTO node_audit (reason) VALUES (?)", [f"{type(err).__name__}: {err}"])
         return

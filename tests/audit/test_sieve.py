@@ -6,13 +6,22 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import duckdb
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import forensics.audit
-from forensics.audit import DETECT_LINES, SIEVE, ServerInput, _relevant, audit_paths, audit_server
-from forensics.audit.lines import SNIFF_LINES, read_log
+from forensics.audit import (
+    DETECT_LINES,
+    SIEVE,
+    ServerInput,
+    _relevant,
+    audit_engine_dirs,
+    audit_paths,
+    audit_server,
+)
+from forensics.audit.lines import _NOT_PLAIN_BYTES, SNIFF_LINES, read_log, read_logs
 from tests import support
 
 DATA = support.DATA / "audit"
@@ -45,6 +54,11 @@ PIECES = [
 ]
 
 
+# the pieces DuckDB sieves (forensics.audit.lines._sql_plain): no byte that would unmake a plain line
+CLEAN = [i for i, p in enumerate(PIECES) if p.encode().translate(None, _NOT_PLAIN_BYTES) == p.encode()]
+JSON = [i for i in CLEAN if PIECES[i].startswith("{")] + [PIECES.index("")]
+
+
 def _write(path: Path, lines: list[str]) -> Path:
     path.write_bytes("".join(f"{ln}\n" for ln in lines).encode())
     return path
@@ -70,6 +84,29 @@ def test_the_sieve_leaves_out_only_single_lines_holding_no_word(tmp_path_factory
             assert not any(w in ln.text for w in SIEVE), ln
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    st.sampled_from([CLEAN, JSON]).flatmap(
+        lambda pool: st.lists(st.sampled_from(pool), min_size=SNIFF_LINES + 50, max_size=SNIFF_LINES + 400)
+    )
+)
+def test_duckdb_sieves_as_python_does(tmp_path_factory, picks: list[int]) -> None:
+    """DuckDB keeps the lines the Python sieve keeps; of a file whose lines cannot join (JSON lines),
+    fewer, but only single lines holding no word."""
+    path = _write(tmp_path_factory.mktemp("sieve") / "server.log", [PIECES[i] for i in picks])
+    head = 20
+    whole = read_log(path, keep=_relevant, head=head)
+    sieved = read_log(path, keep=_relevant, head=head, sieve=SIEVE)
+    by_sql = read_logs([path], _relevant, head, SIEVE, duckdb.connect())[0]
+    left = set(by_sql)
+    assert [ln for ln in whole if ln in left] == by_sql
+    if any(not PIECES[i].startswith("{") and PIECES[i] for i in picks):
+        assert by_sql == sieved
+    for ln in whole:
+        if ln not in left:
+            assert not any(w in ln.text for w in SIEVE), ln
+
+
 @pytest.mark.parametrize("name", sorted(p.name for p in DATA.glob("*.log")))
 def test_a_long_log_audits_as_read_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str) -> None:
     """Each fixture between thousands of request lines: the sieve drops those, the verdict, reason,
@@ -79,7 +116,9 @@ def test_a_long_log_audits_as_read_whole(tmp_path: Path, monkeypatch: pytest.Mon
     path = _write(tmp_path / name, filler + fixture + filler)
     server = ServerInput(path, None, (path,))
     assert len(read_log(path, keep=_relevant, head=DETECT_LINES, sieve=SIEVE)) < len(fixture) + DETECT_LINES
-    assert audit_server(server).to_json() == _whole(monkeypatch, server)
+    whole = _whole(monkeypatch, server)
+    assert audit_server(server).to_json() == whole
+    assert audit_server(server, con=duckdb.connect()).to_json() == whole
 
 
 def test_the_fixture_folders_audit_as_read_whole(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -87,4 +126,13 @@ def test_the_fixture_folders_audit_as_read_whole(monkeypatch: pytest.MonkeyPatch
     with monkeypatch.context() as m:
         m.setattr(forensics.audit, "SIEVE", None)
         whole = [a.to_json() for a in audit_paths([DATA, support.EXAMPLE / "bundle" / "engine"])]
+    assert sieved == whole
+
+
+def test_duckdb_sieves_the_fixture_bundle_as_read_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    engine = support.EXAMPLE / "bundle" / "engine"
+    sieved = [a.to_json() for a in audit_engine_dirs(engine, con=duckdb.connect())]
+    with monkeypatch.context() as m:
+        m.setattr(forensics.audit, "SIEVE", None)
+        whole = [a.to_json() for a in audit_engine_dirs(engine)]
     assert sieved == whole
