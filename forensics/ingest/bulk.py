@@ -165,7 +165,7 @@ _BATCH_INT = r"[0-9]+"
 _BATCH_FLOAT = r"[0-9]+(?:\.[0-9]+)?(?:e[+-]?[0-9]+)?|nan|inf"
 # a field the analysis does not read: a value without commas, not empty, not padded with spaces
 _BATCH_OTHER = r"[^ ,](?:[^,]*[^ ,])?"
-_BATCH_HEAD = re.compile(r"(Prefill|Decode) batch(?: \[[0-9]+\])?[.,] (#.*)$")
+_BATCH_HEAD = re.compile(BATCH_RE)  # the sampled lines are those the SQL took as batch lines by it
 # the templates are found in rounds: each reads the lines left by the one before and takes its templates
 # from a sample of them (commonest first); what is left after the last goes to the Python reader
 BATCH_ROUNDS, BATCH_SAMPLE = 4, 1024
@@ -183,7 +183,7 @@ def batch_template(msg: str) -> tuple[str, str, dict[str, int], int | None] | No
         return None
     kind = m[1].lower()
     fields = []
-    for piece in m[2].rstrip(", ").split(", "):
+    for piece in m[3].rstrip(", ").split(", "):
         name, sep, _ = piece.partition(": ")
         if not sep or piece != piece.strip():
             return None

@@ -218,6 +218,21 @@ def test_compressed_rotated_files_read_in_place(tmp_path: Path, monkeypatch: pyt
     assert any(r[2].endswith(".1.gz") for r in got["files"])
 
 
+def _python_reads(monkeypatch: pytest.MonkeyPatch, parser: str) -> list[bytes]:
+    """The bulk reader set to read, and the raw lines it hands the per-line Python `parser` (appended as
+    it goes)."""
+    lines: list[bytes] = []
+    real = getattr(bulk, parser)
+
+    def counted(raw: bytes, *args: object, **kwargs: object) -> bool:
+        lines.append(raw)
+        return real(raw, *args, **kwargs)
+
+    monkeypatch.setattr(bulk, parser, counted)
+    monkeypatch.setattr(bulk, "READER", "bulk")
+    return lines
+
+
 def test_request_records_are_read_in_sql(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The simulator's request.received/finished records (positive rooms, token ids and counts, DuckDB's
     UBIGINT) are read by the SQL, none by the per-line Python reader: the bulk path is the one taken."""
@@ -226,15 +241,7 @@ def test_request_records_are_read_in_sql(tmp_path: Path, monkeypatch: pytest.Mon
     bundle = sim / "bundle"
     jsonl = sum(1 for p in (bundle / "engine").rglob("*.jsonl") for _ in p.open())
     assert jsonl > 100
-    calls: list[int] = []
-    real = bulk.parse_request_line
-
-    def counted(*args: object, **kwargs: object) -> bool:
-        calls.append(1)
-        return real(*args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(bulk, "parse_request_line", counted)
-    monkeypatch.setattr(bulk, "READER", "bulk")
+    calls = _python_reads(monkeypatch, "parse_request_line")
     con = db.connect(":memory:")
     ingest_into(con, bundle)
     assert con.execute("SELECT count(*) FROM engine_requests").fetchone()[0] > 100
@@ -249,15 +256,7 @@ def test_batch_lines_are_read_in_sql(tmp_path: Path, monkeypatch: pytest.MonkeyP
     sim = tmp_path / "sim"
     simulate(sim, build_config("default", seed=4, requests=60, page_size=16, batch_lines=release or None))
     bundle = sim / "bundle" if (sim / "bundle").is_dir() else sim
-    lines: list[bytes] = []
-    real = bulk.parse_text_line
-
-    def counted(raw: bytes, *args: object, **kwargs: object) -> bool:
-        lines.append(raw)
-        return real(raw, *args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(bulk, "parse_text_line", counted)
-    monkeypatch.setattr(bulk, "READER", "bulk")
+    lines = _python_reads(monkeypatch, "parse_text_line")
     con = db.connect(":memory:")
     ingest_into(con, bundle)
     assert con.execute("SELECT count(*) FROM batch_stats").fetchone()[0] > 50
