@@ -11,9 +11,10 @@ Reads: page_events, landing_bounds, transfer_links. Writes: landing_seqs (link, 
 the transfer's row in transfer_links, see ownership/queries/landing_bounds.sql).
 
 window_hits, once the windows are fixed (transfer_landing/): which transfers have a receiver event
-touching the same slots strictly inside their landing window (seq_lo, seq_hi), for the narrow windows
-(at most NARROW seqs wide: the usual case). One pass over each receiver's events in seq order; each
-transfer looks only at the events inside its own window. Writes: landing_window_hits (sender, xseq).
+touching the same slots strictly inside their landing window (seq_lo, seq_hi), however wide. One pass
+over each receiver's events in seq order (forensics.ownership.kernels.windows: a segment tree of the
+highest seq on each slot). Reads: transfer_landing, page_events, telemetry_nodes. Writes:
+landing_window_hits (sender, xseq).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import pyarrow as pa
 from forensics.db import arrow_view
 from forensics.ownership.execution.parallel import receivers, side_by_side
 from forensics.ownership.execution.streams import chunks, in_order, rising
-from forensics.ownership.kernels.windows import NARROW, mark_window_hits
+from forensics.ownership.kernels.windows import finish_windows, sweep_windows, tree_for
 
 SCHEMA = pa.schema([("link", pa.int64()), ("seq_max", pa.int64()), ("seq_min", pa.int64())])
 
@@ -176,15 +177,22 @@ def _table(x: dict, seq_max: np.ndarray, no_max: np.ndarray, seq_min: np.ndarray
     )
 
 
-def _node_hits(con: duckdb.DuckDBPyConnection, events: str, node: str, windows: tuple) -> np.ndarray:
-    """window_hits of one receiver: its events as stored if their seqs rise, else sorted."""
+def _node_hits(con: duckdb.DuckDBPyConnection, events: str, node: str, windows: tuple, slots: int) -> np.ndarray:
+    """window_hits of one receiver: its events as stored if their seqs rise, else sorted, through the
+    sweep of forensics.ownership.kernels.windows over a tree of `slots` slots."""
     lo, hi, xs, xe = windows
     types = (np.int64, np.int64, np.int64)
+    by_hi = np.argsort(hi, kind="stable")
+    lo_sorted = np.sort(lo)
+    reach = np.maximum.accumulate(hi[np.argsort(lo, kind="stable")]) if lo.size else hi
 
     def walk(stream) -> np.ndarray:
+        tag, sub = tree_for(slots)
         hit = np.zeros(lo.size, dtype=np.bool_)
+        at = np.zeros(2, dtype=np.int64)
         for seq, start, end in stream:
-            mark_window_hits(seq, start, end, lo, hi, xs, xe, hit)
+            sweep_windows(seq, start, end, lo, hi, xs, xe, by_hi, lo_sorted, reach, at, tag, sub, hit)
+        finish_windows(lo, xs, xe, by_hi, at, tag, sub, hit)
         return hit
 
     def stored():
@@ -200,20 +208,22 @@ def window_hits(con: duckdb.DuckDBPyConnection) -> None:
     nodes, weights = receivers(con, "transfer_landing")
     events = """SELECT seq, start, "end" FROM page_events WHERE node = $node AND op <> 'transfer'"""
 
-    def fetch(node: str) -> tuple[str, pa.Table]:
+    def fetch(node: str) -> tuple[str, pa.Table, int]:
         x = con.sql(
-            f"""SELECT sender, xseq, seq_lo, seq_hi, start, "end" FROM transfer_landing
-                WHERE receiver = $node AND seq_hi - seq_lo <= {NARROW} ORDER BY seq_lo""",
+            """SELECT sender, xseq, seq_lo, seq_hi, start, "end" FROM transfer_landing
+               WHERE receiver = $node AND seq_lo IS NOT NULL AND seq_hi IS NOT NULL""",
             params={"node": node},
         ).to_arrow_table()
-        return node, x
+        own_end = con.execute("SELECT own_max_end FROM telemetry_nodes WHERE node = ?", [node]).fetchall()
+        slots = int(own_end[0][0] or 0) if own_end else 0  # the highest slot end of its own events
+        return node, x, slots
 
-    def hits(cur: duckdb.DuckDBPyConnection, job: tuple[str, pa.Table]) -> pa.Table:
-        node, x = job
+    def hits(cur: duckdb.DuckDBPyConnection, job: tuple[str, pa.Table, int]) -> pa.Table:
+        node, x, slots = job
         lo, hi, xs, xe = (
             np.ascontiguousarray(x.column(c).to_numpy(), dtype=np.int64) for c in ("seq_lo", "seq_hi", "start", "end")
         )
-        hit = _node_hits(cur, events, node, (lo, hi, xs, xe))
+        hit = _node_hits(cur, events, node, (lo, hi, xs, xe), max(slots, int(xe.max(initial=0))))
         return x.select(["sender", "xseq"]).filter(pa.array(hit))
 
     parts = list(side_by_side(con, nodes, hits, prepare=fetch, weights=weights))
