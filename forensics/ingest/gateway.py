@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 
 from forensics.contract import GATEWAY_FIELDS
-from forensics.db import arrow_view, ident, run_query, sql_literal
+from forensics.db import arrow_view, ident, run_query, scalar, sql_literal
 from forensics.engines.sglang import DURATION_ROUNDING
 from forensics.gateway_formats import FORMAT_NAMES, SPEC_FORMAT, GatewaySettings, detect
 from forensics.ingest.other_formats import load_other_format, sample_fields, type_and_keep
@@ -270,8 +270,8 @@ def _reject_repeats(con: duckdb.DuckDBPyConnection, in_place: InPlace, paths: di
 
 
 def _joined(con: duckdb.DuckDBPyConnection) -> bool:
-    exists = con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'gateway_joined'").fetchone()
-    return bool(exists and exists[0]) and bool(con.execute("SELECT count(*) FROM gateway_joined").fetchone()[0])
+    exists = scalar(con, "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'gateway_joined'")
+    return bool(exists) and bool(scalar(con, "SELECT count(*) FROM gateway_joined"))
 
 
 EMPTY_JOIN = """
@@ -298,7 +298,7 @@ def join_gateway(con: duckdb.DuckDBPyConnection, in_place: InPlace) -> tuple[int
     """Records without a room joined to the engines' request logs by their ids, else by model, time window
     and prompt length (ingest/queries/gateway_join/); the gateway view then shows the room and nodes
     found. Returns (joined, not joined)."""
-    if not con.execute("SELECT count(*) FROM gateway WHERE bootstrap_room IS NULL").fetchone()[0]:
+    if not scalar(con, "SELECT count(*) FROM gateway WHERE bootstrap_room IS NULL"):
         con.execute(EMPTY_JOIN)
         return 0, 0
     run_query(
@@ -312,8 +312,8 @@ def join_gateway(con: duckdb.DuckDBPyConnection, in_place: InPlace) -> tuple[int
         duration_rounding_us=round(DURATION_ROUNDING * 1e6),
     )
     define_gateway(con, in_place)
-    joined = con.execute("SELECT count(*) FROM gateway_joined").fetchone()[0]
-    unjoined = con.execute("SELECT count(*) FROM gateway_unjoined").fetchone()[0]
+    joined = scalar(con, "SELECT count(*) FROM gateway_joined")
+    unjoined = scalar(con, "SELECT count(*) FROM gateway_unjoined")
     return int(joined), int(unjoined)
 
 
