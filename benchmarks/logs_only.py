@@ -193,7 +193,11 @@ def run_one(requests: int, a, log) -> dict:
         log(f"  scan failed: {r['output'][-500:]}")
     db = a.work / "logs-ingest.duckdb"
     db.unlink(missing_ok=True)
-    row["ingest"] = _proc([forensics_bin(), "ingest", str(bundle), "--db", str(db)], a, log, "ingest")
+    if a.investigate_only:
+        # investigate's own ingest stage stands for it (the table marks it so)
+        row["ingest"] = {"status": "in investigate", "rss_mb": "-", "load_before": "-", "profile": {}}
+    else:
+        row["ingest"] = _proc([forensics_bin(), "ingest", str(bundle), "--db", str(db)], a, log, "ingest")
     db.unlink(missing_ok=True)
     (a.work / "manifest.json").unlink(missing_ok=True)
     out = a.work / "out-logs"
@@ -209,6 +213,16 @@ def _t(x: dict | None) -> float | None:
     return x["wall"] if x and x.get("status") == "ok" else None
 
 
+def _ingest_s(r: dict) -> tuple[float | None, str]:
+    """The ingest time and how it was had: its own process, or (--investigate-only) investigate's ingest
+    stage, marked with an asterisk."""
+    if r["ingest"].get("status") == "in investigate":
+        t = r["investigate"].get("profile", {}).get("ingest")
+        return (t, f"{t}*") if t else (None, "-")
+    t = _t(r["ingest"])
+    return t, str(t) if t else r["ingest"]["status"]
+
+
 def _r(a: float | None, b: float | None) -> str:
     return f"{a / b:.0f}" if a and b else "-"
 
@@ -220,8 +234,11 @@ def doublings(rows: list[dict]) -> list[str]:
         k = math.log2(s["requests"] / r["requests"])
         parts = []
         for name in ("ingest", "investigate", "scan", "scan_re"):
-            t1 = _t(r[name]) if isinstance(r.get(name), dict) else r.get(name)
-            t2 = _t(s[name]) if isinstance(s.get(name), dict) else s.get(name)
+            if name == "ingest":
+                t1, t2 = _ingest_s(r)[0], _ingest_s(s)[0]
+            else:
+                t1 = _t(r[name]) if isinstance(r.get(name), dict) else r.get(name)
+                t2 = _t(s[name]) if isinstance(s.get(name), dict) else s.get(name)
             if t1 and t2:
                 parts.append(f"{name} {(t2 / t1) ** (1 / k):.2f}x")
         out.append(
@@ -239,13 +256,13 @@ def table(rows: list[dict]) -> str:
     )
     lines = [head]
     for r in sorted(rows, key=lambda r: r["requests"]):
-        ing, inv = _t(r["ingest"]), _t(r["investigate"])
+        (ing, ing_text), inv = _ingest_s(r), _t(r["investigate"])
         mb = r["bytes"] / 1e6
         lines.append(
             f"| {r['requests']:,} | {r['lines']:,} | {mb:,.0f} | {r['files']} "
             f"| {r['gen_s']} ({r['gen_requests_per_s']:,}) "
             f"| {r['scan'] if r['scan'] is not None else '-'} | {r['scan_re'] if r['scan_re'] is not None else '-'} "
-            f"| {ing if ing else r['ingest']['status']} | {r['ingest']['rss_mb']} "
+            f"| {ing_text} | {r['ingest']['rss_mb']} "
             f"| {f'{mb / ing:.1f}' if ing else '-'} | {_r(ing, r['scan'])} | {_r(ing, r['scan_re'])} "
             f"| {inv if inv else r['investigate']['status']} | {r['investigate']['rss_mb']} | {_r(inv, r['scan_re'])} "
             f"| {r['ingest']['load_before']}, {r['investigate']['load_before']} |"
@@ -256,7 +273,8 @@ def table(rows: list[dict]) -> str:
 def stage_lines(rows: list[dict]) -> list[str]:
     out = []
     for r in sorted(rows, key=lambda r: r["requests"]):
-        ing, inv = r["ingest"].get("profile", {}), r["investigate"].get("profile", {})
+        inv = r["investigate"].get("profile", {})
+        ing = r["ingest"].get("profile") or inv  # --investigate-only: investigate's ingest loads
         # load_engine: the bulk reader (forensics.ingest.bulk); load_engine_log/_requests: the per-line one
         keys = ("ingest/load_gateway", "ingest/load_engine", "ingest/load_engine_log", "ingest/load_engine_requests",
                 "ingest/gateway_join")  # fmt: skip
@@ -285,7 +303,8 @@ def render(rows: list[dict], readme: Path) -> None:
         "`KVF_PROFILE=1 forensics ingest BUNDLE --db X` and `KVF_PROFILE=1 forensics investigate BUNDLE --out X`. "
         "scan: every file of engine/ and gateway/ through DuckDB's read_csv as one VARCHAR column; with "
         "3 regexps: the same plus regexp_extract of the room, the rid and the prefix time per line "
-        "(median of 3 warm runs in one process).",
+        "(median of 3 warm runs in one process). An ingest time marked * is investigate's ingest stage "
+        "(`--investigate-only`: no separate ingest run; its RSS is investigate's).",
         "",
         table(rows),
         "",
@@ -325,6 +344,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--results", type=Path, default=HERE / "logs_only.json")
     ap.add_argument("--readme", type=Path, default=HERE / "README.md")
     ap.add_argument("--render-only", action="store_true", help="rebuild the table from --results")
+    ap.add_argument(
+        "--investigate-only", action="store_true",
+        help="skip the separate ingest run; the table shows investigate's ingest stage (marked *) in its place",
+    )  # fmt: skip
     a = ap.parse_args(argv)
     a.work.mkdir(parents=True, exist_ok=True)
     stored = json.loads(a.results.read_text()) if a.results.is_file() else {"rows": []}
