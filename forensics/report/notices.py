@@ -19,7 +19,7 @@ import json
 import re
 import shutil
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -185,20 +185,15 @@ def write_notices(con: duckdb.DuckDBPyConnection, out: Path, templates: Sequence
 def _write(con: duckdb.DuckDBPyConnection, out: Path, compiled: list[tuple[jinja2.Template, str]]) -> dict[str, int]:
     row = con.execute("SELECT context FROM notice_incident").fetchone()
     incident = json.loads(row[0], object_hook=_json_hook) if row else {}
-    cur = con.execute("SELECT * FROM notice_requests ORDER BY account_id, role, request_id")
-    names = [d[0] for d in cur.description]
-    by_account: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: {r: [] for r in ROLES})
-    for values in cur.fetchall():
-        r = dict(zip(names, values, strict=True))
-        by_account[r["account_id"]][r["role"]].append(r)
-    accounts = notification_rows(query_rows(con, "report", "notifications"))
+    accounts = notification_rows(query_rows(con, "report", "notifications"))  # ordered by account_id
     stems = notice_stems(a["account_id"] for a in accounts)
     folder = out / NOTICES
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(mode=0o700)
     merge = []
-    for a in accounts:
-        stem, requests = stems[a["account_id"]], by_account[a["account_id"]]
+    # no query on `con` until the loop ends: it would close the stream of notice_requests
+    for a, requests in _with_requests(accounts, _requests_by_account(con)):
+        stem = stems[a["account_id"]]
         ctx = {"incident": incident, "account": a, "requests": requests, "notice_name": stem}
         files = []
         for template, ext in compiled:
@@ -218,6 +213,47 @@ def _write(con: duckdb.DuckDBPyConnection, out: Path, compiled: list[tuple[jinja
         folder / "requests.csv",
     )
     return {"notices": len(accounts) * len(compiled), "mail_merge.csv": len(merge), "requests.csv": n}
+
+
+Requests = dict[str, list[dict[str, Any]]]  # role -> the account's notice_requests rows of that role
+
+
+def _requests_by_account(con: duckdb.DuckDBPyConnection, chunk: int = 10_000) -> Iterator[tuple[str, Requests]]:
+    """notice_requests one account at a time, in account_id order, read in chunks: memory holds one
+    account's rows, not the run's (logs only, 10M requests make millions of possibly exposed rows: read
+    whole, as Python dicts, gigabytes)."""
+    cur = con.execute("SELECT * FROM notice_requests ORDER BY account_id, role, request_id")
+    names = [d[0] for d in cur.description]
+    account = ""  # set with requests
+    requests: Requests | None = None
+    while batch := cur.fetchmany(chunk):
+        for values in batch:
+            r = dict(zip(names, values, strict=True))
+            if requests is None or r["account_id"] != account:
+                if requests is not None:
+                    yield account, requests
+                account, requests = r["account_id"], {role: [] for role in ROLES}
+            requests[r["role"]].append(r)
+    if requests is not None:
+        yield account, requests
+
+
+def _with_requests(
+    accounts: list[dict[str, Any]], groups: Iterator[tuple[str, Requests]]
+) -> Iterator[tuple[dict[str, Any], Requests]]:
+    """Each account to notify with its requests: a merge of two streams in account_id order (DuckDB
+    orders VARCHAR by bytes, which for UTF-8 is Python's order of code points). A group no account takes
+    is passed over, as the lookup by account this replaces left it; an account with no group gets none."""
+    pending = next(groups, None)
+    for a in accounts:
+        key = a["account_id"]
+        while pending is not None and key is not None and pending[0] < key:
+            pending = next(groups, None)
+        if pending is not None and pending[0] == key:
+            yield a, pending[1]
+            pending = next(groups, None)
+        else:
+            yield a, {role: [] for role in ROLES}
 
 
 def _merge_row(a: dict[str, Any], requests: dict[str, list[dict[str, Any]]], files: list[str]) -> dict[str, Any]:

@@ -18,7 +18,15 @@ import duckdb
 import pytest
 
 from forensics.errors import InputError
-from forensics.report.notices import CELL_LIMIT, MERGE_HEADER, _ids, notice_stems, render_notices
+from forensics.report.notices import (
+    CELL_LIMIT,
+    MERGE_HEADER,
+    _ids,
+    _requests_by_account,
+    _with_requests,
+    notice_stems,
+    render_notices,
+)
 
 ROLE_COUNTS = {
     "received": "responses_received",
@@ -229,3 +237,28 @@ def test_printed_layouts(sample_out: Path, tmp_path: Path) -> None:
     report = _pdf_pages(sample_out / "report.html", tmp_path / "report.pdf")
     # Part 1 has its page budget (test_disclosure: 5); Part 2 about a page per 30 accounts
     assert report <= 5 + -(-accounts // 30) + 1, report
+
+
+def test_notice_requests_streamed_one_account_at_a_time() -> None:
+    """The notices take each account's requests from a stream of notice_requests in account order
+    (DuckDB's byte order of VARCHAR against Python's code-point order of str), read in chunks that split
+    accounts: every account gets exactly its rows, by role, whatever the chunk; an account with no row
+    gets none; rows of an account no notification names are passed over."""
+    con = duckdb.connect()
+    con.execute("CREATE TABLE notice_requests (account_id VARCHAR, role VARCHAR, request_id VARCHAR)")
+    ids = ["Zed", "a", "a-1", "é", "ß", "日本", "\u00e9x", "~", "A", "b"]
+    rows = [(acc, role, f"{acc}-{role}-{k}") for i, acc in enumerate(ids) for role in ("received", "possibly_exposed")
+            for k in range(i % 3)]  # fmt: skip
+    con.executemany("INSERT INTO notice_requests VALUES (?, ?, ?)", rows)
+    want: dict[str, Counter] = {acc: Counter() for acc in ids}
+    for acc, role, rid in rows:
+        want[acc][(role, rid)] += 1
+    told = sorted(set(ids) - {"a-1", "~"} | {"none-1", "zz"})  # accounts without rows; rows without an account
+    for chunk in (1, 2, 3, 10_000):
+        got = dict(
+            (a["account_id"], Counter((role, r["request_id"]) for role, rs in req.items() for r in rs))
+            for a, req in _with_requests([{"account_id": x} for x in told], _requests_by_account(con, chunk))
+        )  # fmt: skip
+        assert list(got) == told
+        for acc in told:
+            assert got[acc] == want.get(acc, Counter()), (chunk, acc)
