@@ -13,7 +13,6 @@ HTML and stripped of control characters in text. docs/notices.md lists what a te
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import json
 import re
@@ -31,16 +30,14 @@ from markupsafe import Markup
 
 from forensics.db import query_rows, run_query, session
 from forensics.errors import InputError
-from forensics.outputs import cell, private_open, write_csv
+from forensics.outputs import private_open, write_csv
 from forensics.paths import TEMPLATES
 from forensics.report.disclosure import ROLES, notification_rows
+from forensics.report.mail_merge import merge_row, write_merge
 from forensics.report.render import f_num, f_ts
 
 NOTICES = "notices"  # the folder in --out
 DEFAULT_TEMPLATES = (TEMPLATES / "notices" / "notice.html.j2", TEMPLATES / "notices" / "notice.txt.j2")
-# a spreadsheet cuts a cell at 32,767 characters without a word: a longer id list is cut here, saying
-# so and where the whole list is (requests.csv)
-CELL_LIMIT = 32_000
 SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]")
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
@@ -166,16 +163,6 @@ def _json_hook(obj: dict[str, Any]) -> Any:
     return datetime.fromisoformat(obj["__ts__"]) if set(obj) == {"__ts__"} else obj
 
 
-def _ids(ids: list[str]) -> str:
-    """A mail-merge cell of request ids: all of them, or as many as a spreadsheet cell holds and a note."""
-    text = ";".join(ids)
-    if len(text) <= CELL_LIMIT:
-        return text
-    cut = text[:CELL_LIMIT].rsplit(";", 1)[0]
-    shown = cut.count(";") + 1
-    return f"{cut};... ({len(ids) - shown:,} more: requests.csv)"
-
-
 def write_notices(con: duckdb.DuckDBPyConnection, out: Path, templates: Sequence[Path] | None = None) -> dict[str, int]:
     """Render every customer account's notices into out/notices/ (replacing what a previous rendering
     left there); returns the files written per kind. Needs notice_requests and notice_incident."""
@@ -204,8 +191,8 @@ def _write(con: duckdb.DuckDBPyConnection, out: Path, compiled: list[tuple[jinja
             with private_open(folder / f"{stem}{ext}") as fh:
                 fh.write(text)
             files.append(f"{stem}{ext}")
-        merge.append(_merge_row(a, requests, files))
-    _write_merge(folder / "mail_merge.csv", merge)
+        merge.append(merge_row(a, requests, files))
+    write_merge(folder / "mail_merge.csv", merge)
     n = write_csv(
         con,
         """SELECT account_id, role, request_id, status, same_account_only, first_at, last_at, request_at, node,
@@ -254,52 +241,3 @@ def _with_requests(
             pending = next(groups, None)
         else:
             yield a, {role: [] for role in ROLES}
-
-
-def _merge_row(a: dict[str, Any], requests: dict[str, list[dict[str, Any]]], files: list[str]) -> dict[str, Any]:
-    roles = a["roles"]
-
-    def tell(key: str) -> str:
-        return roles[key]["tell"] if key in roles else ""
-
-    return {
-        "account_id": a["account_id"],
-        "notice_files": ";".join(files),
-        "roles": ";".join(roles),
-        "responses_received": a["responses_received"],
-        "responses_received_confirmed": a["responses_received_confirmed"],
-        "responses_received_same_account_only": a["responses_received_same_account_only"],
-        "received_first_at": a["received_first_at"],
-        "received_last_at": a["received_last_at"],
-        "requests_exposed": a["requests_exposed"],
-        "requests_exposed_confirmed": a["requests_exposed_confirmed"],
-        "exposed_first_at": a["exposed_first_at"],
-        "exposed_last_at": a["exposed_last_at"],
-        "requests_possibly_exposed": a["requests_possibly_exposed"],
-        "requests_likely_exposed": a["requests_likely_exposed"],
-        "tell_received": tell("received"),
-        "tell_exposed": tell("exposed"),
-        "tell_possibly_exposed": tell("possibly_exposed"),
-        "received_request_ids": _ids([r["request_id"] for r in requests["received"]]),
-        "exposed_request_ids": _ids([r["request_id"] for r in requests["exposed"]]),
-        "possibly_exposed_request_ids": _ids([r["request_id"] for r in requests["possibly_exposed"]]),
-    }
-
-
-def _write_merge(path: Path, rows: list[dict[str, Any]]) -> None:
-    """CSV cells as every findings CSV has them: neutralized against formula injection, times in UTC."""
-    columns = MERGE_HEADER  # _merge_row's keys, in this order (tests/report/test_notices.py)
-    with private_open(path) as fh:
-        w = csv.writer(fh, lineterminator="\n")
-        w.writerow(columns)
-        for r in rows:
-            w.writerow([cell(r[c]) for c in columns])
-
-
-MERGE_HEADER = (
-    "account_id", "notice_files", "roles", "responses_received", "responses_received_confirmed",
-    "responses_received_same_account_only", "received_first_at", "received_last_at", "requests_exposed",
-    "requests_exposed_confirmed", "exposed_first_at", "exposed_last_at", "requests_possibly_exposed",
-    "requests_likely_exposed", "tell_received", "tell_exposed", "tell_possibly_exposed",
-    "received_request_ids", "exposed_request_ids", "possibly_exposed_request_ids",
-)  # fmt: skip

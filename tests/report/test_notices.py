@@ -18,10 +18,8 @@ import duckdb
 import pytest
 
 from forensics.errors import InputError
+from forensics.report.mail_merge import CELL_LIMIT, MERGE_HEADER, _ids
 from forensics.report.notices import (
-    CELL_LIMIT,
-    MERGE_HEADER,
-    _ids,
     _requests_by_account,
     _with_requests,
     notice_stems,
