@@ -223,6 +223,13 @@ def _ingest_s(r: dict) -> tuple[float | None, str]:
     return t, str(t) if t else r["ingest"]["status"]
 
 
+def _time(r: dict, name: str) -> float | None:
+    """A row's seconds for one measurement: ingest as _ingest_s has it, a process's wall time, a scan's."""
+    if name == "ingest":
+        return _ingest_s(r)[0]
+    return _t(r[name]) if isinstance(r.get(name), dict) else r.get(name)
+
+
 def _r(a: float | None, b: float | None) -> str:
     return f"{a / b:.0f}" if a and b else "-"
 
@@ -234,11 +241,7 @@ def doublings(rows: list[dict]) -> list[str]:
         k = math.log2(s["requests"] / r["requests"])
         parts = []
         for name in ("ingest", "investigate", "scan", "scan_re"):
-            if name == "ingest":
-                t1, t2 = _ingest_s(r)[0], _ingest_s(s)[0]
-            else:
-                t1 = _t(r[name]) if isinstance(r.get(name), dict) else r.get(name)
-                t2 = _t(s[name]) if isinstance(s.get(name), dict) else s.get(name)
+            t1, t2 = _time(r, name), _time(s, name)
             if t1 and t2:
                 parts.append(f"{name} {(t2 / t1) ** (1 / k):.2f}x")
         out.append(

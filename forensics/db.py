@@ -207,6 +207,18 @@ def rows_of(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, Any] | N
     return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
 
 
+def iter_rows(
+    con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, Any] | None = None, chunk: int = 10_000
+) -> Iterator[dict[str, Any]]:
+    """Rows of one SELECT as dicts, fetched `chunk` at a time: memory holds a chunk, not the result. Any
+    other query on `con` before the last row closes the stream."""
+    cur = con.execute(sql, params or {})
+    cols = [d[0] for d in cur.description]
+    while batch := cur.fetchmany(chunk):
+        for r in batch:
+            yield dict(zip(cols, r, strict=True))
+
+
 def run_steps(con: duckdb.DuckDBPyConnection, stage: str, steps: Sequence[str | Callable[[Any], None]]) -> None:
     """Run a stage's steps in order: a name runs forensics/<stage>/queries/<name>.sql, a function gets `con`
     (each timed under KVF_PROFILE)."""

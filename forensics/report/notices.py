@@ -20,6 +20,8 @@ import shutil
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
+from itertools import groupby
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +30,7 @@ import jinja2
 from jinja2.sandbox import SandboxedEnvironment
 from markupsafe import Markup
 
-from forensics.db import query_rows, run_query, session
+from forensics.db import iter_rows, query_rows, run_query, session
 from forensics.errors import InputError
 from forensics.outputs import private_open, write_csv
 from forensics.paths import TEMPLATES
@@ -205,23 +207,19 @@ def _write(con: duckdb.DuckDBPyConnection, out: Path, compiled: list[tuple[jinja
 Requests = dict[str, list[dict[str, Any]]]  # role -> the account's notice_requests rows of that role
 
 
+def _no_requests() -> Requests:
+    return {role: [] for role in ROLES}
+
+
 def _requests_by_account(con: duckdb.DuckDBPyConnection, chunk: int = 10_000) -> Iterator[tuple[str, Requests]]:
-    """notice_requests one account at a time, in account_id order, read in chunks: memory holds one
-    account's rows, not the run's (logs only, 10M requests make millions of possibly exposed rows: read
-    whole, as Python dicts, gigabytes)."""
-    cur = con.execute("SELECT * FROM notice_requests ORDER BY account_id, role, request_id")
-    names = [d[0] for d in cur.description]
-    account = ""  # set with requests
-    requests: Requests | None = None
-    while batch := cur.fetchmany(chunk):
-        for values in batch:
-            r = dict(zip(names, values, strict=True))
-            if requests is None or r["account_id"] != account:
-                if requests is not None:
-                    yield account, requests
-                account, requests = r["account_id"], {role: [] for role in ROLES}
+    """notice_requests one account at a time, in account_id order, streamed: memory holds one account's
+    rows, not the run's (logs only, 10M requests make millions of possibly exposed rows: read whole, as
+    Python dicts, gigabytes)."""
+    rows = iter_rows(con, "SELECT * FROM notice_requests ORDER BY account_id, role, request_id", chunk=chunk)
+    for account, group in groupby(rows, key=itemgetter("account_id")):
+        requests = _no_requests()
+        for r in group:
             requests[r["role"]].append(r)
-    if requests is not None:
         yield account, requests
 
 
@@ -240,4 +238,4 @@ def _with_requests(
             yield a, pending[1]
             pending = next(groups, None)
         else:
-            yield a, {role: [] for role in ROLES}
+            yield a, _no_requests()
