@@ -22,6 +22,7 @@ from forensics.contract import GATEWAY_FIELDS
 from forensics.db import arrow_view, ident, run_query, scalar, sql_literal
 from forensics.engines.sglang import DURATION_ROUNDING
 from forensics.gateway_formats import FORMAT_NAMES, SPEC_FORMAT, GatewaySettings, detect
+from forensics.ingest.gateway_assign import assign_open
 from forensics.ingest.other_formats import load_other_format, sample_fields, type_and_keep
 from forensics.ingest.rawtext import JSON_OBJECT_LINES, load_lines
 from forensics.ingest.staged import InPlace, validate_staged
@@ -280,7 +281,9 @@ EMPTY_JOIN = """
     CREATE OR REPLACE TABLE gateway_unjoined (file_id INTEGER, row BIGINT, request_id VARCHAR, rooms BIGINT,
         candidates BIGINT, reason VARCHAR);
     CREATE OR REPLACE TABLE gateway_clock (node VARCHAR, rooms BIGINT, lo_us BIGINT, hi_us BIGINT,
-                                           consistent BOOLEAN)"""
+                                           consistent BOOLEAN);
+    CREATE OR REPLACE TABLE room_candidates (room BIGINT, node VARCHAR, request_id VARCHAR, account_id VARCHAR,
+                                             basis VARCHAR, candidates BIGINT)"""
 
 # The time join's rules (ingest/queries/gateway_join/ steps 3 to 5). A gateway time is read to the
 # millisecond: the formats log ms (LiteLLM's timestamp(3) columns and request_duration_ms, Envoy's
@@ -294,10 +297,12 @@ GATEWAY_SLACK_US = 1000
 LENGTH_REL, LENGTH_ABS, LENGTH_FAR = 0.25, 32, 2.0
 
 
-def join_gateway(con: duckdb.DuckDBPyConnection, in_place: InPlace) -> tuple[int, int]:
+def join_gateway(con: duckdb.DuckDBPyConnection, in_place: InPlace, complete: bool = True) -> tuple[int, int]:
     """Records without a room joined to the engines' request logs by their ids, else by model, time window
-    and prompt length (ingest/queries/gateway_join/); the gateway view then shows the room and nodes
-    found. Returns (joined, not joined)."""
+    and prompt length (ingest/queries/gateway_join/), else by the assignment as a whole (forensics.ingest.
+    gateway_assign; `complete`: the gateway log is whole, the assumption its forcing rests on); the gateway
+    view then shows the room and nodes found, and room_candidates the records each open room may be.
+    Returns (joined, not joined)."""
     if not scalar(con, "SELECT count(*) FROM gateway WHERE bootstrap_room IS NULL"):
         con.execute(EMPTY_JOIN)
         return 0, 0
@@ -311,6 +316,8 @@ def join_gateway(con: duckdb.DuckDBPyConnection, in_place: InPlace) -> tuple[int
         len_far=LENGTH_FAR,
         duration_rounding_us=round(DURATION_ROUNDING * 1e6),
     )
+    assign_open(con, complete)
+    run_query(con, "ingest", "gateway_join_end")
     define_gateway(con, in_place)
     joined = scalar(con, "SELECT count(*) FROM gateway_joined")
     unjoined = scalar(con, "SELECT count(*) FROM gateway_unjoined")

@@ -57,9 +57,9 @@ def test_time_join_against_truth(tmp_path: Path, case: str) -> None:
            WHERE j.how NOT IN ('engine rid', 'x-request-id in an engine request log', 'trace id of an SGLang span')"""
     )
     assert joined, "the incident must have records joined by time"
-    assert {how for _, _, how in joined} == {basis}
+    assert basis in {how for _, _, how in joined} <= {basis, "assigned"}  # assigned: tests/findings/test_assign.py
     wrong = [(i, r, room[i]) for i, r, _ in joined if r != room[i]]
-    assert wrong == [], "records joined by time to another request's room"
+    assert wrong == [], "records joined by time, or assigned, to another request's room"
     assert {i for i, _, _ in joined} <= aborted  # only failures lack the engine's id here
 
     # several candidates: none confirmed, the record's room stays unknown, its own room among them

@@ -15,11 +15,22 @@
 -- account_id is empty for received responses without an account (affected_responses keeps them) and for
 -- exposed or possibly exposed requests whose account is unknown: a source no gateway record names is
 -- kept, request_id 'room:<room>' (source_key), and counted in accounts.csv's row without an account;
--- no notice names it (notice_requests: a notice needs an account).
+-- no notice names it (notice_requests: a notice needs an account). Where the gateway join left such a
+-- room open with candidate records (room_candidates), each candidate's account has the candidate request
+-- as possibly_exposed (status possible): one of them is the source, which one is not in the evidence.
 -- grain: account_id, role, request_id; reads: affected_responses, affected_times, exposures,
---        same_account_only, possible_source_requests, possible_modelled, gateway; params: none
+--        same_account_only, possible_source_requests, possible_modelled, gateway, room_candidates,
+--        request_cohort; params: none
 CREATE OR REPLACE TABLE account_requests AS
-WITH own AS (SELECT request_id, side FROM same_account_only),
+WITH candidate_sources AS (  -- the records a source room no gateway record names may be (room_candidates):
+                             -- each may be the exposed request, so each is possibly exposed
+    SELECT c.account_id, c.request_id, coalesce(rc.cohort, 'customer') AS cohort, s.node
+    FROM (SELECT DISTINCT source_room, node FROM exposures WHERE source_request_id = ''
+          UNION SELECT source_room, node FROM possible_source_requests WHERE source_request_id = '') s
+    JOIN (SELECT DISTINCT room, request_id, account_id FROM room_candidates) c ON c.room = s.source_room
+    LEFT JOIN (SELECT g.request_id, min(k.cohort) AS cohort FROM gateway g
+               JOIN request_cohort k USING (file_id, row) GROUP BY 1) rc ON rc.request_id = c.request_id
+), own AS (SELECT request_id, side FROM same_account_only),
 recv AS (
     SELECT a.account_id, 'received' AS role, a.request_id, a.cohort, a.status,
            a.request_id IN (SELECT request_id FROM own WHERE side = 'recipient') AS same_account_only,
@@ -49,7 +60,9 @@ recv AS (
           FROM possible_source_requests
           UNION ALL
           SELECT source_account_id, source_request_id, source_room, source_cohort, node, is_likely(likelihood)
-          FROM possible_modelled)
+          FROM possible_modelled
+          UNION ALL
+          SELECT account_id, request_id, NULL, cohort, node, false FROM candidate_sources)
     GROUP BY account_id, source_key(source_request_id, source_room)
 ), rows AS (
     SELECT * FROM recv UNION ALL SELECT * FROM src UNION ALL SELECT * FROM poss

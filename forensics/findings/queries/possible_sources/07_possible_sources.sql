@@ -19,13 +19,18 @@
 -- did; empty where it did not replay them): without calibration it ranks nothing. cross_account: whether
 -- the two accounts differ (the cross_account macro). content_shared: rare text fingerprints the
 -- response shares with the source (content_matches; empty: none, or the gateway logs no text); a pair
--- with a content match has basis "content: ...".
+-- with a content match has basis "content: ...". source_candidate_accounts, recipient_candidate_accounts:
+-- where no gateway record names the room, the accounts of the records it may be (room_candidates), as in
+-- exposures.
 -- grain: recipient request, source request (or engine rid without a gateway record), node;
 -- reads: possible_windows, possible_pool, possible_extra, source_likelihood, likelihood_map, model_rooms,
---        content_matches;
+--        content_matches, room_candidates;
 -- params: none
 CREATE OR REPLACE VIEW possible_sources AS
-WITH pairs AS (
+WITH room_candidate_accounts AS (
+    SELECT room, string_agg(DISTINCT account_id, ';' ORDER BY account_id) AS accounts
+    FROM room_candidates WHERE account_id IS NOT NULL GROUP BY room
+), pairs AS (
 SELECT r.recipient_request_id, coalesce(s.request_id, '') AS source_request_id, r.recipient_account_id,
        s.account_id AS source_account_id, r.node,
        CASE WHEN s.aborted THEN 'aborted on ' || r.node || ' (' || s.place || '): its transfer may have landed late'
@@ -54,11 +59,15 @@ SELECT p.recipient_request_id, p.source_request_id, p.recipient_account_id, p.so
        CASE WHEN mr.room IS NOT NULL AND ms.room IS NOT NULL THEN coalesce(l.hits, 0) END AS model_replays,
        p.recipient_cohort, p.source_cohort, p.recipient_room, p.source_room,
        cross_account(p.recipient_account_id, p.source_account_id) AS cross_account,
-       cm.shared AS content_shared
+       cm.shared AS content_shared,
+       CASE WHEN p.source_request_id = '' THEN sc.accounts END AS source_candidate_accounts,
+       CASE WHEN p.recipient_request_id = '' THEN rc.accounts END AS recipient_candidate_accounts
 FROM pairs p
 LEFT JOIN content_matches cm ON NOT cm.checked AND cm.recipient_request_id = p.recipient_request_id
       AND cm.source_request_id = p.source_request_id AND cm.node = p.node
 LEFT JOIN source_likelihood l ON l.node = p.node AND l.recipient_room = p.recipient_room AND l.source_room = p.source_room
 LEFT JOIN likelihood_map m ON m.node = p.node AND m.hits = coalesce(l.hits, 0)
 LEFT JOIN model_rooms mr ON mr.node = p.node AND mr.room = p.recipient_room
-LEFT JOIN model_rooms ms ON ms.node = p.node AND ms.room = p.source_room;
+LEFT JOIN model_rooms ms ON ms.node = p.node AND ms.room = p.source_room
+LEFT JOIN room_candidate_accounts sc ON sc.room = p.source_room
+LEFT JOIN room_candidate_accounts rc ON rc.room = p.recipient_room;

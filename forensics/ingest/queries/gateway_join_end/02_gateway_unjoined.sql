@@ -1,4 +1,4 @@
--- Step 7 of gateway_join: makes gateway_unjoined: the records joined neither by their ids nor by time,
+-- Step 2 of gateway_join_end: makes gateway_unjoined: the records joined neither by their ids nor by time,
 -- with the reason (rooms, how many rooms their ids name, and candidates, how many engine requests the time
 -- join found for them, are what code tests; reason is for people). candidates: empty where the ids name
 -- several rooms (the time join is not tried); 0, none agrees; 1, a single one that another record may be
