@@ -99,4 +99,5 @@ def store_input_damage(con: duckdb.DuckDBPyConnection, files: list[InputFile]) -
              d.records_read)
             for d in damage
         ]  # fmt: skip
-    con.executemany("INSERT INTO input_damage VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+    if rows:
+        con.executemany("INSERT INTO input_damage VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
