@@ -27,6 +27,7 @@ from forensics.errors import InputError
 from forensics.findings import OUTPUTS, compute_findings, possible_pairs_plan, write_findings
 from forensics.findings import headline as findings_headline
 from forensics.findings import source_tier as findings_source_tier
+from forensics.findings.damage import damage_line, damage_rows, lost_phrase
 from forensics.ingest import copy_in_place, in_place_note, ingest_gateway, ingest_into, node_summary
 from forensics.ingest.gateway import gateway_join_summary
 from forensics.intake import BundleConfig, InputFile, Window, load_bundle_config, parse_utc, sha256_file
@@ -56,8 +57,10 @@ class IngestResult:
                     f"loaded {sum(f.rows_loaded for f in fs):>10,}  "
                     f"rejected {sum(f.rows_rejected for f in fs):>8,}"
                 )
-        for f in self.files:
-            if f.error:
+        for f in self.files:  # what ingest alone knows of each loss (investigate estimates what cut streams lost)
+            for d in f.damage:
+                lines.append(f"  DAMAGED {f.rel}: {d.detail} ({lost_phrase(d.records_lost, d.lost_basis)})")
+            if f.error and not f.damage:
                 lines.append(f"  UNREADABLE {f.rel}: {f.error}")
         if self.nodes:
             lines.append("  nodes: node, role, pool tokens, page size, context length, page events")
@@ -78,10 +81,13 @@ class InvestigationResult:
     source_tiers: dict[str, Any] | None = None  # what the evidence measured of the likely subset (source_tier)
     possible_pairs: dict[str, Any] | None = None  # the possible pairs counted, and whether their CSV was written
     threads: int | None = None  # the run's own DuckDB threads: ingest, findings and the allocator model's walks
+    damage: list[dict[str, Any]] = field(default_factory=list)  # evidence_damage's rows (forensics.findings.damage)
 
     def summary(self) -> str:
         h = self.headline
-        lines = [
+        # every loss first: the counts below hold only for the evidence that could be read
+        lines = [damage_line(d) for d in self.damage] or ["No damage found in the evidence read."]
+        lines += [
             f"Affected responses: {h['affected']} ({h['confirmed']} confirmed, "
             f"{h['indeterminate']} indeterminate); "
             f"customer cohort: {h['customer']}",
@@ -108,8 +114,9 @@ class InvestigationResult:
         return "\n".join([*lines, in_place_note(self.self_contained)])
 
     def to_json(self) -> str:
-        """The summary for scripts: the headline, the row count of every file written, where they are."""
-        return json.dumps(
+        """The summary for scripts: the evidence's damage first, then the headline, the row count of every
+        file written, where they are."""
+        rest = json.dumps(
             {
                 "out": str(self.out),
                 "report": str(self.out / "report.html"),
@@ -125,6 +132,7 @@ class InvestigationResult:
             sort_keys=True,
             default=str,
         )
+        return '{"evidence_damage": ' + json.dumps(self.damage, sort_keys=True, default=str) + ", " + rest[1:]
 
 
 def analyze(
@@ -369,6 +377,7 @@ def _investigate(
         with timed("write_findings"):
             counts = write_findings(con, out, plan)
         headline = findings_headline(con)
+        damage = damage_rows(con)
         tiers = findings_source_tier(con)
         from forensics.report import render_report
 
@@ -377,6 +386,7 @@ def _investigate(
                 con, out, config=config, files=files, rules=rules, as_of=as_of, notice_templates=notice_templates
             )
         manifest = {
+            "evidence_damage": damage,  # every loss the evidence shows (evidence_damage.csv)
             "incident": {"id": config.incident.get("id"), "report": config.report.describe()},
             "inputs": [f.manifest_entry() for f in files],
             "exclusions": {
@@ -423,7 +433,15 @@ def _investigate(
         else None
     )
     return InvestigationResult(
-        out, counts, headline, tasks, source_tiers=tiers, possible_pairs=plan, execution=ran, threads=run_threads
+        out,
+        counts,
+        headline,
+        tasks,
+        source_tiers=tiers,
+        possible_pairs=plan,
+        execution=ran,
+        threads=run_threads,
+        damage=damage,
     )
 
 

@@ -4,7 +4,7 @@ Reads: the ownership stage's tables, gateway, request_cohort, engine_requests, n
 Writes: node_missing, read_provenance, order_alternatives, conflict_rooms, write_effects, exposure_segments,
 exposure_certain (temp), room_flags, room_requests, signature_responses, missing_rooms, exposures,
 recipient_slots (temp), affected_responses, possible_sources, content_matches, content_pairs (view),
-hazard_segments, hazards, accounts, coverage; and the
+hazard_segments, hazards, accounts, coverage, evidence_damage; and the
 findings CSV files.
 """
 
@@ -18,6 +18,7 @@ import pyarrow as pa
 
 from forensics.contract import POSSIBLE_PAIRS_LIMIT
 from forensics.db import arrow_view, query_rows, run_query, run_steps, telemetry_node_names
+from forensics.findings.damage import evidence_damage
 from forensics.findings.likelihood import source_likelihood
 from forensics.findings.possible import possible_reach
 from forensics.findings.rules import define_rules
@@ -149,6 +150,7 @@ STEPS = (
     possible_reach,  # ... counted per source and per response without expanding the pairs
     "hazards",
     "coverage",
+    evidence_damage,  # every loss the evidence shows, one row per damaged input (findings/damage.py)
     "account_requests",  # every request of every account in each role: what its counts and notices list
     "accounts",
 )
@@ -163,6 +165,7 @@ OUTPUTS = {
     "hazards.csv": "hazards_csv",
     "coverage.csv": "coverage_csv",
     "rejected.csv": "rejected_csv",
+    "evidence_damage.csv": "evidence_damage_csv",
     "gateway_join.csv": "gateway_join_csv",
     "possible_source_windows.csv": "possible_source_windows_csv",
 }

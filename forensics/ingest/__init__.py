@@ -15,6 +15,7 @@ from forensics.db import query_rows, run_query, thread_count, timed
 from forensics.engines import ENGINES
 from forensics.errors import InputError
 from forensics.ingest.bulk import load_engine_files
+from forensics.ingest.damage import store_input_damage
 from forensics.ingest.engine import EngineRows, store
 from forensics.ingest.gateway import define_gateway, join_gateway, load_gateway_file, reject_repeated_records
 from forensics.ingest.pages import define_page_events, load_page_file
@@ -177,6 +178,7 @@ def ingest_into(
             for f in files
         ],
     )
+    store_input_damage(con, files)
     return files, config
 
 

@@ -23,6 +23,7 @@ from forensics.db import arrow_view, ident, run_query, scalar, sql_literal
 from forensics.engines.sglang import DURATION_ROUNDING
 from forensics.gateway_formats import FORMAT_NAMES, SPEC_FORMAT, GatewaySettings, detect
 from forensics.ingest.gateway_assign import assign_open
+from forensics.ingest.damage import no_format
 from forensics.ingest.other_formats import load_other_format, sample_fields, type_and_keep
 from forensics.ingest.rawtext import JSON_OBJECT_LINES, load_lines
 from forensics.ingest.staged import InPlace, validate_staged
@@ -157,6 +158,7 @@ def load_gateway_file(
             f"matches no known gateway format (its fields: {shown}); name one in bundle.toml [gateway] format "
             f"({', '.join(FORMAT_NAMES)}) or give a mapping (docs/gateway-formats.md)"
         )
+        no_format(con, f, set().union(*names), settings)
         return
     f.format = fmt
     if fmt == SPEC_FORMAT:

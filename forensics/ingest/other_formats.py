@@ -35,7 +35,7 @@ SAMPLE_RECORDS = 20  # records whose fields vote on the format: one malformed re
 KEEP = """INSERT INTO gateway_text
     SELECT request_id, ts_v, account_id, api_token_id, client_ip, user_agent, model, status_v, prompt_v,
            completion_v, duration_v, room_v, prefill_node, decode_node, headers_v, engine_id, trace_id, attrs, $1, row
-    FROM gw_typed WHERE row NOT IN (SELECT row FROM rejected WHERE file_id = $1)"""
+    FROM gw_typed WHERE row NOT IN (SELECT row FROM rejected WHERE file_id = $1 AND row IS NOT NULL)"""
 
 
 def _kind(f: InputFile) -> str:

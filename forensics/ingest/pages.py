@@ -18,6 +18,7 @@ from forensics.db import ident, sql_literal
 from forensics.ingest.rawtext import JSON_OBJECT_LINES, load_lines
 from forensics.ingest.staged import InPlace, validate_staged
 from forensics.intake import InputFile, Window
+from forensics.intake.damage import Damage
 
 INT_TYPES = {"BIGINT", "INTEGER", "SMALLINT", "TINYINT", "UBIGINT", "UINTEGER", "USMALLINT", "UTINYINT", "HUGEINT"}
 TEXT_INT = r"^\s*-?[0-9]+\s*$"
@@ -59,17 +60,38 @@ def _typed_columns(types: dict[str, str]) -> str:
         {peer} AS peer, {srcc} AS src"""
 
 
+def _unreadable_parquet(f: InputFile) -> Damage:
+    """A Parquet file DuckDB cannot open: cut short when it does not end in Parquet's magic bytes (the
+    footer, which locates every row group, is written last), else unreadable. Neither says how many
+    events it held."""
+    try:
+        with f.path.open("rb") as fh:
+            fh.seek(max(f.path.stat().st_size - 4, 0))
+            cut = fh.read(4) != b"PAR1"
+    except OSError:
+        cut = False
+    if cut:
+        return Damage(
+            "page_file_cut",
+            f"the Parquet file is cut short: it ends at byte {f.bytes:,} without the footer that locates its "
+            "rows, so none of its page events can be read",
+        )
+    return Damage("unreadable", f"not read: {f.error}")
+
+
 def _stage_parquet(con: duckdb.DuckDBPyConnection, f: InputFile, parquet: InPlace) -> bool:
     src = f"read_parquet({sql_literal(f.path)}, file_row_number = true)"
     try:
         types = {r[0]: r[1] for r in con.execute(f"DESCRIBE SELECT * FROM {src}").fetchall()}
     except duckdb.Error as err:
         f.error = f"not a readable Parquet file: {str(err).splitlines()[0].replace(str(f.path), f.rel)[:200]}"
+        f.damage.append(_unreadable_parquet(f))
         return False
     missing = [c for c in ("node", "seq", "ts", "op", "room", "start", "end") if c not in types]
     if missing:
         has = ", ".join(sorted(t for t in types if t != "file_row_number"))
         f.error = f"wrong schema: missing column(s) {', '.join(missing)} (has {has})"
+        f.damage.append(Damage("skipped_file", f"skipped whole, page event column(s) {', '.join(missing)} missing"))
         return False
     layout = tuple(sorted(types.items()))
     columns = _typed_columns(types)
@@ -129,7 +151,7 @@ def load_page_file(con: duckdb.DuckDBPyConnection, f: InputFile, parquet: InPlac
         return
     keep = """INSERT INTO page_events_text
         SELECT node, seq, ts, op, room, start, "end", nullif(peer, ''), nullif(src, ''), $1, row
-        FROM pages_stage WHERE row NOT IN (SELECT row FROM rejected WHERE file_id = $1)"""
+        FROM pages_stage WHERE row NOT IN (SELECT row FROM rejected WHERE file_id = $1 AND row IS NOT NULL)"""
     validate_staged(
         con,
         f,

@@ -18,6 +18,7 @@ import duckdb
 
 from forensics.db import sql_literal
 from forensics.intake import InputFile
+from forensics.intake.damage import Damage
 
 MAX_LINE = 64 << 20
 BAD_LINE = "\x1f"  # starts a marker line (never valid JSON): the rest says why the line was unusable
@@ -39,22 +40,29 @@ def _load(con: duckdb.DuckDBPyConnection, path: Path, table: str) -> None:
     )
 
 
+CHUNK = 1 << 16  # compressed bytes fed at a time: a break is placed within this many bytes
+
+
 def _salvage_gzip(path: Path, f: InputFile) -> tuple[Path, bool] | None:
     """Decompress what can be read of a gzip file (every member) into a temp file: (path, damaged);
-    None if the file cannot be opened. A damaged or cut stream keeps the whole lines before the damage."""
+    None if the file cannot be opened. A damaged or cut stream keeps the whole lines before the damage,
+    and the break is recorded on `f` (a stream_cut Damage: where it breaks, what was read before it)."""
     out = tempfile.NamedTemporaryFile(prefix="kvf-salvage-", suffix=".txt", delete=False)
     got = 0
-    damaged = False
+    fed = 0  # compressed bytes handed to the decompressor
+    broke_at: int | None = None  # compressed offset of the chunk the decompressor failed in
     try:
         with out:
             d = zlib.decompressobj(16 + zlib.MAX_WBITS)
             with path.open("rb") as fh:
-                while chunk := fh.read(1 << 20):
+                while chunk := fh.read(CHUNK):
+                    start = fed
+                    fed += len(chunk)
                     while chunk:
                         try:
                             data = d.decompress(chunk)
                         except zlib.error:
-                            damaged = True
+                            broke_at = start
                             break
                         out.write(data)
                         got += len(data)
@@ -62,16 +70,35 @@ def _salvage_gzip(path: Path, f: InputFile) -> tuple[Path, bool] | None:
                         if d.eof:  # the next gzip member, if any, starts in unused_data
                             chunk = d.unused_data
                             d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-                    if damaged:
+                    if broke_at is not None:
                         break
-            damaged = damaged or not d.eof and (got > 0 or bool(d.unconsumed_tail))
+            damaged = broke_at is not None or not d.eof and (got > 0 or bool(d.unconsumed_tail))
             if not damaged:
                 return Path(out.name), False
         text = Path(out.name).read_bytes()
         # drop a last line cut mid-way: it is counted as a rejected row by the caller
         cut = text.rfind(b"\n")
-        Path(out.name).write_bytes(text[: cut + 1] if cut >= 0 else b"")
+        kept = text[: cut + 1] if cut >= 0 else b""
+        Path(out.name).write_bytes(kept)
+        size = path.stat().st_size
+        lines = kept.count(b"\n")
+        at = broke_at if broke_at is not None else size
         f.notes.append(f"gzip stream is damaged or cut short: read {got} bytes before the damage")
+        where = (
+            f"the gzip stream breaks within compressed bytes {at:,} to {min(at + CHUNK, size):,} of {size:,}"
+            if broke_at is not None
+            else f"the gzip stream is cut short: the file ends at byte {size:,} before the stream does"
+        )
+        f.damage.append(
+            Damage(
+                "stream_cut",
+                f"{where}; {got:,} bytes ({lines:,} whole lines) were read before it",
+                at_byte=at,
+                bytes_after=max(size - at - (CHUNK if broke_at is not None else 0), 0),
+                bytes_read=got,
+                records_read=lines,
+            )
+        )
         return Path(out.name), True
     except OSError:
         return None

@@ -18,6 +18,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from forensics.errors import InputError
 from forensics.gateway_formats import GatewaySettings, gateway_settings
+from forensics.intake.damage import Damage
 from forensics.intake.shippers import recognise as recognise_shipper
 
 ENGINE_VERSION = re.compile(r"\d+\.\d+(?:\.\d+)?(?:\.?(?:post|rc|dev)\d+)?")
@@ -80,6 +81,7 @@ class InputFile:
     skipped: str | None = None  # not read at all: a partition outside --since/--until
     rows_outside_window: int = 0  # read, valid, but stamped outside --since/--until
     format: str | None = None  # a gateway file's format (forensics.gateway_formats), an engine log's shipper (shippers)
+    damage: list[Damage] = field(default_factory=list)  # what its loader found lost (ingest stores input_damage)
 
     def manifest_entry(self) -> dict[str, Any]:
         entry: dict[str, Any] = {

@@ -2,7 +2,8 @@
 
 Reads: affected_responses, exposures, exposure_segments, accounts, coverage, hazards, read_provenance,
 room_requests, request_cohort, cohort_rules, clock_bounds, seq_gaps, node_config, gateway, files,
-rejected, timeline, room_state, write_effects, node_audit. Writes: temp tables report_affected, report_prov.
+rejected, timeline, room_state, write_effects, node_audit, evidence_damage. Writes: temp tables
+report_affected, report_prov.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from forensics.cohorts import Rule
 from forensics.db import query_rows, rows_of, run_query, scalar
 from forensics.engines import ENGINES
 from forensics.engines.sglang_startup import NAME as SGLANG
+from forensics.findings.damage import lost_phrase
 from forensics.intake import BundleConfig, InputFile
 from forensics.report import disclosure
 from forensics.report.charts import status_buckets
@@ -156,6 +158,10 @@ def gather(
             PROVENANCE_LIMIT,
         ),
         "files": rows(con, "input_files"),
+        # part 1's first block and a line of the brief: every loss, with its records lost as known
+        "damage": [
+            {**d, "lost": lost_phrase(d["records_lost"], d["lost_basis"])} for d in rows(con, "evidence_damage")
+        ],
         "rejected": rows(con, "rejected_summary"),
         "remediation": {str(k): v for k, v in sorted(config.remediation.items())},
     }

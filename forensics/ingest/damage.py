@@ -1,0 +1,103 @@
+"""Ingest stage, what an input file lost, found where it is read: a gateway file skipped because it
+matches no format (which fields it lacks, by name), and the records a skipped file held; then every
+InputFile's damage (and every file unreadable for another reason) into `input_damage`.
+
+Reads: the files. Writes: input_damage (forensics/ingest/queries/schema/16_input_damage.sql).
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import zlib
+
+import duckdb
+
+from forensics.db import sql_literal
+from forensics.gateway_formats import BUILTIN, SPEC_DETECT, SPEC_FORMAT, GatewaySettings
+from forensics.ingest.rawtext import open_bytes
+from forensics.intake import InputFile
+from forensics.intake.damage import Damage
+
+
+def _closest(names: set[str], settings: GatewaySettings) -> tuple[str, tuple[str, ...]]:
+    """The format whose marking fields the file has most of (ties: the first tried, as detect tries
+    them): its name and the fields it marks by."""
+    formats: list[tuple[str, tuple[str, ...]]] = [(SPEC_FORMAT, SPEC_DETECT)]
+    if settings.mapping is not None and settings.mapping.detect:
+        formats.append((settings.mapping.name, settings.mapping.detect))
+    formats += [(m.name, m.detect) for m in BUILTIN]
+    return max(formats, key=lambda f: (sum(n in names for n in f[1]), -len(f[1])))
+
+
+def _fields(items: list[str], one: str, many: str) -> str:
+    return f"{one} {items[0]}" if len(items) == 1 else f"{many} {', '.join(items[:-1])} and {items[-1]}"
+
+
+def no_format(con: duckdb.DuckDBPyConnection, f: InputFile, names: set[str], settings: GatewaySettings) -> None:
+    """A gateway file that matches no known format: skipped whole. Names the fields the closest format
+    needs and the file lacks, a field of the file each may have been renamed to, and the records lost."""
+    fmt, marks = _closest(names, settings)
+    missing = [m for m in marks if m not in names]
+    word = "column" if f.rel.lower().endswith((".csv", ".csv.gz", ".parquet")) else "field"
+    renamed = []
+    spare = sorted(names - set(marks))
+    for m in missing:
+        like = difflib.get_close_matches(m, spare, n=1, cutoff=0.5)
+        if like:
+            renamed.append(f"{like[0]} may be {m} renamed")
+    present = len(marks) - len(missing)
+    if present:
+        what = (
+            f"skipped whole, {_fields(missing, word, word + 's')} missing: the closest format ({fmt}) "
+            f"needs {', '.join(marks)}" + (f"; {'; '.join(renamed)}" if renamed else "")
+        )
+    else:
+        what = "skipped whole, no field of any known gateway format (its fields: " + ", ".join(sorted(names)[:12]) + ")"
+    count = count_records(con, f)
+    f.damage.append(Damage("skipped_file", what, count, "counted" if count is not None else "unknown"))
+
+
+def count_records(con: duckdb.DuckDBPyConnection, f: InputFile) -> int | None:
+    """The records a gateway file holds, counted without reading them as any format: a table's rows, a
+    JSON array's elements, a text file's non-blank lines. None when even that fails."""
+    name = f.rel.lower()
+    path = sql_literal(f.path)
+    try:
+        if name.endswith(".parquet"):
+            row = con.execute(f"SELECT sum(num_rows) FROM parquet_file_metadata({path})").fetchone()
+        elif name.endswith((".csv", ".csv.gz")):
+            row = con.execute(
+                f"""SELECT count(*) FROM read_csv({path}, header = true, all_varchar = true, parallel = false,
+                    quote = '"', escape = '"', strict_mode = false, null_padding = true, max_line_size = 67108864)"""
+            ).fetchone()
+        else:
+            with open_bytes(f) as fh:
+                head = fh.read(4096).lstrip()
+            if head.startswith(b"["):
+                with open_bytes(f) as fh:
+                    data = json.load(fh)
+                return len(data) if isinstance(data, list) else None
+            with open_bytes(f) as fh:
+                return sum(1 for line in fh if line.strip())
+    except (duckdb.Error, OSError, EOFError, zlib.error, ValueError):
+        return None
+    return int(row[0]) if row and row[0] is not None else None
+
+
+def store_input_damage(con: duckdb.DuckDBPyConnection, files: list[InputFile]) -> None:
+    """input_damage: every Damage its loader recorded, and an `unreadable` row for a file read not at
+    all for a reason no loader described (its error). A file skipped by --since/--until is the
+    operator's choice, not damage."""
+    rows = []
+    for f in files:
+        damage = list(f.damage)
+        if f.error and not any(d.kind in ("skipped_file", "page_file_cut", "unreadable") for d in damage):
+            damage.append(Damage("unreadable", f"not read: {f.error}"))
+        rows += [
+            (f.file_id, d.kind, d.detail, d.records_lost, d.lost_basis, d.at_byte, d.bytes_after, d.bytes_read,
+             d.records_read)
+            for d in damage
+        ]  # fmt: skip
+    if rows:
+        con.executemany("INSERT INTO input_damage VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
