@@ -21,7 +21,7 @@ import duckdb
 import forensics
 from forensics.catalog import publish
 from forensics.cohorts import assign_cohorts, exclusion_rules
-from forensics.cohorts.preview import preview
+from forensics.cohorts.preview import preview, store_warnings
 from forensics.db import check_memory_limit, connect, thread_count, timed
 from forensics.errors import InputError
 from forensics.findings import OUTPUTS, compute_findings, possible_pairs_plan, write_findings
@@ -78,13 +78,16 @@ class InvestigationResult:
     source_tiers: dict[str, Any] | None = None  # what the evidence measured of the likely subset (source_tier)
     possible_pairs: dict[str, Any] | None = None  # the possible pairs counted, and whether their CSV was written
     threads: int | None = None  # the run's own DuckDB threads: ingest, findings and the allocator model's walks
+    # rules on client-controlled fields alone that moved customers out of the customer cohort (cohorts.preview)
+    cohort_warnings: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
         h = self.headline
         lines = [
             f"Affected responses: {h['affected']} ({h['confirmed']} confirmed, "
             f"{h['indeterminate']} indeterminate); "
-            f"customer cohort: {h['customer']}",
+            f"customer cohort: {h['customer']} ({h['customer_confirmed']} confirmed, "
+            f"{h['customer_indeterminate']} indeterminate: they may have been affected)",
             f"Exposure pairs proven by page events: {h['pairs']}; hazards: {self.counts.get('hazards.csv', 0)}; "
             f"rejected input rows: {self.counts.get('rejected.csv', 0)}",
         ]
@@ -104,6 +107,8 @@ class InvestigationResult:
             )
         if self.tasks:
             lines.append(f"Per-node tasks: {self.tasks['tasks_run']} run, {self.tasks['reused']} reused from the cache")
+        # account ids come from logs: no control character (a terminal escape) reaches the terminal
+        lines += ["Warning: " + "".join(c if c.isprintable() else "?" for c in w) for w in self.cohort_warnings]
         lines += [f"Findings written to {self.out}/", f"Report: {self.out / 'report.html'}"]
         return "\n".join([*lines, in_place_note(self.self_contained)])
 
@@ -121,6 +126,7 @@ class InvestigationResult:
                 "possible_pairs": self.possible_pairs,
                 "self_contained": self.self_contained,
                 "threads": self.threads,
+                "cohort_warnings": self.cohort_warnings,
             },
             sort_keys=True,
             default=str,
@@ -142,6 +148,7 @@ def analyze(
     excl, rules = exclusion_rules(bundle, exclusions)
     with timed("cohorts"):
         assign_cohorts(con, rules)
+        store_warnings(con, rules)  # the report and the summary name a client-settable rule's effect
     with timed("ownership"):
         ran = rebuild_ownership(con, execution)
     with timed("findings"):
@@ -370,6 +377,7 @@ def _investigate(
             counts = write_findings(con, out, plan)
         headline = findings_headline(con)
         tiers = findings_source_tier(con)
+        warnings = [r[0] for r in con.execute("SELECT message FROM cohort_warnings ORDER BY rule").fetchall()]
         from forensics.report import render_report
 
         with timed("report"):
@@ -423,7 +431,15 @@ def _investigate(
         else None
     )
     return InvestigationResult(
-        out, counts, headline, tasks, source_tiers=tiers, possible_pairs=plan, execution=ran, threads=run_threads
+        out,
+        counts,
+        headline,
+        tasks,
+        source_tiers=tiers,
+        possible_pairs=plan,
+        execution=ran,
+        threads=run_threads,
+        cohort_warnings=warnings,
     )
 
 
