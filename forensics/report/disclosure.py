@@ -264,7 +264,7 @@ def _received_tell(got: int, sure: int, own: int) -> str:
     elif undecided:
         said = (
             f"{_n(sure, 'response')} you received {'was' if sure == 1 else 'were'} computed over memory holding "
-            f"{whose}, and {undecided:,} more may have been (the evidence can neither prove nor rule it out)"
+            f"{whose}, and {undecided:,} more may have been, which the evidence can neither prove nor rule out"
         )
     else:
         were = "was" if got == 1 else "were"
