@@ -21,7 +21,7 @@ import duckdb
 import forensics
 from forensics.catalog import publish
 from forensics.cohorts import assign_cohorts, exclusion_rules
-from forensics.cohorts.preview import preview
+from forensics.cohorts.preview import preview, store_warnings
 from forensics.db import check_memory_limit, connect, thread_count, timed
 from forensics.errors import InputError
 from forensics.findings import OUTPUTS, compute_findings, possible_pairs_plan, write_findings
@@ -59,7 +59,7 @@ class IngestResult:
                 )
         for f in self.files:  # what ingest alone knows of each loss (investigate estimates what cut streams lost)
             for d in f.damage:
-                lines.append(f"  DAMAGED {f.rel}: {d.detail} ({lost_phrase(d.records_lost, d.lost_basis)})")
+                lines.append(_printable(f"  DAMAGED {f.rel}: {d.detail} ({lost_phrase(d.records_lost, d.lost_basis)})"))
             if f.error and not f.damage:
                 lines.append(f"  UNREADABLE {f.rel}: {f.error}")
         if self.nodes:
@@ -68,6 +68,12 @@ class IngestResult:
                 lines.append("    " + ", ".join("-" if v is None else str(v) for v in n))
         lines.append(in_place_note(self.self_contained))
         return "\n".join(lines)
+
+
+def _printable(text: str) -> str:
+    """A line of the summary as the terminal may show it: account ids, file paths and column names come
+    from the evidence, and no control character of theirs (a terminal escape) reaches the terminal."""
+    return "".join(c if c.isprintable() else "?" for c in text)
 
 
 @dataclass
@@ -82,15 +88,18 @@ class InvestigationResult:
     possible_pairs: dict[str, Any] | None = None  # the possible pairs counted, and whether their CSV was written
     threads: int | None = None  # the run's own DuckDB threads: ingest, findings and the allocator model's walks
     damage: list[dict[str, Any]] = field(default_factory=list)  # evidence_damage's rows (forensics.findings.damage)
+    # rules on client-controlled fields alone that moved customers out of the customer cohort (cohorts.preview)
+    cohort_warnings: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
         h = self.headline
         # every loss first: the counts below hold only for the evidence that could be read
-        lines = [damage_line(d) for d in self.damage] or ["No damage found in the evidence read."]
+        lines = [_printable(damage_line(d)) for d in self.damage] or ["No damage found in the evidence read."]
         lines += [
             f"Affected responses: {h['affected']} ({h['confirmed']} confirmed, "
             f"{h['indeterminate']} indeterminate); "
-            f"customer cohort: {h['customer']}",
+            f"customer cohort: {h['customer']} ({h['customer_confirmed']} confirmed, "
+            f"{h['customer_indeterminate']} indeterminate: they may have been affected)",
             f"Exposure pairs proven by page events: {h['pairs']}; hazards: {self.counts.get('hazards.csv', 0)}; "
             f"rejected input rows: {self.counts.get('rejected.csv', 0)}",
         ]
@@ -110,6 +119,7 @@ class InvestigationResult:
             )
         if self.tasks:
             lines.append(f"Per-node tasks: {self.tasks['tasks_run']} run, {self.tasks['reused']} reused from the cache")
+        lines += ["Warning: " + _printable(w) for w in self.cohort_warnings]
         lines += [f"Findings written to {self.out}/", f"Report: {self.out / 'report.html'}"]
         return "\n".join([*lines, in_place_note(self.self_contained)])
 
@@ -128,6 +138,7 @@ class InvestigationResult:
                 "possible_pairs": self.possible_pairs,
                 "self_contained": self.self_contained,
                 "threads": self.threads,
+                "cohort_warnings": self.cohort_warnings,
             },
             sort_keys=True,
             default=str,
@@ -150,6 +161,7 @@ def analyze(
     excl, rules = exclusion_rules(bundle, exclusions)
     with timed("cohorts"):
         assign_cohorts(con, rules)
+        store_warnings(con, rules)  # the report and the summary name a client-settable rule's effect
     with timed("ownership"):
         ran = rebuild_ownership(con, execution)
     with timed("findings"):
@@ -379,6 +391,7 @@ def _investigate(
         headline = findings_headline(con)
         damage = damage_rows(con)
         tiers = findings_source_tier(con)
+        warnings = [r[0] for r in con.execute("SELECT message FROM cohort_warnings ORDER BY rule").fetchall()]
         from forensics.report import render_report
 
         with timed("report"):
@@ -442,6 +455,7 @@ def _investigate(
         execution=ran,
         threads=run_threads,
         damage=damage,
+        cohort_warnings=warnings,
     )
 
 

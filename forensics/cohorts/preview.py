@@ -1,6 +1,8 @@
 """What each exclusion rule matches, before the analysis: per cohort and per rule the requests
-matched and won (first match wins), with a few sample request ids per rule.
-Reads: gateway. Writes: request_cohort and rule_hits of the connection it is given (scratch)."""
+matched and won (first match wins), with a few sample request ids per rule; and the warnings on rules
+that match client-controlled fields alone, for the preview and for investigate (store_warnings).
+Reads: gateway. Writes: request_cohort and rule_hits of the connection it is given (scratch), and for
+investigate the temp table cohort_warnings."""
 
 from __future__ import annotations
 
@@ -17,12 +19,7 @@ SAMPLES = 5  # request ids shown per rule
 def preview(con: duckdb.DuckDBPyConnection, rules: list[Rule]) -> dict[str, Any]:
     """Counts per cohort (`cohorts`) and per rule (`rules`, with `sample_matched` and `sample_won`)."""
     samples = {}
-    # the requests that would be customer if no rule matched on client-controlled fields alone
-    assign_cohorts(con, [r for r in rules if not r.client_fields()])
-    con.execute(
-        "CREATE OR REPLACE TEMP TABLE otherwise_customer AS "
-        "SELECT file_id, row FROM request_cohort WHERE cohort = 'customer'"
-    )
+    _otherwise_customer(con, rules)
     for rule in rules:  # one rule alone: every request it matches, won or not
         assign_cohorts(con, [rule])
         samples[rule.label] = [r["request_id"] for r in query_rows(con, "cohorts", "preview_samples", n=SAMPLES)]
@@ -33,6 +30,31 @@ def preview(con: duckdb.DuckDBPyConnection, rules: list[Rule]) -> dict[str, Any]
         won = query_rows(con, "cohorts", "preview_won", label=r["label"], n=SAMPLES)
         r["sample_matched"], r["sample_won"] = samples.get(r["label"], []), [x["request_id"] for x in won]
     return {"cohorts": cohorts, "rules": rule_rows, "warnings": client_field_warnings(con, rules)}
+
+
+def _otherwise_customer(con: duckdb.DuckDBPyConnection, rules: list[Rule]) -> None:
+    """otherwise_customer: the requests that would be customer if no rule matched on client-controlled
+    fields alone (request_cohort is then reassigned by whoever calls)."""
+    assign_cohorts(con, [r for r in rules if not r.client_fields()])
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE otherwise_customer AS "
+        "SELECT file_id, row FROM request_cohort WHERE cohort = 'customer'"
+    )
+
+
+def store_warnings(con: duckdb.DuckDBPyConnection, rules: list[Rule]) -> list[str]:
+    """investigate's cohort warnings (client_field_warnings), after assign_cohorts(con, rules): their
+    messages, also kept in the temp table cohort_warnings (rule, message) for the report. Reassigns the
+    same rules at the end, so request_cohort and cohort_rules are what assign_cohorts made."""
+    con.execute("CREATE OR REPLACE TEMP TABLE cohort_warnings (rule VARCHAR, message VARCHAR)")
+    if not any(r.client_fields() for r in rules):
+        return []
+    _otherwise_customer(con, rules)
+    assign_cohorts(con, rules)
+    warnings = client_field_warnings(con, rules)
+    if warnings:
+        con.executemany("INSERT INTO cohort_warnings VALUES (?, ?)", [(w["rule"], w["message"]) for w in warnings])
+    return [w["message"] for w in warnings]
 
 
 def client_field_warnings(con: duckdb.DuckDBPyConnection, rules: list[Rule]) -> list[dict[str, Any]]:

@@ -1,8 +1,8 @@
 """Report stage, data: plain dicts and lists for the templates, from report/queries/*.sql.
 
 Reads: affected_responses, exposures, exposure_segments, accounts, coverage, hazards, read_provenance,
-room_requests, request_cohort, cohort_rules, clock_bounds, seq_gaps, node_config, gateway, files,
-rejected, timeline, room_state, write_effects, node_audit, evidence_damage. Writes: temp tables
+room_requests, request_cohort, cohort_rules, cohort_warnings (temp, investigate's), clock_bounds, seq_gaps,
+node_config, gateway, files, rejected, timeline, room_state, write_effects, node_audit, evidence_damage. Writes: temp tables
 report_affected, report_prov.
 """
 
@@ -85,9 +85,53 @@ def _clocks(config: BundleConfig, window: dict[str, Any]) -> dict[str, Any]:
         "first_at": window["first_at"],
         "last_at": window["last_at"],
         "first_customer_at": window["first_customer_at"],
-        "first_customer_unconfirmed_at": window["first_customer_unconfirmed_at"],
+        "first_customer_confirmed_at": window["first_customer_confirmed_at"],
         "last_customer_at": window["last_customer_at"],
         "discovered_at": config.discovered_at,
+    }
+
+
+# what an indeterminate tier of affected responses says of its reliability: nothing in a bundle yet
+# measures how often a response the evidence cannot decide was truly affected (the possible sources'
+# likely and content tiers are measured: source_tier, content_tier), and silence would read as certainty
+NO_RELIABILITY = (
+    "no reliability could be measured: nothing in this evidence settles how often such a response was affected"
+)
+
+
+def _mechanism_counts(mechanisms: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    """Per mechanism, confirmed and indeterminate apart, customers and all cohorts: "were" is said of
+    the confirmed ones only. A response has one status and one evidence, so the rows add up."""
+    out = {}
+    for m in ("stale", "foreign_write"):
+        rows = [r for r in mechanisms if r["mechanism"] == m]
+        sure = [r for r in rows if r["status"] == "confirmed"]
+        out[m] = {
+            "customer": sum(r["customer_responses"] for r in rows),
+            "customer_confirmed": sum(r["customer_responses"] for r in sure),
+            "all": sum(r["responses"] for r in rows),
+            "all_confirmed": sum(r["responses"] for r in sure),
+        }
+        for k in ("customer", "all"):
+            out[m][f"{k}_indeterminate"] = out[m][k] - out[m][f"{k}_confirmed"]
+    return out
+
+
+def _share(part: int, whole: int, noun: str) -> str:
+    """part of whole, in words a reader can weigh: "3,551 of 3,583 customer requests, 99.1%"."""
+    if not whole:
+        return f"{part:,} {noun}"
+    return f"{part:,} of {whole:,} {noun}, {100 * part / whole:.1f}%"
+
+
+def bound_context(t: dict[str, Any]) -> dict[str, str]:
+    """The upper bound on exposed customer data put in context: the customer requests and accounts it
+    reaches against all the evidence holds. A bound of nearly everything says the logs cannot narrow it."""
+    accounts, total = t["possible_customer_source_accounts"] or 0, t["customer_accounts"] or 0
+    every = bool(total) and accounts >= total
+    return {
+        "requests": _share(t["possible_customer_sources"] or 0, t["requests_after"] or 0, "customer requests"),
+        "accounts": "every customer account" if every else _share(accounts, total, "customer accounts"),
     }
 
 
@@ -132,6 +176,7 @@ def gather(
         "totals": totals,
         "scope": rows(con, "scope_status"),
         "cohorts": rows(con, "cohort_counts"),
+        "cohort_warnings": [r["message"] for r in rows(con, "cohort_warnings")],
         "rules": rows(con, "rule_counts"),
         "has_rules": bool(rules),
         "matrix": rows(con, "exposure_matrix"),
@@ -172,11 +217,14 @@ def _summary(con: duckdb.DuckDBPyConnection, ctx: dict[str, Any], config: Bundle
     """The disclosure summary's own data: the mechanisms found, the charts' rows, the notification
     annex (the rows of notifications.csv, so the two match by construction) and the disclosure fields."""
     mechanisms = rows(con, "mechanisms")
+    ctx["totals"]["bound"] = bound_context(ctx["totals"])
     found = {
         "researcher_requests": sum(c["affected"] or 0 for c in ctx["cohorts"] if c.get("kind") == "researcher"),
     }
     ctx.update(
         mechanisms={m: [r for r in mechanisms if r["mechanism"] == m] for m in ("stale", "foreign_write")},
+        mechanism_counts=_mechanism_counts(mechanisms),
+        no_reliability=NO_RELIABILITY,
         charts={
             "daily": rows(con, "timeline_cohorts", bucket="day"),
             "hourly": rows(con, "timeline_cohorts", bucket="hour"),

@@ -111,13 +111,15 @@ def timeline(config: BundleConfig, clocks: dict[str, Any], as_of: datetime | Non
         ),
         (
             clocks["first_customer_at"],
-            "First affected customer response (confirmed, where one is)",
-            "affected_responses.csv, cohort customer, status confirmed",
+            "First customer response that may be affected (the window's start)",
+            "affected_responses.csv, cohort customer, any status",
         ),
-        (
-            clocks.get("first_customer_unconfirmed_at"),
-            "First indeterminate customer response, before the first confirmed one",
-            "affected_responses.csv, cohort customer, status indeterminate",
+        (  # beside the window's start where that one is not confirmed
+            clocks["first_customer_confirmed_at"]
+            if clocks["first_customer_confirmed_at"] != clocks["first_customer_at"]
+            else None,
+            "First confirmed affected customer response",
+            "affected_responses.csv, cohort customer, status confirmed",
         ),
         (clocks["last_customer_at"], "Last affected customer response", "affected_responses.csv, cohort customer"),
         (clocks["last_at"], "Last affected response (all cohorts)", "affected_responses.csv, latest first_exposed_at"),
@@ -145,7 +147,8 @@ def fields(
     accts_lo, accts_hi = totals["customer_source_accounts"], totals.get("possible_customer_source_accounts")
     bounded = bool(totals.get("unknown_source_responses"))
     records = (
-        f"at least {srcs_lo:,} customer requests (prompts) confirmed exposed, up to {srcs_hi:,} possibly"
+        f"at least {srcs_lo:,} customer requests (prompts) confirmed exposed, up to {srcs_hi:,} possibly "
+        f"({totals['bound']['requests']}; {totals['bound']['accounts']})"
         if bounded
         else f"{srcs_lo:,} customer requests (prompts) exposed"
     )
@@ -234,24 +237,71 @@ def _span(first: datetime | None, last: datetime | None) -> str:
 
 
 def _sure(got: int, sure: int) -> str:
-    return "confirmed" if sure == got else f"{sure:,} confirmed, {got - sure:,} indeterminate"
+    if sure == got:
+        return "confirmed"
+    return "none confirmed, all indeterminate" if not sure else f"{sure:,} confirmed, {got - sure:,} indeterminate"
 
 
-def _received_tell(got: int, own: int) -> str:
+def _dates(first: datetime | None, last: datetime | None) -> str:
+    """An account's own moments, to the millisecond: "2026-09-07T23:24:32.331Z", or "from A to B"."""
+    if first is None:
+        return "unknown"
+    return fmt_ts(first) if last is None or last == first else f"from {fmt_ts(first)} to {fmt_ts(last)}"
+
+
+def _received_tell(got: int, sure: int, own: int) -> str:
     """What to tell an account about the responses it received: over other customers' data, or (where every
-    pair found is of its own requests) over its own account's data only."""
-    was = "was" if got == 1 else "were"
+    pair found is of its own requests) over its own account's data only. "were" is said of the confirmed
+    ones only; the indeterminate ones "may have been": the evidence can neither prove nor rule it out."""
+    own_only = "data of other requests of your own account (no other customer's)"
+    whose = own_only if own == got else "other customers' data"
+    undecided = got - sure
+    if not sure:
+        said = (
+            f"{_n(got, 'response')} you received may have been computed over memory holding {whose} (the "
+            "evidence can neither prove nor rule it out)"
+        )
+    elif undecided:
+        said = (
+            f"{_n(sure, 'response')} you received {'was' if sure == 1 else 'were'} computed over memory holding "
+            f"{whose}, and {undecided:,} more may have been, which the evidence can neither prove nor rule out"
+        )
+    else:
+        were = "was" if got == 1 else "were"
+        said = f"{_n(got, 'response')} you received {were} computed over memory holding {whose}"
     if own == got:
         return (
-            f"{_n(got, 'response')} you received {was} computed over memory holding data of other requests of "
-            "your own account (no other customer's), so the text may contain fragments of them: this may "
-            "matter between your own end users; do not rely on, forward or publish it."
+            f"{said}; the text may contain fragments of them: this may matter between your own end users; do "
+            "not rely on, forward or publish it."
         )
     also = f" ({own:,} of them over your own account's data only)" if own else ""
     return (
-        f"{_n(got, 'response')} you received {was} computed over memory holding other customers' data{also}, so "
-        "the text may contain fragments of it: do not rely on, forward or publish it, and delete stored copies."
+        f"{said}{also}; the text may contain fragments of it: do not rely on, forward or publish it, and "
+        "delete stored copies."
     )
+
+
+def _exposed_tell(n: dict[str, Any]) -> str:
+    """What to tell an account whose requests' data others' responses attended: confirmed pairs "was",
+    indeterminate ones "may have been"."""
+    exp, sure = n["requests_exposed"], n["requests_exposed_confirmed"]
+    who = f"(recipients: {n['recipient_cohorts'] or 'unknown'})"
+    if sure == exp:
+        said = (
+            f"Data from {_n(exp, 'request')} of yours was in memory that responses to other requests were "
+            f"computed over {who}"
+        )
+    elif not sure:
+        said = (
+            f"Data from {_n(exp, 'request')} of yours may have been in memory that responses to other requests "
+            f"were computed over {who}: the evidence can neither prove nor rule it out"
+        )
+    else:
+        said = (
+            f"Data from {_n(sure, 'request')} of yours was in memory that responses to other requests were "
+            f"computed over {who}, and from {exp - sure:,} more may have been (the evidence cannot decide)"
+        )
+    return f"{said}; fragments of your prompts could have appeared in those responses."
 
 
 # the roles of an account in the disclosure, in the order a notice tells them (account_requests.role)
@@ -266,27 +316,35 @@ def account_roles(n: dict[str, Any]) -> list[dict[str, Any]]:
     own = n["responses_received_same_account_only"]
     exp, exp_sure = n["requests_exposed"], n["requests_exposed_confirmed"]
     possible, likely = n["requests_possibly_exposed"], n["requests_likely_exposed"]
+    may = "" if sure else "may have "
     roles = [
         {
             "key": "received",
-            "role": "received others' data" if own < got else "received its own account's data",
+            "role": f"{may}received others' data" if own < got else f"{may}received its own account's data",
             "requests": got,
             "confirmed": sure,
             "same_account_only": own,
             "when": _span(n["received_first_at"], n["received_last_at"]),
+            # the account's own moments: every response that may be affected, the confirmed ones beside
+            "dates": _dates(n["received_first_at"], n["received_last_at"]),
+            "confirmed_dates": "none"
+            if not sure
+            else _dates(n["received_confirmed_first_at"], n["received_confirmed_last_at"])
+            if sure < got
+            else "",
             "confidence": _sure(got, sure),
-            "tell": _received_tell(got, own),
+            "tell": _received_tell(got, sure, own),
         },
         {
             "key": "exposed",
-            "role": "its data was exposed",
+            "role": "its data was exposed" if exp_sure else "its data may have been exposed",
             "requests": exp,
             "confirmed": exp_sure,
             "when": _span(n["exposed_first_at"], n["exposed_last_at"]),
+            "dates": _dates(n["exposed_first_at"], n["exposed_last_at"]),
+            "confirmed_dates": "" if exp_sure else "none",
             "confidence": _sure(exp, exp_sure),
-            "tell": f"Data from {_n(exp, 'request')} of yours was in memory that responses to other requests were "
-            f"computed over (recipients: {n['recipient_cohorts'] or 'unknown'}); fragments of your prompts "
-            "could have appeared in those responses.",
+            "tell": _exposed_tell(n),
         },
         {
             "key": "possibly_exposed",
@@ -294,6 +352,8 @@ def account_roles(n: dict[str, Any]) -> list[dict[str, Any]]:
             "requests": possible,
             "likely": likely,
             "when": "time unknown",
+            "dates": "unknown",
+            "confirmed_dates": "none",
             "confidence": "possible; the logs cannot rank which"
             if likely is None
             else f"possible; {likely:,} rated likely by the allocator model",

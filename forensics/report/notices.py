@@ -146,6 +146,8 @@ def store_incident(con: duckdb.DuckDBPyConnection, ctx: dict[str, Any], disclosu
         "as_of": h["as_of"],
         "contact": ctx["contact"],
         "first_customer_at": k["first_customer_at"],
+        "first_customer_confirmed_at": k["first_customer_confirmed_at"],
+        "indeterminate_reliability": ctx["no_reliability"],
         "last_customer_at": k["last_customer_at"],
         "discovered_at": k["discovered_at"],
         "advice": str(disclosure.get("advice", "")),

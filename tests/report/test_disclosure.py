@@ -101,11 +101,23 @@ def test_nature_describes_only_the_mechanisms_found_with_their_counts(runs: dict
         affected = _csv(runs[name] / "affected_responses.csv")
         for label, kind in (("Stale read", "stale"), ("Late write", "foreign_write")):
             hit = [a for a in affected if kind in a["kinds"].split(";")]
-            m = re.search(rf"\*\*{label} \(([\d,]+) customer responses, ([\d,]+) in all cohorts\)", md)
+            m = re.search(
+                rf"\*\*{label} \(([\d,]+) customer responses(?:: ([\d,]+) confirmed, ([\d,]+) indeterminate)?; "
+                r"([\d,]+) in all cohorts\)",
+                md,
+            )
             if hit:
                 assert m, (name, label)
-                assert int(m.group(2).replace(",", "")) == len(hit)
-                assert int(m.group(1).replace(",", "")) == sum(a["cohort"] == "customer" for a in hit)
+                assert int(m.group(4).replace(",", "")) == len(hit)
+                customer = [a for a in hit if a["cohort"] == "customer"]
+                assert int(m.group(1).replace(",", "")) == len(customer)
+                # confirmed and indeterminate apart, said only when some are indeterminate
+                undecided = sum(a["status"] != "confirmed" for a in customer)
+                if undecided:
+                    assert m.group(3) and int(m.group(3).replace(",", "")) == undecided
+                    assert int(m.group(2).replace(",", "")) == len(customer) - undecided
+                else:
+                    assert m.group(2) is None
             else:
                 assert m is None and label not in md.split("## 3.")[0], (name, label)
     assert "Late write" not in (runs["no_aborts"] / "report.md").read_text().split("## 3.")[0]

@@ -4,6 +4,7 @@ failure, a manifest with the chain of custody, and a database that opens from an
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import json
 import os
@@ -86,6 +87,14 @@ def test_json_summary_matches_the_findings(relative_run: dict) -> None:
     rows = sum(1 for _ in (out / "affected_responses.csv").open()) - 1
     assert summary["rows"]["affected_responses.csv"] == rows
     assert summary["headline"]["affected"] == rows
+    # the customer cohort, confirmed and indeterminate apart (#47): "may have been" is not "was"
+    with (out / "affected_responses.csv").open() as fh:
+        customer = {r["request_id"]: r["status"] for r in csv.DictReader(fh) if r["cohort"] == "customer"}
+    h = summary["headline"]
+    assert h["customer_confirmed"] == sum(s == "confirmed" for s in customer.values())
+    assert h["customer_indeterminate"] == sum(s == "indeterminate" for s in customer.values())
+    assert h["customer"] == len(customer) == h["customer_confirmed"] + h["customer_indeterminate"]
+    assert isinstance(summary["cohort_warnings"], list)
     assert "done ingest" not in proc.stderr  # not a terminal: no progress display
 
 

@@ -4,7 +4,8 @@
 -- its last start) puts another room's KV in its pages (model_rooms.written_members = members). Else the
 -- logs prove only that it attended KV its own request never wrote: `indeterminate`, the reason giving
 -- the tokens given out on the node since its last start-up against its pool, and the replays that found
--- earlier KV there. Never the incident window's first moment unless confirmed (forensics.report).
+-- earlier KV there. Such a response may start the incident's window, the first confirmed beside it
+-- (forensics.report: the window starts at the first response that may be affected).
 -- grain: request_id; reads: signature_responses, model_rooms, allocator_model; params: none
 CREATE OR REPLACE TABLE signature_responses AS
 WITH checked AS (

@@ -10,6 +10,8 @@
 -- text a response without page evidence echoes (content_pairs), counted where content_tier measured the
 -- matching good enough (content_printed), content_reason why or why not. same_account_only_after: customer
 -- responses whose every exposure pair is of their own account (cross_account false), named apart.
+-- unknown_source_confirmed*: of the responses without page evidence, those the engine logs prove
+-- affected (the rest may be). customer_accounts: the customer cohort's accounts, the bounds' context.
 -- A source whose request no gateway record names (LiteLLM's failures: the time join found no single
 -- room) is counted by its room (source_key), its cohort customer (the safe side), its account unknown:
 -- the *_accounts count the known accounts, the *_unknown the sources whose account is unknown (each may
@@ -40,6 +42,11 @@ SELECT (SELECT count(*) FROM request_cohort) - (SELECT count(*) - count(DISTINCT
        (SELECT count(DISTINCT request_id) FROM report_affected WHERE evidence = 'signature') AS unknown_source_responses,
        (SELECT count(DISTINCT request_id) FROM report_affected WHERE evidence = 'signature' AND cohort = 'customer')
          AS unknown_source_customer_responses,
+       (SELECT count(DISTINCT request_id) FROM report_affected WHERE evidence = 'signature' AND status = 'confirmed')
+         AS unknown_source_confirmed,
+       (SELECT count(DISTINCT request_id) FROM report_affected
+         WHERE evidence = 'signature' AND status = 'confirmed' AND cohort = 'customer') AS unknown_source_customer_confirmed,
+       (SELECT count(DISTINCT account_id) FROM request_cohort WHERE cohort = 'customer') AS customer_accounts,
        (SELECT count(DISTINCT source_key(source_request_id, source_room)) FROM (
            SELECT source_request_id, source_room, source_cohort FROM exposures
            UNION ALL SELECT source_request_id, source_room, source_cohort FROM possible_source_requests)

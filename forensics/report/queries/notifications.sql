@@ -5,14 +5,18 @@
 -- too, with that count and how many of them the allocator model finds likely (empty where the likely
 -- subset is not printed, source_tier): a notification list built from it may be too long, never too short.
 -- responses_received_same_account_only: received responses whose every exposure pair is of the account's
--- own requests (its notice says so instead of "other customers' data").
+-- own requests (its notice says so instead of "other customers' data"). received_confirmed_first_at /
+-- _last_at: the account's own dates of its confirmed received responses (empty where none is confirmed),
+-- beside received_first_at / _last_at, which count every response that may be affected.
 -- grain: account_id; reads: notice_requests; params: none
 WITH r AS (SELECT * FROM notice_requests), recv AS (
     SELECT account_id, count(*) AS responses_received,
            count(*) FILTER (WHERE same_account_only) AS responses_received_own_only,
            count(*) FILTER (WHERE status = 'confirmed') AS responses_received_confirmed,
            string_agg(request_id, ';' ORDER BY request_id) AS received_request_ids,
-           min(first_at) AS received_first_at, max(last_at) AS received_last_at
+           min(first_at) AS received_first_at, max(last_at) AS received_last_at,
+           min(first_at) FILTER (WHERE status = 'confirmed') AS received_confirmed_first_at,
+           max(last_at) FILTER (WHERE status = 'confirmed') AS received_confirmed_last_at
     FROM r WHERE role = 'received' GROUP BY account_id
 ), src AS (
     SELECT account_id, count(DISTINCT request_id) AS requests_exposed,  -- a row per recipient cohort here
@@ -30,6 +34,7 @@ SELECT account_id, coalesce(responses_received, 0) AS responses_received,
        coalesce(responses_received_own_only, 0) AS responses_received_same_account_only,
        coalesce(responses_received_confirmed, 0) AS responses_received_confirmed,
        coalesce(received_request_ids, '') AS received_request_ids, received_first_at, received_last_at,
+       received_confirmed_first_at, received_confirmed_last_at,
        coalesce(requests_exposed, 0) AS requests_exposed,
        coalesce(requests_exposed_confirmed, 0) AS requests_exposed_confirmed,
        coalesce(exposed_request_ids, '') AS exposed_request_ids, exposed_first_at, exposed_last_at,
