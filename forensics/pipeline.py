@@ -10,6 +10,7 @@ import os
 import platform
 import shlex
 import shutil
+import stat
 import sys
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -30,7 +31,16 @@ from forensics.findings import source_tier as findings_source_tier
 from forensics.ingest import copy_in_place, in_place_note, ingest_gateway, ingest_into, node_summary
 from forensics.ingest.gateway import gateway_join_summary
 from forensics.intake import BundleConfig, InputFile, Window, load_bundle_config, parse_utc, sha256_file
-from forensics.outputs import make_private, private_files, write_json, write_parquet
+from forensics.outputs import (
+    is_scratch,
+    make_private,
+    private_files,
+    recover,
+    scratch_path,
+    swap_in,
+    write_json,
+    write_parquet,
+)
 from forensics.ownership import Execution, NodeRun, rebuild_ownership
 from forensics.report.blast import BLAST_FILES
 from forensics.report.notices import check_notice_templates
@@ -78,10 +88,12 @@ class InvestigationResult:
     source_tiers: dict[str, Any] | None = None  # what the evidence measured of the likely subset (source_tier)
     possible_pairs: dict[str, Any] | None = None  # the possible pairs counted, and whether their CSV was written
     threads: int | None = None  # the run's own DuckDB threads: ingest, findings and the allocator model's walks
+    recovered: list[str] = field(default_factory=list)  # what an earlier run killed outright left, settled
 
     def summary(self) -> str:
         h = self.headline
         lines = [
+            *self.recovered,
             f"Affected responses: {h['affected']} ({h['confirmed']} confirmed, "
             f"{h['indeterminate']} indeterminate); "
             f"customer cohort: {h['customer']}",
@@ -121,6 +133,7 @@ class InvestigationResult:
                 "possible_pairs": self.possible_pairs,
                 "self_contained": self.self_contained,
                 "threads": self.threads,
+                "recovered": self.recovered,
             },
             sort_keys=True,
             default=str,
@@ -167,8 +180,9 @@ def getpass_user() -> str:
         return "unknown"
 
 
-# every file and folder an investigate run writes into --out: a folder holding only these is a
-# previous (or interrupted) run's output, safe to write over
+# every file and folder an investigate run writes into --out (and the scratch names of outputs.SCRATCH,
+# which a command killed outright may leave): a folder holding only these is a previous run's output,
+# safe to replace
 OUT_NAMES = frozenset(
     {*OUTPUTS, *BLAST_FILES, "manifest.json", "incident.duckdb"}
     | {f"{part}.{ext}" for part in REPORT_PARTS for ext in ("html", "md")}
@@ -179,12 +193,14 @@ OUT_NAMES = frozenset(
 def check_out(out: Path, bundle: Path, force: bool = False) -> None:
     """Refuse an --out that holds another incident's outputs, or files that are not ours, unless
     `force`: writing over them would destroy evidence of another investigation."""
-    if force or not out.exists():
+    if not out.exists():
         return
     if not out.is_dir():
         raise InputError(f"--out {out}: exists and is not a folder")
+    if force:
+        return
     entries = sorted(p.name for p in out.iterdir())
-    foreign = [n for n in entries if n not in OUT_NAMES]
+    foreign = [n for n in entries if n not in OUT_NAMES and not is_scratch(n)]
     if foreign:
         shown = ", ".join(foreign[:5]) + (" ..." if len(foreign) > 5 else "")
         raise InputError(
@@ -259,21 +275,31 @@ def investigate(
     possible_pairs: bool | None = None,
     notice_templates: list[Path] | None = None,
 ) -> InvestigationResult:
+    """The run builds its outputs in a folder beside --out (OUT.kvf-staging-<pid>) and swaps it in
+    only when everything is written, the manifest's custody included: a run that fails or is stopped
+    leaves --out as it was, byte for byte (a new --out is not created)."""
     check_options(as_of, memory_limit, threads)
     check_inputs(bundle, exclusions)
     check_notice_templates(notice_templates)
-    check_out(out, bundle, force)
+    # a symlinked --out stays a link: the folder it points to is the one replaced
+    target = out.resolve() if out.is_symlink() else out
+    recovered = recover(target)  # before check_out: it judges the folder an earlier swap left in place
+    check_out(target, bundle, force)
+    check_swappable(target)
     execution = execution or Execution(workers=0)
     # the run's threads and memory limit hold for the per-node tasks too (shared among their workers)
     threads = threads or execution.threads
     execution = replace(execution, memory_limit=execution.memory_limit or memory_limit, threads=threads)
     started = datetime.now(UTC)
-    created = _first_missing(out)
+    created = _first_missing(target.parent)
+    staging = scratch_path(target, "staging")
     try:
         with private_files():
+            staging.parent.mkdir(parents=True, exist_ok=True)
+            staging.mkdir()
             result = _investigate(
                 bundle,
-                out,
+                staging,
                 exclusions,
                 as_of,
                 memory_limit,
@@ -285,15 +311,63 @@ def investigate(
                 notice_templates,
             )
             if parquet:
-                result.counts.update(_export_parquet(out))
+                result.counts.update(_export_parquet(staging))
+            if force:
+                _carry_foreign(target, staging)
+        _keep_mode(target, staging)
+        _record_custody(staging, custody or Custody(), started)
     except BaseException:
-        _remove_partial_database(out)
-        if created is not None:  # everything in a folder this run made is this run's unfinished output
+        shutil.rmtree(staging, ignore_errors=True)
+        if created is not None:  # folders this run made to hold the staging folder hold nothing else
             shutil.rmtree(created, ignore_errors=True)
         raise
-    _record_custody(out, custody or Custody(), started)
+    swap_in(staging, target)
+    result.out = out
     result.self_contained = self_contained
+    result.recovered = recovered
     return result
+
+
+def check_swappable(out: Path) -> None:
+    """The finished outputs replace --out by renaming a folder beside it: a mount point cannot be
+    renamed, and the folder that holds --out must take new entries."""
+    if out.is_dir() and os.path.ismount(out):
+        raise InputError(f"--out {out}: is a mount point; choose a folder inside it")
+    parent = next((p for p in out.parents if p.exists()), Path("."))
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise InputError(f"--out {out}: the run builds its outputs beside it, and {parent} is not writable")
+
+
+def _carry_foreign(out: Path, staging: Path) -> None:
+    """--force into a folder holding files that are not this tool's: they are kept, carried into the new
+    folder as hard links (copies where the file system has none), so that the swap removes none of them
+    and the manifest lists them as they are in --out."""
+    if not out.is_dir():
+        return
+    for p in sorted(out.iterdir()):
+        if p.name in OUT_NAMES or is_scratch(p.name):
+            continue
+        dst = staging / p.name
+        if p.is_symlink():
+            os.symlink(os.readlink(p), dst)
+        elif p.is_dir():
+            shutil.copytree(p, dst, symlinks=True, copy_function=_link_or_copy)
+        else:
+            _link_or_copy(p, dst)
+
+
+def _link_or_copy(src: str | Path, dst: str | Path) -> None:
+    try:
+        os.link(src, dst, follow_symlinks=False)
+    except OSError:
+        shutil.copy2(src, dst, follow_symlinks=False)
+
+
+def _keep_mode(out: Path, staging: Path) -> None:
+    """The new --out keeps the permissions the operator gave the folder it replaces (a new one is
+    owner-only, as every output)."""
+    if out.is_dir():
+        os.chmod(staging, stat.S_IMODE(out.stat().st_mode))
 
 
 # the findings tables --parquet exports (the large ones first): typed copies for other tools
@@ -311,15 +385,6 @@ def _export_parquet(out: Path) -> dict[str, int]:
     finally:
         con.close()
         shutil.rmtree(out / "incident.duckdb.tmp", ignore_errors=True)
-
-
-def _remove_partial_database(out: Path) -> None:
-    """A failed run leaves no half-written database behind to be mistaken for a finished one."""
-    db = out / "incident.duckdb"
-    for p in (db, Path(str(db) + ".wal")):
-        p.unlink(missing_ok=True)
-    shutil.rmtree(Path(str(db) + ".tmp"), ignore_errors=True)
-    shutil.rmtree(out / ".kvf-work", ignore_errors=True)
 
 
 def _record_custody(out: Path, custody: Custody, started: datetime) -> None:
