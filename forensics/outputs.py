@@ -9,7 +9,8 @@ import os
 import re
 import shutil
 import signal
-from collections.abc import Iterator
+import stat
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,6 +19,7 @@ from typing import IO, Any
 import duckdb
 
 from forensics.db import ident, scalar, sql_literal
+from forensics.errors import InputError
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
@@ -176,6 +178,48 @@ def recover(target: Path) -> list[str]:
         what = "set aside by a finished run" if m["kind"] == "previous" else "left unfinished by a stopped run"
         done.append(f"{p}: removed ({what})")
     return done
+
+
+def check_swappable(out: Path) -> None:
+    """investigate's finished outputs replace --out by renaming a folder beside it: a mount point cannot be
+    renamed, and the folder that holds --out must take new entries."""
+    if out.is_dir() and os.path.ismount(out):
+        raise InputError(f"--out {out}: is a mount point; choose a folder inside it")
+    parent = next((p for p in out.parents if p.exists()), Path("."))
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise InputError(f"--out {out}: the run builds its outputs beside it, and {parent} is not writable")
+
+
+def carry_over(out: Path, staging: Path, ours: Callable[[str], bool]) -> None:
+    """investigate --force into a folder holding entries that are not `ours`: they are kept, carried into
+    the new folder as hard links (copies where the file system has none), so that the swap removes none
+    of them and the manifest lists them as they are in --out."""
+    if not out.is_dir():
+        return
+    for p in sorted(out.iterdir()):
+        if ours(p.name) or is_scratch(p.name):
+            continue
+        dst = staging / p.name
+        if p.is_symlink():
+            os.symlink(os.readlink(p), dst)
+        elif p.is_dir():
+            shutil.copytree(p, dst, symlinks=True, copy_function=_link_or_copy)
+        else:
+            _link_or_copy(p, dst)
+
+
+def _link_or_copy(src: str | Path, dst: str | Path) -> None:
+    try:
+        os.link(src, dst, follow_symlinks=False)
+    except OSError:
+        shutil.copy2(src, dst, follow_symlinks=False)
+
+
+def keep_mode(out: Path, staging: Path) -> None:
+    """The new --out keeps the permissions the operator gave the folder it replaces (a new one is
+    owner-only, as every output)."""
+    if out.is_dir():
+        os.chmod(staging, stat.S_IMODE(out.stat().st_mode))
 
 
 @contextmanager

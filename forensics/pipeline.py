@@ -10,7 +10,6 @@ import os
 import platform
 import shlex
 import shutil
-import stat
 import sys
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -32,7 +31,10 @@ from forensics.ingest import copy_in_place, in_place_note, ingest_gateway, inges
 from forensics.ingest.gateway import gateway_join_summary
 from forensics.intake import BundleConfig, InputFile, Window, load_bundle_config, parse_utc, sha256_file
 from forensics.outputs import (
+    carry_over,
+    check_swappable,
     is_scratch,
+    keep_mode,
     make_private,
     private_files,
     recover,
@@ -313,8 +315,8 @@ def investigate(
             if parquet:
                 result.counts.update(_export_parquet(staging))
             if force:
-                _carry_foreign(target, staging)
-        _keep_mode(target, staging)
+                carry_over(target, staging, ours=lambda name: name in OUT_NAMES)
+        keep_mode(target, staging)
         _record_custody(staging, custody or Custody(), started)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
@@ -326,48 +328,6 @@ def investigate(
     result.self_contained = self_contained
     result.recovered = recovered
     return result
-
-
-def check_swappable(out: Path) -> None:
-    """The finished outputs replace --out by renaming a folder beside it: a mount point cannot be
-    renamed, and the folder that holds --out must take new entries."""
-    if out.is_dir() and os.path.ismount(out):
-        raise InputError(f"--out {out}: is a mount point; choose a folder inside it")
-    parent = next((p for p in out.parents if p.exists()), Path("."))
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise InputError(f"--out {out}: the run builds its outputs beside it, and {parent} is not writable")
-
-
-def _carry_foreign(out: Path, staging: Path) -> None:
-    """--force into a folder holding files that are not this tool's: they are kept, carried into the new
-    folder as hard links (copies where the file system has none), so that the swap removes none of them
-    and the manifest lists them as they are in --out."""
-    if not out.is_dir():
-        return
-    for p in sorted(out.iterdir()):
-        if p.name in OUT_NAMES or is_scratch(p.name):
-            continue
-        dst = staging / p.name
-        if p.is_symlink():
-            os.symlink(os.readlink(p), dst)
-        elif p.is_dir():
-            shutil.copytree(p, dst, symlinks=True, copy_function=_link_or_copy)
-        else:
-            _link_or_copy(p, dst)
-
-
-def _link_or_copy(src: str | Path, dst: str | Path) -> None:
-    try:
-        os.link(src, dst, follow_symlinks=False)
-    except OSError:
-        shutil.copy2(src, dst, follow_symlinks=False)
-
-
-def _keep_mode(out: Path, staging: Path) -> None:
-    """The new --out keeps the permissions the operator gave the folder it replaces (a new one is
-    owner-only, as every output)."""
-    if out.is_dir():
-        os.chmod(staging, stat.S_IMODE(out.stat().st_mode))
 
 
 # the findings tables --parquet exports (the large ones first): typed copies for other tools
@@ -501,21 +461,28 @@ def ingest_bundle(bundle: Path, db: Path, exclusions: Path | None = None, self_c
 
 def _ingest_bundle(bundle: Path, db: Path, exclusions: Path | None, self_contained: bool) -> IngestResult:
     db.parent.mkdir(parents=True, exist_ok=True)
-    if db.exists():
-        db.unlink()
-    con = connect(db)
+    # built under a scratch name and renamed over --db when complete: a failed ingest keeps the old one
+    tmp = scratch_path(db, "tmp")
     try:
-        files, config = ingest_into(con, bundle)
-        result = IngestResult(db, files, config, nodes=node_summary(con))
-        excl, rules = exclusion_rules(bundle, exclusions)
-        if excl:
-            assign_cohorts(con, rules)
-        if self_contained:
-            copy_in_place(con)
-        publish(con)
-        result.self_contained = self_contained
+        con = connect(tmp)
+        try:
+            files, config = ingest_into(con, bundle)
+            result = IngestResult(db, files, config, nodes=node_summary(con))
+            excl, rules = exclusion_rules(bundle, exclusions)
+            if excl:
+                assign_cohorts(con, rules)
+            if self_contained:
+                copy_in_place(con)
+            publish(con)
+            result.self_contained = self_contained
+        finally:
+            con.close()
+        Path(f"{db}.wal").unlink(missing_ok=True)  # the old database's log must not replay onto the new one
+        os.replace(tmp, db)
     finally:
-        con.close()
+        for p in (tmp, Path(f"{tmp}.wal")):
+            p.unlink(missing_ok=True)
+        shutil.rmtree(Path(f"{tmp}.tmp"), ignore_errors=True)
     manifest = db.parent / "manifest.json"
     write_json({"inputs": [f.manifest_entry() for f in files]}, manifest)
     return result

@@ -247,3 +247,20 @@ def test_a_file_written_atomically_is_whole_or_unchanged(tmp_path: Path) -> None
     assert path.read_text() == "new\n"
     assert oct(path.stat().st_mode & 0o777) == "0o600"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["events.jsonl"]
+
+
+def test_a_failed_ingest_keeps_the_previous_database(bundle: Path, tmp_path: Path, monkeypatch) -> None:
+    import forensics.pipeline as pipeline
+
+    db = tmp_path / "incident.duckdb"
+    pipeline.ingest_bundle(bundle, db)
+    before = hashes(tmp_path)
+
+    def broken(*args: object) -> None:
+        raise RuntimeError("injected failure before the database is finished")
+
+    monkeypatch.setattr(pipeline, "publish", broken)
+    with pytest.raises(RuntimeError, match="injected"):
+        pipeline.ingest_bundle(bundle, db)
+    assert hashes(tmp_path) == before
+    assert [p.name for p in tmp_path.iterdir() if ".kvf-" in p.name] == []
