@@ -31,7 +31,19 @@ from forensics.findings.damage import damage_line, damage_rows, lost_phrase
 from forensics.ingest import copy_in_place, in_place_note, ingest_gateway, ingest_into, node_summary
 from forensics.ingest.gateway import gateway_join_summary
 from forensics.intake import BundleConfig, InputFile, Window, load_bundle_config, parse_utc, sha256_file
-from forensics.outputs import make_private, private_files, write_json, write_parquet
+from forensics.outputs import (
+    carry_over,
+    check_swappable,
+    is_scratch,
+    keep_mode,
+    make_private,
+    private_files,
+    recover,
+    scratch_path,
+    swap_in,
+    write_json,
+    write_parquet,
+)
 from forensics.ownership import Execution, NodeRun, rebuild_ownership
 from forensics.report.blast import BLAST_FILES
 from forensics.report.notices import check_notice_templates
@@ -90,11 +102,13 @@ class InvestigationResult:
     damage: list[dict[str, Any]] = field(default_factory=list)  # evidence_damage's rows (forensics.findings.damage)
     # rules on client-controlled fields alone that moved customers out of the customer cohort (cohorts.preview)
     cohort_warnings: list[str] = field(default_factory=list)
+    recovered: list[str] = field(default_factory=list)  # what an earlier run killed outright left, settled
 
     def summary(self) -> str:
         h = self.headline
         # every loss first: the counts below hold only for the evidence that could be read
-        lines = [_printable(damage_line(d)) for d in self.damage] or ["No damage found in the evidence read."]
+        lines = [*self.recovered]
+        lines += [_printable(damage_line(d)) for d in self.damage] or ["No damage found in the evidence read."]
         lines += [
             f"Affected responses: {h['affected']} ({h['confirmed']} confirmed, "
             f"{h['indeterminate']} indeterminate); "
@@ -139,6 +153,7 @@ class InvestigationResult:
                 "self_contained": self.self_contained,
                 "threads": self.threads,
                 "cohort_warnings": self.cohort_warnings,
+                "recovered": self.recovered,
             },
             sort_keys=True,
             default=str,
@@ -187,8 +202,9 @@ def getpass_user() -> str:
         return "unknown"
 
 
-# every file and folder an investigate run writes into --out: a folder holding only these is a
-# previous (or interrupted) run's output, safe to write over
+# every file and folder an investigate run writes into --out (and the scratch names of outputs.SCRATCH,
+# which a command killed outright may leave): a folder holding only these is a previous run's output,
+# safe to replace
 OUT_NAMES = frozenset(
     {*OUTPUTS, *BLAST_FILES, "manifest.json", "incident.duckdb"}
     | {f"{part}.{ext}" for part in REPORT_PARTS for ext in ("html", "md")}
@@ -199,12 +215,14 @@ OUT_NAMES = frozenset(
 def check_out(out: Path, bundle: Path, force: bool = False) -> None:
     """Refuse an --out that holds another incident's outputs, or files that are not ours, unless
     `force`: writing over them would destroy evidence of another investigation."""
-    if force or not out.exists():
+    if not out.exists():
         return
     if not out.is_dir():
         raise InputError(f"--out {out}: exists and is not a folder")
+    if force:
+        return
     entries = sorted(p.name for p in out.iterdir())
-    foreign = [n for n in entries if n not in OUT_NAMES]
+    foreign = [n for n in entries if n not in OUT_NAMES and not is_scratch(n)]
     if foreign:
         shown = ", ".join(foreign[:5]) + (" ..." if len(foreign) > 5 else "")
         raise InputError(
@@ -279,21 +297,31 @@ def investigate(
     possible_pairs: bool | None = None,
     notice_templates: list[Path] | None = None,
 ) -> InvestigationResult:
+    """The run builds its outputs in a folder beside --out (OUT.kvf-staging-<pid>) and swaps it in
+    only when everything is written, the manifest's custody included: a run that fails or is stopped
+    leaves --out as it was, byte for byte (a new --out is not created)."""
     check_options(as_of, memory_limit, threads)
     check_inputs(bundle, exclusions)
     check_notice_templates(notice_templates)
-    check_out(out, bundle, force)
+    # a symlinked --out stays a link: the folder it points to is the one replaced
+    target = out.resolve() if out.is_symlink() else out
+    recovered = recover(target)  # before check_out: it judges the folder an earlier swap left in place
+    check_out(target, bundle, force)
+    check_swappable(target)
     execution = execution or Execution(workers=0)
     # the run's threads and memory limit hold for the per-node tasks too (shared among their workers)
     threads = threads or execution.threads
     execution = replace(execution, memory_limit=execution.memory_limit or memory_limit, threads=threads)
     started = datetime.now(UTC)
-    created = _first_missing(out)
+    created = _first_missing(target.parent)
+    staging = scratch_path(target, "staging")
     try:
         with private_files():
+            staging.parent.mkdir(parents=True, exist_ok=True)
+            staging.mkdir()
             result = _investigate(
                 bundle,
-                out,
+                staging,
                 exclusions,
                 as_of,
                 memory_limit,
@@ -305,14 +333,20 @@ def investigate(
                 notice_templates,
             )
             if parquet:
-                result.counts.update(_export_parquet(out))
+                result.counts.update(_export_parquet(staging))
+            if force:
+                carry_over(target, staging, ours=lambda name: name in OUT_NAMES)
+        keep_mode(target, staging)
+        _record_custody(staging, custody or Custody(), started)
     except BaseException:
-        _remove_partial_database(out)
-        if created is not None:  # everything in a folder this run made is this run's unfinished output
+        shutil.rmtree(staging, ignore_errors=True)
+        if created is not None:  # folders this run made to hold the staging folder hold nothing else
             shutil.rmtree(created, ignore_errors=True)
         raise
-    _record_custody(out, custody or Custody(), started)
+    swap_in(staging, target)
+    result.out = out
     result.self_contained = self_contained
+    result.recovered = recovered
     return result
 
 
@@ -331,15 +365,6 @@ def _export_parquet(out: Path) -> dict[str, int]:
     finally:
         con.close()
         shutil.rmtree(out / "incident.duckdb.tmp", ignore_errors=True)
-
-
-def _remove_partial_database(out: Path) -> None:
-    """A failed run leaves no half-written database behind to be mistaken for a finished one."""
-    db = out / "incident.duckdb"
-    for p in (db, Path(str(db) + ".wal")):
-        p.unlink(missing_ok=True)
-    shutil.rmtree(Path(str(db) + ".tmp"), ignore_errors=True)
-    shutil.rmtree(out / ".kvf-work", ignore_errors=True)
 
 
 def _record_custody(out: Path, custody: Custody, started: datetime) -> None:
@@ -468,21 +493,28 @@ def ingest_bundle(bundle: Path, db: Path, exclusions: Path | None = None, self_c
 
 def _ingest_bundle(bundle: Path, db: Path, exclusions: Path | None, self_contained: bool) -> IngestResult:
     db.parent.mkdir(parents=True, exist_ok=True)
-    if db.exists():
-        db.unlink()
-    con = connect(db)
+    # built under a scratch name and renamed over --db when complete: a failed ingest keeps the old one
+    tmp = scratch_path(db, "tmp")
     try:
-        files, config = ingest_into(con, bundle)
-        result = IngestResult(db, files, config, nodes=node_summary(con))
-        excl, rules = exclusion_rules(bundle, exclusions)
-        if excl:
-            assign_cohorts(con, rules)
-        if self_contained:
-            copy_in_place(con)
-        publish(con)
-        result.self_contained = self_contained
+        con = connect(tmp)
+        try:
+            files, config = ingest_into(con, bundle)
+            result = IngestResult(db, files, config, nodes=node_summary(con))
+            excl, rules = exclusion_rules(bundle, exclusions)
+            if excl:
+                assign_cohorts(con, rules)
+            if self_contained:
+                copy_in_place(con)
+            publish(con)
+            result.self_contained = self_contained
+        finally:
+            con.close()
+        Path(f"{db}.wal").unlink(missing_ok=True)  # the old database's log must not replay onto the new one
+        os.replace(tmp, db)
     finally:
-        con.close()
+        for p in (tmp, Path(f"{tmp}.wal")):
+            p.unlink(missing_ok=True)
+        shutil.rmtree(Path(f"{tmp}.tmp"), ignore_errors=True)
     manifest = db.parent / "manifest.json"
     write_json({"inputs": [f.manifest_entry() for f in files]}, manifest)
     return result

@@ -94,7 +94,10 @@ def investigate(
     ),
     self_contained: bool = SELF_CONTAINED,
     force: bool = typer.Option(
-        False, "--force", help="Write into --out even when it holds another incident's outputs or other files."
+        False,
+        "--force",
+        help="Write into --out even when it holds another incident's outputs or other files (the other files "
+        "are kept: they stay in the new --out).",
     ),
     operator: str | None = typer.Option(
         None, "--operator", help="Who runs the analysis, for the manifest (default: $KVF_OPERATOR, else the login)."
@@ -138,11 +141,7 @@ def investigate(
     )
     custody = Custody(operator=operator) if operator else Custody()
     # what forensics.pipeline.investigate's cleanup guarantees when a signal stops the run
-    left = (
-        f"{out} removed (this run created it)"
-        if not out.exists()
-        else f"the unfinished run's database and work folder removed from {out}"
-    )
+    left = f"{out} not created" if not out.exists() else f"{out} left as it was (the run builds beside it)"
     with stopped_by_signals(left), progress.shown(quiet=quiet or as_json):
         result = run(
             bundle,

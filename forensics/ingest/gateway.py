@@ -22,8 +22,8 @@ from forensics.contract import GATEWAY_FIELDS
 from forensics.db import arrow_view, ident, run_query, scalar, sql_literal
 from forensics.engines.sglang import DURATION_ROUNDING
 from forensics.gateway_formats import FORMAT_NAMES, SPEC_FORMAT, GatewaySettings, detect
-from forensics.ingest.gateway_assign import assign_open
 from forensics.ingest.damage import no_format
+from forensics.ingest.gateway_assign import assign_open
 from forensics.ingest.other_formats import load_other_format, sample_fields, type_and_keep
 from forensics.ingest.rawtext import JSON_OBJECT_LINES, load_lines
 from forensics.ingest.staged import InPlace, validate_staged

@@ -2,8 +2,8 @@
 
 Reads: affected_responses, exposures, exposure_segments, accounts, coverage, hazards, read_provenance,
 room_requests, request_cohort, cohort_rules, cohort_warnings (temp, investigate's), clock_bounds, seq_gaps,
-node_config, gateway, files, rejected, timeline, room_state, write_effects, node_audit, evidence_damage. Writes: temp tables
-report_affected, report_prov.
+node_config, gateway, files, rejected, timeline, room_state, write_effects, node_audit, evidence_damage.
+Writes: temp tables report_affected, report_prov.
 """
 
 from __future__ import annotations

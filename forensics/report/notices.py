@@ -32,7 +32,8 @@ from markupsafe import Markup
 
 from forensics.db import iter_rows, query_rows, run_query, session
 from forensics.errors import InputError
-from forensics.outputs import private_open, write_csv
+from forensics.intake import sha256_file
+from forensics.outputs import private_open, recover, scratch_path, swap_in, write_csv, write_json
 from forensics.paths import TEMPLATES
 from forensics.report.disclosure import ROLES, notification_rows
 from forensics.report.mail_merge import merge_row, write_merge
@@ -88,8 +89,8 @@ def _environment(template: Path) -> tuple[jinja2.Template, str]:
     env.filters.update(ts=f_ts, num=f_num)
     try:
         return env.get_template(template.name), ext
-    except jinja2.TemplateSyntaxError as e:
-        raise InputError(f"notice template {template}: line {e.lineno}: {e.message}") from None
+    except jinja2.TemplateSyntaxError as e:  # the file is the one that failed, maybe one it includes
+        raise InputError(f"notice template {e.filename or template}: line {e.lineno}: {e.message}") from None
     except (jinja2.TemplateNotFound, OSError) as e:
         raise InputError(f"notice template {template}: cannot be read ({e})") from None
 
@@ -114,7 +115,9 @@ def _compiled(templates: Sequence[Path]) -> list[tuple[jinja2.Template, str]]:
 
 def render_notices(out: Path, templates: Sequence[Path] | None = None) -> dict[str, int]:
     """`forensics notices OUT`: the notices again, from OUT/incident.duckdb alone (read-only), with the
-    operator's templates; the analysis is not rerun and nothing else in OUT changes."""
+    operator's templates; the analysis is not rerun. OUT/notices is replaced whole once every notice is
+    rendered (a template that fails leaves it as it was), and the manifest's hashes of its files follow;
+    nothing else in OUT changes."""
     db = out / "incident.duckdb"
     if not db.is_file():
         raise InputError(f"{out}: no incident.duckdb (expected the --out folder of forensics investigate)")
@@ -128,9 +131,30 @@ def render_notices(out: Path, templates: Sequence[Path] | None = None) -> dict[s
         tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
         if not {"notice_requests", "notice_incident"} <= tables:
             raise InputError(f"{db}: made by a version without notices (no notice_requests): rerun investigate")
-        return _write(con, out, compiled)
+        recover(out / NOTICES)
+        counts = _swapped(con, out, compiled)
     finally:
         con.close()
+    _rehash_manifest(out)
+    return counts
+
+
+def _rehash_manifest(out: Path) -> None:
+    """The manifest's run.outputs_sha256 describes the files in OUT: its notices/ entries are those of
+    the notices just rendered (the rest of OUT is unchanged)."""
+    path = out / "manifest.json"
+    try:
+        manifest = json.loads(path.read_text())
+        hashes = manifest["run"]["outputs_sha256"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return  # no manifest of a finished run: nothing claims the notices' bytes
+    prefix = f"{NOTICES}/"
+    kept = {k: v for k, v in hashes.items() if not k.startswith(prefix)}
+    folder = out / NOTICES
+    for f in sorted(p for p in folder.rglob("*") if p.is_file()):
+        kept[f.relative_to(out).as_posix()] = sha256_file(f)[0]
+    manifest["run"]["outputs_sha256"] = dict(sorted(kept.items()))
+    write_json(manifest, path)
 
 
 def store_incident(con: duckdb.DuckDBPyConnection, ctx: dict[str, Any], disclosure: dict[str, Any]) -> None:
@@ -170,17 +194,42 @@ def _json_hook(obj: dict[str, Any]) -> Any:
 def write_notices(con: duckdb.DuckDBPyConnection, out: Path, templates: Sequence[Path] | None = None) -> dict[str, int]:
     """Render every customer account's notices into out/notices/ (replacing what a previous rendering
     left there); returns the files written per kind. Needs notice_requests and notice_incident."""
-    return _write(con, out, _compiled(templates or DEFAULT_TEMPLATES))
+    return _swapped(con, out, _compiled(templates or DEFAULT_TEMPLATES))
 
 
-def _write(con: duckdb.DuckDBPyConnection, out: Path, compiled: list[tuple[jinja2.Template, str]]) -> dict[str, int]:
+def _swapped(con: duckdb.DuckDBPyConnection, out: Path, compiled: list[tuple[jinja2.Template, str]]) -> dict[str, int]:
+    """The notices rendered into a folder beside out/notices, swapped in when all are written."""
+    folder = out / NOTICES
+    staging = scratch_path(folder, "staging")
+    staging.mkdir(mode=0o700)
+    try:
+        counts = _write(con, staging, compiled)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    swap_in(staging, folder)
+    return counts
+
+
+def _template_error(template: jinja2.Template, err: Exception) -> InputError:
+    """An error while rendering, as one line naming the template file and line: jinja2 puts the template's
+    own frames (their globals hold __jinja_exception__) in the traceback, the innermost is where it failed
+    (the file may be one the template includes)."""
+    where, line = template.filename, None
+    tb = err.__traceback__
+    while tb is not None:
+        if "__jinja_exception__" in tb.tb_frame.f_globals:
+            where, line = tb.tb_frame.f_code.co_filename, tb.tb_lineno
+        tb = tb.tb_next
+    what = str(err) if isinstance(err, jinja2.TemplateError) else f"{type(err).__name__}: {err}"
+    return InputError(f"notice template {where}: " + (f"line {line}: " if line else "") + what)
+
+
+def _write(con: duckdb.DuckDBPyConnection, folder: Path, compiled: list[tuple[jinja2.Template, str]]) -> dict[str, int]:
     row = con.execute("SELECT context FROM notice_incident").fetchone()
     incident = json.loads(row[0], object_hook=_json_hook) if row else {}
     accounts = notification_rows(query_rows(con, "report", "notifications"))  # ordered by account_id
     stems = notice_stems(a["account_id"] for a in accounts)
-    folder = out / NOTICES
-    shutil.rmtree(folder, ignore_errors=True)
-    folder.mkdir(mode=0o700)
     merge = []
     # no query on `con` until the loop ends: it would close the stream of notice_requests
     for a, requests in _with_requests(accounts, _requests_by_account(con)):
@@ -190,8 +239,8 @@ def _write(con: duckdb.DuckDBPyConnection, out: Path, compiled: list[tuple[jinja
         for template, ext in compiled:
             try:
                 text = template.render(**ctx)
-            except jinja2.TemplateError as e:  # an edited template naming what is not there
-                raise InputError(f"notice template {template.filename}: {e}") from None
+            except Exception as e:  # an edited template naming what is not there, or failing on a value
+                raise _template_error(template, e) from None
             with private_open(folder / f"{stem}{ext}") as fh:
                 fh.write(text)
             files.append(f"{stem}{ext}")

@@ -257,10 +257,12 @@ def export(
     stdout: Any = None,
 ) -> dict[str, int]:
     """Write (or send) one event per finding and alert; returns the counts. Output files are private
-    (they hold customer identifiers), as every output of the tool."""
+    (they hold customer identifiers), as every output of the tool, and written whole or not at all: the
+    events go to a file beside --output, renamed over it once the last is written."""
     import sys
+    from contextlib import ExitStack
 
-    from forensics.outputs import private_open
+    from forensics.outputs import atomic_open
 
     if fmt not in FORMATS:
         raise InputError(f"--format {fmt!r}: not one of {', '.join(FORMATS)}")
@@ -268,18 +270,21 @@ def export(
         raise InputError(f"--syslog sends CEF (RFC 5424 syslog): use --format cef, not {fmt}")
     if index is not None and fmt != "hec":
         raise InputError("--index is Splunk HEC metadata: use it with --format hec")
-    sender = None
-    if syslog is not None:
-        from forensics.siem.syslog import Sender
-
-        sender = Sender(syslog)
+    if output is not None and output.is_dir():
+        raise InputError(f"{output}: is a folder (--output names the file to write)")
     counts = {"finding": 0, "alert": 0}
-    out = None
-    try:
+    with ExitStack() as stack:
+        sender = None
+        if syslog is not None:
+            from forensics.siem.syslog import Sender
+
+            sender = Sender(syslog)
+            stack.callback(sender.close)
         evs = list(events(out_dir, alerts_path))  # every input checked before anything is written or sent
+        out = None
         if output is not None:
             try:
-                out = private_open(output)
+                out = stack.enter_context(atomic_open(output))
             except OSError as err:
                 raise InputError(f"{output}: {err.strerror or err}") from None
         elif sender is None:
@@ -293,9 +298,4 @@ def export(
 
                 sender.send(frame(line, ev.severity, ev.source))
             counts[ev.source] += 1
-    finally:
-        if sender is not None:
-            sender.close()
-        if out is not None and output is not None:
-            out.close()
     return counts

@@ -1,6 +1,7 @@
 """Every way `forensics investigate` stops short leaves no database and no work folder: a signal
-(SIGTERM, SIGINT) in the middle of the run, and inputs that stop it before it starts (which must not
-leave behind an empty --out folder the run created)."""
+(SIGTERM, SIGINT) in the middle of the run (which builds in OUT.kvf-staging-<pid> beside --out), and
+inputs that stop it before it starts (which must not leave behind an empty --out folder the run
+created). tests/whole/test_atomic_outputs.py: a stopped rerun leaves a finished --out as it was."""
 
 from __future__ import annotations
 
@@ -49,22 +50,27 @@ def wait_for_any(paths: list[Path], proc: subprocess.Popen[str], timeout: float 
 
 def leftovers(out: Path) -> list[str]:
     names = ("incident.duckdb", "incident.duckdb.wal", "incident.duckdb.tmp", ".kvf-work")
-    return [n for n in names if (out / n).exists()]
+    return [n for n in names if (out / n).exists()] + [p.name for p in out.parent.iterdir() if ".kvf-" in p.name]
 
 
-def test_sigterm_mid_run_removes_the_database_and_work_folder(bundle: Path, tmp_path: Path) -> None:
+def staging(out: Path, proc: subprocess.Popen[str]) -> Path:
+    """Where the run builds its outputs (forensics.outputs.scratch_path)."""
+    return out.with_name(f"{out.name}.kvf-staging-{proc.pid}")
+
+
+def test_sigterm_mid_run_leaves_the_out_folder_as_it_was(bundle: Path, tmp_path: Path) -> None:
     out = tmp_path / "case"
-    out.mkdir()  # the folder is the user's: it stays, emptied of the unfinished run
-    # two workers: the per-node tasks write under OUT/.kvf-work, the folder a signal must not leave
+    out.mkdir()  # the folder is the user's: it stays as it was, empty
+    # two workers: the per-node tasks write under the staging folder's .kvf-work, which a signal must not leave
     proc = start("investigate", str(bundle), "--out", str(out), "--workers", "2", "--quiet")
-    wait_for_any([out / ".kvf-work"], proc)
+    wait_for_any([staging(out, proc) / ".kvf-work"], proc)
     proc.send_signal(signal.SIGTERM)
     stdout, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 128 + signal.SIGTERM, stderr
     lines = stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("Error: interrupted by SIGTERM"), stderr
     assert "Traceback" not in stderr
-    assert out.is_dir()
+    assert out.is_dir() and not any(out.iterdir())
     assert leftovers(out) == []
     time.sleep(1)  # the workers were stopped, not left to write into the removed work folder
     assert leftovers(out) == []
@@ -73,11 +79,11 @@ def test_sigterm_mid_run_removes_the_database_and_work_folder(bundle: Path, tmp_
 def test_sigint_removes_the_out_folder_the_run_created(bundle: Path, tmp_path: Path) -> None:
     out = tmp_path / "new" / "case"
     proc = start("investigate", str(bundle), "--out", str(out), "--quiet")
-    wait_for_any([out / "incident.duckdb", out / ".kvf-work"], proc)
+    wait_for_any([staging(out, proc) / "incident.duckdb", staging(out, proc) / ".kvf-work"], proc)
     proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 128 + signal.SIGINT, stderr
-    assert stderr.strip().splitlines() == [f"Error: interrupted by SIGINT: {out} removed (this run created it)"]
+    assert stderr.strip().splitlines() == [f"Error: interrupted by SIGINT: {out} not created"]
     assert not (tmp_path / "new").exists()
 
 
