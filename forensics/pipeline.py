@@ -84,7 +84,8 @@ class InvestigationResult:
         lines = [
             f"Affected responses: {h['affected']} ({h['confirmed']} confirmed, "
             f"{h['indeterminate']} indeterminate); "
-            f"customer cohort: {h['customer']}",
+            f"customer cohort: {h['customer']}"
+            + (f"; account unknown (no gateway record): {h['unknown_account']}" if h.get("unknown_account") else ""),
             f"Exposure pairs proven by page events: {h['pairs']}; hazards: {self.counts.get('hazards.csv', 0)}; "
             f"rejected input rows: {self.counts.get('rejected.csv', 0)}",
         ]

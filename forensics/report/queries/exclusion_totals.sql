@@ -14,11 +14,19 @@
 -- room) is counted by its room (source_key), its cohort customer (the safe side), its account unknown:
 -- the *_accounts count the known accounts, the *_unknown the sources whose account is unknown (each may
 -- be another account). No bound drops one.
+-- unknown_account_after: customer responses whose account is unknown (no gateway record names them:
+-- their signature or page evidence is in the engine logs alone), counted apart, never as 0 accounts;
+-- accounts_after counts the known accounts only.
+-- The bound in context: customer_accounts (the customer cohort's known accounts in the gateway log),
+-- possible_share (possible_customer_sources of requests_after, the customer requests: a share of 0.99
+-- says the bound is almost every request) and possible_every_account (the bound reaches every known
+-- customer account).
 -- grain: one row; reads: request_cohort, gateway_repeats, report_affected, exposures, possible_source_requests,
 --        possible_modelled, possible_windows, possible_extra, source_tier, content_pairs, content_tier,
 --        same_account_only;
 --        params: none
-WITH rep AS (SELECT request_id, cohort FROM request_cohort SEMI JOIN gateway_repeats USING (request_id))
+WITH rep AS (SELECT request_id, cohort FROM request_cohort SEMI JOIN gateway_repeats USING (request_id)),
+totals AS (
 SELECT (SELECT count(*) FROM request_cohort) - (SELECT count(*) - count(DISTINCT request_id) FROM rep) AS requests_before,
        (SELECT count(*) FROM request_cohort WHERE cohort = 'customer')
          - (SELECT count(*) - count(DISTINCT request_id) FROM rep WHERE cohort = 'customer') AS requests_after,
@@ -29,6 +37,9 @@ SELECT (SELECT count(*) FROM request_cohort) - (SELECT count(*) - count(DISTINCT
          AS confirmed_after,
        (SELECT count(DISTINCT account_id) FROM report_affected) AS accounts_before,
        (SELECT count(DISTINCT account_id) FROM report_affected WHERE cohort = 'customer') AS accounts_after,
+       (SELECT count(DISTINCT request_id) FROM report_affected
+         WHERE cohort = 'customer' AND coalesce(account_id, '') = '') AS unknown_account_after,
+       (SELECT count(DISTINCT nullif(account_id, '')) FROM request_cohort WHERE cohort = 'customer') AS customer_accounts,
        (SELECT count(DISTINCT source_key(source_request_id, source_room)) FROM exposures) AS sources,
        (SELECT count(DISTINCT source_key(source_request_id, source_room)) FROM exposures
          WHERE coalesce(source_cohort, 'customer') = 'customer') AS customer_sources,
@@ -75,4 +86,11 @@ SELECT (SELECT count(*) FROM request_cohort) - (SELECT count(*) - count(DISTINCT
        coalesce(likely_tier(), false) AS likely_printed,
        (SELECT reason FROM source_tier) AS likely_reason,
        (SELECT measured_precision FROM source_tier) AS likely_precision,
-       (SELECT measured_recall FROM source_tier) AS likely_recall;
+       (SELECT measured_recall FROM source_tier) AS likely_recall
+)
+SELECT *,
+       CASE WHEN unknown_source_responses > 0 AND requests_after > 0
+            THEN round(possible_customer_sources / requests_after, 4) END AS possible_share,
+       CASE WHEN unknown_source_responses > 0
+            THEN possible_customer_source_accounts >= customer_accounts END AS possible_every_account
+FROM totals;
