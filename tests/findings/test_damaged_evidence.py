@@ -61,3 +61,26 @@ def test_a_response_that_lost_its_gateway_record_stays_with_its_account_unknown(
     # the headline counts them apart, never as 0 accounts
     assert f.rows("SELECT unknown_account FROM (" + load_query("findings", "headline") + ")")[0][0] >= len(lost)
     assert c.unlisted_pairs == [], "true pairs of indeterminate recipients in no list"
+
+
+# seed 1 at page size 1 loses the alloc and read of an exposed response in the gap (its first event on
+# decode-0 follows it): before, it was cleared, its 3 true sources in no list
+GAPS = [
+    dict(seed=1, requests=600, page_size=1),
+    dict(seed=7, requests=1200, page_size=16),
+    dict(seed=3, requests=600, page_size=64),
+    dict(seed=4, requests=600, page_size=16, no_telemetry="decode-2"),
+]
+
+
+@pytest.mark.parametrize("case", GAPS, ids=lambda c: "-".join(f"{k}={v}" for k, v in c.items()))
+def test_every_indeterminate_recipient_after_a_seq_gap_has_its_true_sources_listed(tmp_path: Path, case: dict) -> None:
+    simulate(tmp_path / "sim", build_config("default", gap_node="decode-0", gap_events=30, **case))
+    f = Findings(tmp_path / "sim" / "bundle")
+    c = coverage(tmp_path / "sim" / "truth", f)
+    assert c.missed == [], "truly exposed responses dropped"
+    assert c.unlisted_pairs == [], "true pairs of indeterminate recipients in no list"
+    # linear: the gap's sources are the rooms in flight across it and the pool's last writers, not the node's rooms
+    gap, rooms = f.rows("""SELECT (SELECT count(*) FROM gap_sources WHERE node = 'decode-0'),
+        (SELECT count(DISTINCT room) FROM page_events WHERE node = 'decode-0')""")[0]
+    assert 0 < gap < rooms

@@ -20,7 +20,7 @@
 -- The bound in context: customer_accounts (the customer cohort's known accounts in the gateway log),
 -- possible_share (possible_customer_sources of requests_after, the customer requests: a share of 0.99
 -- says the bound is almost every request) and possible_every_account (the bound reaches every known
--- customer account).
+-- customer account); both empty where no response has possible sources (no bound to put in context).
 -- grain: one row; reads: request_cohort, gateway_repeats, report_affected, exposures, possible_source_requests,
 --        possible_modelled, possible_windows, possible_extra, source_tier, content_pairs, content_tier,
 --        same_account_only;
@@ -89,8 +89,8 @@ SELECT (SELECT count(*) FROM request_cohort) - (SELECT count(*) - count(DISTINCT
        (SELECT measured_recall FROM source_tier) AS likely_recall
 )
 SELECT *,
-       CASE WHEN unknown_source_responses > 0 AND requests_after > 0
+       CASE WHEN possible_pairs > 0 AND requests_after > 0
             THEN round(possible_customer_sources / requests_after, 4) END AS possible_share,
-       CASE WHEN unknown_source_responses > 0
-            THEN possible_customer_source_accounts >= customer_accounts END AS possible_every_account
+       CASE WHEN possible_pairs > 0 THEN possible_customer_source_accounts >= customer_accounts END
+           AS possible_every_account
 FROM totals;
