@@ -113,7 +113,8 @@ class InvestigationResult:
             f"Affected responses: {h['affected']} ({h['confirmed']} confirmed, "
             f"{h['indeterminate']} indeterminate); "
             f"customer cohort: {h['customer']} ({h['customer_confirmed']} confirmed, "
-            f"{h['customer_indeterminate']} indeterminate: they may have been affected)",
+            f"{h['customer_indeterminate']} indeterminate: they may have been affected)"
+            + (f"; account unknown (no gateway record): {h['unknown_account']}" if h.get("unknown_account") else ""),
             f"Exposure pairs proven by page events: {h['pairs']}; hazards: {self.counts.get('hazards.csv', 0)}; "
             f"rejected input rows: {self.counts.get('rejected.csv', 0)}",
         ]

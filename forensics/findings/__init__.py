@@ -3,7 +3,7 @@
 Reads: the ownership stage's tables, gateway, request_cohort, engine_requests, node_config.
 Writes: node_missing, read_provenance, order_alternatives, conflict_rooms, write_effects, exposure_segments,
 exposure_certain (temp), room_flags, room_requests, signature_responses, missing_rooms, exposures,
-recipient_slots (temp), affected_responses, possible_sources, content_matches, content_pairs (view),
+recipient_slots (temp), affected_responses, gap_sources, possible_sources, content_matches, content_pairs (view),
 hazard_segments, hazards, accounts, coverage, evidence_damage; and the
 findings CSV files.
 """
@@ -19,6 +19,7 @@ import pyarrow as pa
 from forensics.contract import POSSIBLE_PAIRS_LIMIT
 from forensics.db import arrow_view, query_rows, run_query, run_steps, telemetry_node_names
 from forensics.findings.damage import evidence_damage
+from forensics.findings.gap_sources import gap_sources
 from forensics.findings.likelihood import source_likelihood
 from forensics.findings.possible import possible_reach
 from forensics.findings.rules import define_rules
@@ -144,8 +145,9 @@ STEPS = (
     "signature_status",  # ... which also says whether a signature response's pages had been written
     "affected_responses",
     "affected_times",  # when each counts as affected: the notices' and the report's one definition
-    # every request whose KV a response without page evidence could have attended, and those whose text
-    # its response echoes (where the gateway logs text)
+    gap_sources,  # per lost seq gap on a node with page telemetry, every room a response after it could have read
+    # every request whose KV a response without page evidence (or indeterminate after a gap) could have
+    # attended, and those whose text its response echoes (where the gateway logs text)
     "possible_sources",
     possible_reach,  # ... counted per source and per response without expanding the pairs
     "hazards",

@@ -44,6 +44,19 @@ def _tables(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("CREATE TABLE telemetry_nodes (node VARCHAR)")  # d0 and d1 have no page telemetry
     con.execute("""CREATE TABLE exposures (recipient_request_id VARCHAR, source_request_id VARCHAR, node VARCHAR,
         status VARCHAR, recipient_room BIGINT, source_room BIGINT)""")  # no page evidence: none proven
+    # no node with page telemetry: no indeterminate response after a seq gap, no gap sources
+    con.execute("""CREATE TABLE affected_responses (request_id VARCHAR, account_id VARCHAR, cohort VARCHAR,
+        decode_node VARCHAR, room BIGINT, status VARCHAR, evidence VARCHAR)""")
+    for t in ("room_requests", "missing_rooms"):
+        con.execute(
+            f"CREATE TABLE {t} (node VARCHAR, room BIGINT, request_id VARCHAR, account_id VARCHAR, cohort VARCHAR)"
+        )
+    con.execute("CREATE TABLE room_flags (node VARCHAR, room BIGINT, reason VARCHAR)")
+    con.execute("CREATE TABLE seq_gaps (node VARCHAR, prev_seq BIGINT, missing BIGINT, kind VARCHAR)")
+    con.execute(
+        "CREATE TABLE gap_sources (node VARCHAR, gap_seq BIGINT, room BIGINT, holder BOOLEAN, in_flight BOOLEAN)"
+    )
+    con.execute("CREATE TABLE page_events (node VARCHAR, seq BIGINT, room BIGINT)")
     con.execute("""CREATE TABLE signature_responses AS
         SELECT 'R' AS request_id, 'acct-r' AS account_id, 'customer' AS cohort, 'd0' AS node, 1::BIGINT AS room""")
 

@@ -114,3 +114,43 @@ def compare(sim_out: Path) -> Comparison:
     c.likelihood_sum = sum(lik for _, _, lik in rows if lik is not None)
     c.likelihood_missing = sum(lik is None for _, _, lik in rows)
     return c
+
+
+@dataclass
+class Coverage:
+    """What damaged evidence must not lose: truly exposed responses in no row of affected_responses (found
+    by request id, else by room: a response whose gateway record is lost is keyed by its engine rid), and
+    true (recipient, source) pairs of an indeterminate recipient in neither exposures nor possible_sources
+    (each side found by request id or by room)."""
+
+    missed: list[str] = field(default_factory=list)
+    unlisted_pairs: list[tuple[str, str]] = field(default_factory=list)
+    indeterminate_pairs: int = 0  # true pairs of indeterminate recipients: the bound's test cases
+
+
+def coverage(truth_dir: Path, f: Findings) -> Coverage:
+    truth = _read(truth_dir / "responses.csv")
+    room = {t["request_id"]: t["room"] for t in truth}
+    aff = f.rows("SELECT request_id, room::VARCHAR, status FROM affected_responses")
+    listed = {k for r, rm, _ in aff for k in (r, f"room:{rm}")}
+    c = Coverage()
+    c.missed = sorted(
+        t["request_id"]
+        for t in truth
+        if t["exposed"] == "1" and t["request_id"] not in listed and f"room:{t['room']}" not in listed
+    )
+    indeterminate = {k for r, rm, s in aff if s == "indeterminate" for k in (r, f"room:{rm}")}
+    pairs = set()
+    for a, ra, b, rb in f.rows("""SELECT recipient_request_id, recipient_room::VARCHAR, source_request_id,
+            source_room::VARCHAR FROM exposures UNION ALL SELECT recipient_request_id, recipient_room::VARCHAR,
+            source_request_id, source_room::VARCHAR FROM possible_sources"""):
+        pairs |= {(x, y) for x in (a, f"room:{ra}") for y in (b, f"room:{rb}") if x and y}
+    for p in _read(truth_dir / "exposures.csv"):
+        r, s = p["recipient_request_id"], p["source_request_id"]
+        rk, sk = (r, f"room:{room.get(r)}"), (s, f"room:{room.get(s)}")
+        if not any(k in indeterminate for k in rk):
+            continue
+        c.indeterminate_pairs += 1
+        if not any((x, y) in pairs for x in rk for y in sk):
+            c.unlisted_pairs.append((r, s))
+    return c

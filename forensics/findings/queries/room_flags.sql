@@ -11,6 +11,19 @@ SELECT DISTINCT node, room, reason FROM (
     GROUP BY p.node, p.room, g.prev_seq, g.next_seq, g.missing
     HAVING min(p.seq) < g.next_seq AND max(p.seq) > g.prev_seq
     UNION ALL
+    -- own events cut by a gap at either end: no alloc on the node and the first event after a gap (the
+    -- alloc, and the reads after it, may be lost in it), or no free and the last event before one
+    SELECT s.node, s.room, CASE WHEN s.allocs = 0 AND s.first_seq >= g.next_seq
+                                THEN 'its alloc on the node is not logged and its first event follows a seq gap ('
+                                ELSE 'its free on the node is not logged and its last event precedes a seq gap (' END
+                           || g.missing || ' events lost after seq ' || g.prev_seq || '): its events there may be lost'
+    FROM (SELECT node, room, min(seq) AS first_seq, max(seq) AS last_seq, count(*) FILTER (WHERE op = 'alloc') AS allocs,
+                 count(*) FILTER (WHERE op = 'free') AS frees
+          FROM page_events WHERE op <> 'transfer' AND node IN (SELECT node FROM seq_gaps WHERE kind = 'lost')
+          GROUP BY node, room) s
+    JOIN seq_gaps g ON g.node = s.node AND g.kind = 'lost'
+    WHERE (s.allocs = 0 AND s.first_seq >= g.next_seq) OR (s.frees = 0 AND s.last_seq <= g.prev_seq)
+    UNION ALL
     -- reads with no transfer of their own while a sender lost events
     SELECT node, room, CASE WHEN (SELECT since FROM replay_window) IS NULL
                             THEN 'no transfer of its own was logged and a sending node lost events'

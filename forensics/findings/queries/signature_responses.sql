@@ -14,7 +14,14 @@
 -- first_exposed_at: the start of decode's forward pass on the decode node's clock (its Req Time Stats
 -- line's time minus forward_duration); without one, the gateway's receive time (earlier than any
 -- exposure, so never late).
--- grain: request_id; reads: gateway, engine_requests, files, dark_rooms, telemetry_nodes, request_cohort,
+-- A signature the engine logs hold whole (a prefill line of the room's placeholder, decode's run of the
+-- same room with the full input length) whose room no gateway record names (the record lost, rejected,
+-- or in a skipped file) is kept, never dropped: its account empty (unknown), its cohort customer (the
+-- safe side: no exclusion rule can clear what it cannot see), its request id the rid its decode node
+-- logged (else "room:<room>"), as affected_responses keys a page-evidence response without a record.
+-- Delivery is then not shown (no HTTP status): `indeterminate`, and the reason says the record is missing.
+-- Its time is the decode's forward start (else its scheduler start, else its last line).
+-- grain: request_id (or the decode node's rid); reads: gateway, engine_requests, files, dark_rooms, telemetry_nodes, request_cohort,
 --        replay_window, node_limits; params: none
 CREATE OR REPLACE TABLE signature_responses AS
 WITH prefill_rooms AS (  -- rid -> room on the prefill node, then the over-length rid to its room
@@ -66,8 +73,25 @@ WITH prefill_rooms AS (  -- rid -> room on the prefill node, then the over-lengt
       AND g.request_id NOT IN (SELECT request_id FROM matched)
       AND g.ts >= coalesce((SELECT since FROM replay_window), '-infinity'::TIMESTAMPTZ)
       AND g.ts < coalesce((SELECT "until" FROM replay_window), 'infinity'::TIMESTAMPTZ)
+), unnamed AS (  -- the whole signature in the engine logs, no gateway record of the room
+    SELECT coalesce(nullif(d.rid, ''), 'room:' || d.room) AS request_id, NULL::VARCHAR AS account_id,
+           'customer' AS cohort, d.node, NULL AS logged_prefill, min(p.node) AS placeholder_node, d.room,
+           NULL::INTEGER AS http_status, NULL::INTEGER AS completion_tokens,
+           coalesce(d.forward_start, d.started, d.last_seen) AS ts, d.decode_input, d.forward_start, d.decode_why,
+           d.decode_output, d.output_place, NULL::INTEGER AS prompt_tokens,
+           string_agg(DISTINCT p.why, '; ' ORDER BY p.why) AS prefill_why
+    FROM placeholder p JOIN dark_rooms d ON d.room = p.room AND d.node <> p.node
+    WHERE d.decode_input > 1
+      AND d.room NOT IN (SELECT bootstrap_room FROM gateway WHERE bootstrap_room IS NOT NULL)
+      AND coalesce(d.forward_start, d.started, d.last_seen)
+          >= coalesce((SELECT since FROM replay_window), '-infinity'::TIMESTAMPTZ)
+      AND coalesce(d.forward_start, d.started, d.last_seen)
+          < coalesce((SELECT "until" FROM replay_window), 'infinity'::TIMESTAMPTZ)
+    GROUP BY ALL
 ), found AS (
-    SELECT *, false AS window_only FROM matched UNION ALL SELECT *, true FROM by_window
+    SELECT *, false AS window_only, false AS no_record FROM matched
+    UNION ALL SELECT *, true, false FROM by_window
+    UNION ALL SELECT *, false, true FROM unnamed
 )
 SELECT request_id, account_id, cohort, node, coalesce(logged_prefill, placeholder_node) AS prefill_node, room,
        http_status, completion_tokens, ts, decode_input,
@@ -76,6 +100,9 @@ SELECT request_id, account_id, cohort, node, coalesce(logged_prefill, placeholde
             THEN 'confirmed' ELSE 'indeterminate' END AS status,
        coalesce(forward_start, ts) AS first_exposed_at,
        concat_ws('; ', prefill_why, decode_why,
+                 CASE WHEN no_record THEN 'missing: no gateway record names room ' || room || ' (lost, rejected, or in '
+                      || 'a file not read): the account is unknown; the request id is the rid decode node ' || node
+                      || ' logged' END,
                  CASE WHEN decode_input IS NULL THEN 'missing: no Req Time Stats or request.finished line of decode node '
                       || node || ' names room ' || room || ' (its log may be lost or cut)' END,
                  CASE WHEN http_status BETWEEN 200 AND 299 AND completion_tokens > 0

@@ -16,11 +16,18 @@
 -- room) is counted by its room (source_key), its cohort customer (the safe side), its account unknown:
 -- the *_accounts count the known accounts, the *_unknown the sources whose account is unknown (each may
 -- be another account). No bound drops one.
+-- unknown_account_after: customer responses whose account is unknown (no gateway record names them:
+-- their signature or page evidence is in the engine logs alone), counted apart, never as 0 accounts;
+-- accounts_after counts the known accounts only.
+-- The bound in context: customer_accounts (the customer cohort's known accounts in the gateway log), which
+-- report/data.py bound_context sets beside possible_customer_source_accounts (and requests_after beside
+-- possible_customer_sources): a bound of nearly everything says the logs cannot narrow it.
 -- grain: one row; reads: request_cohort, gateway_repeats, report_affected, exposures, possible_source_requests,
 --        possible_modelled, possible_windows, possible_extra, source_tier, content_pairs, content_tier,
 --        same_account_only;
 --        params: none
-WITH rep AS (SELECT request_id, cohort FROM request_cohort SEMI JOIN gateway_repeats USING (request_id))
+WITH rep AS (SELECT request_id, cohort FROM request_cohort SEMI JOIN gateway_repeats USING (request_id)),
+totals AS (
 SELECT (SELECT count(*) FROM request_cohort) - (SELECT count(*) - count(DISTINCT request_id) FROM rep) AS requests_before,
        (SELECT count(*) FROM request_cohort WHERE cohort = 'customer')
          - (SELECT count(*) - count(DISTINCT request_id) FROM rep WHERE cohort = 'customer') AS requests_after,
@@ -31,6 +38,9 @@ SELECT (SELECT count(*) FROM request_cohort) - (SELECT count(*) - count(DISTINCT
          AS confirmed_after,
        (SELECT count(DISTINCT account_id) FROM report_affected) AS accounts_before,
        (SELECT count(DISTINCT account_id) FROM report_affected WHERE cohort = 'customer') AS accounts_after,
+       (SELECT count(DISTINCT request_id) FROM report_affected
+         WHERE cohort = 'customer' AND coalesce(account_id, '') = '') AS unknown_account_after,
+       (SELECT count(DISTINCT nullif(account_id, '')) FROM request_cohort WHERE cohort = 'customer') AS customer_accounts,
        (SELECT count(DISTINCT source_key(source_request_id, source_room)) FROM exposures) AS sources,
        (SELECT count(DISTINCT source_key(source_request_id, source_room)) FROM exposures
          WHERE coalesce(source_cohort, 'customer') = 'customer') AS customer_sources,
@@ -46,7 +56,6 @@ SELECT (SELECT count(*) FROM request_cohort) - (SELECT count(*) - count(DISTINCT
          AS unknown_source_confirmed,
        (SELECT count(DISTINCT request_id) FROM report_affected
          WHERE evidence = 'signature' AND status = 'confirmed' AND cohort = 'customer') AS unknown_source_customer_confirmed,
-       (SELECT count(DISTINCT account_id) FROM request_cohort WHERE cohort = 'customer') AS customer_accounts,
        (SELECT count(DISTINCT source_key(source_request_id, source_room)) FROM (
            SELECT source_request_id, source_room, source_cohort FROM exposures
            UNION ALL SELECT source_request_id, source_room, source_cohort FROM possible_source_requests)
@@ -82,4 +91,6 @@ SELECT (SELECT count(*) FROM request_cohort) - (SELECT count(*) - count(DISTINCT
        coalesce(likely_tier(), false) AS likely_printed,
        (SELECT reason FROM source_tier) AS likely_reason,
        (SELECT measured_precision FROM source_tier) AS likely_precision,
-       (SELECT measured_recall FROM source_tier) AS likely_recall;
+       (SELECT measured_recall FROM source_tier) AS likely_recall
+)
+SELECT * FROM totals;

@@ -1,11 +1,64 @@
--- Possible sources, the late-write pairs: the pairs that are not a window's, stored as pairs (few: one per aborted
--- room whose transfer may have landed while a response held pages): a response a late transfer may have
--- written into (late_write_responses) that is no placeholder, with only those aborted rooms (its own
--- transfer filled its pages before it read them).
--- grain: recipient request, source request, node; reads: late_write_responses, signature_responses; params: none
+-- Possible sources, the pairs that are not a window's, stored as pairs:
+--   - the late-write pairs (few: one per aborted room whose transfer may have landed while a response
+--     held pages): a response a late transfer may have written into (late_write_responses) that is no
+--     placeholder, with only those aborted rooms (its own transfer filled its pages before it read them);
+--   - the seq-gap pairs, on nodes with page telemetry: each indeterminate response (affected_responses)
+--     whose room on the node is flagged (room_flags) or has no page events there (missing_rooms), with
+--     every source of each lost gap before its last event (gap_sources: the gap's holders and the rooms in
+--     flight across it), but those the page events already pair with it (exposures). A response without
+--     a gateway record keeps its key (the rid) and its room; a source without one, its room.
+-- grain: recipient request, source request (or room), node; reads: late_write_responses, signature_responses,
+--        affected_responses, room_requests, missing_rooms, room_flags, gap_sources, page_events, seq_gaps,
+--        exposures, gateway; params: none
 CREATE OR REPLACE TABLE possible_extra AS
+WITH indeterminate AS (
+    SELECT request_id, account_id, cohort, decode_node, room FROM affected_responses
+    WHERE status = 'indeterminate' AND evidence = 'pages'
+), recipient AS (  -- (node, room) of each: its gateway record's rooms, its missing room, else its own
+    SELECT DISTINCT r.node, r.room, a.request_id, a.account_id, a.cohort FROM indeterminate a
+    JOIN (SELECT node, room, request_id FROM room_requests UNION SELECT node, room, request_id FROM missing_rooms) r
+      USING (request_id)
+    UNION
+    SELECT decode_node, room, request_id, account_id, cohort FROM indeterminate
+    WHERE request_id NOT IN (SELECT request_id FROM gateway WHERE request_id IS NOT NULL)
+), last_event AS (
+    SELECT node, room, max(seq) AS last_seq FROM page_events
+    WHERE node IN (SELECT node FROM gap_sources) GROUP BY node, room
+), exposed AS (  -- flagged on the node, or without page events there (all of them lost)
+    SELECT r.*, e.last_seq FROM recipient r LEFT JOIN last_event e USING (node, room)
+    WHERE (r.node, r.room) IN (SELECT (node, room) FROM room_flags)
+       OR (r.node, r.room) IN (SELECT (node, room) FROM missing_rooms)
+), requests AS (  -- the sources' requests, where a gateway record names the room
+    SELECT node, room, request_id, account_id, cohort FROM room_requests
+    UNION SELECT node, room, request_id, account_id, cohort FROM missing_rooms
+), gap_rows AS (
+    SELECT x.request_id, x.account_id, x.cohort, x.node, x.room, q.request_id AS source_request_id,
+           q.account_id AS source_account_id, q.cohort AS source_cohort, s.room AS source_room,
+           'seq gap on ' || x.node || ' (' || g.missing || ' events lost after seq ' || g.prev_seq || '): '
+           || CASE WHEN s.holder AND s.in_flight THEN 'its KV was the last write of some slot when the gap began, '
+                   || 'and its events may be among those lost'
+                   WHEN s.holder THEN 'its KV was the last write of some slot when the gap began'
+                   ELSE 'its events may be among those lost' END
+           || CASE WHEN q.request_id IS NULL THEN '; no gateway record names room ' || s.room ELSE '' END AS why
+    FROM exposed x
+    JOIN seq_gaps g ON g.node = x.node AND g.kind = 'lost' AND (x.last_seq IS NULL OR x.last_seq > g.prev_seq)
+    JOIN gap_sources s ON s.node = g.node AND s.gap_seq = g.prev_seq AND s.room IS DISTINCT FROM x.room
+    LEFT JOIN requests q ON q.node = s.node AND q.room = s.room
+    WHERE q.request_id IS DISTINCT FROM x.request_id
+      AND NOT EXISTS (SELECT 1 FROM exposures e WHERE e.node = x.node AND e.recipient_room = x.room
+                      AND e.source_room = s.room)
+), gap_pairs AS (
+    SELECT x.request_id AS recipient_request_id, coalesce(x.source_request_id, '') AS source_request_id,
+           x.account_id AS recipient_account_id, x.source_account_id, x.node,
+           string_agg(DISTINCT why, '; ' ORDER BY why) AS basis,
+           x.cohort AS recipient_cohort, x.source_cohort, x.room AS recipient_room, x.source_room
+    FROM gap_rows x
+    GROUP BY ALL
+)
 SELECT w.request_id AS recipient_request_id, coalesce(w.source_request_id, '') AS source_request_id,
        w.account_id AS recipient_account_id, w.source_account_id, w.node, w.why AS basis,
        w.cohort AS recipient_cohort, w.source_cohort, w.room AS recipient_room, w.source_room
 FROM late_write_responses w
-WHERE w.request_id NOT IN (SELECT request_id FROM signature_responses);
+WHERE w.request_id NOT IN (SELECT request_id FROM signature_responses)
+UNION ALL
+SELECT * FROM gap_pairs;
