@@ -153,6 +153,7 @@ def gather(
     for step in ("prov_stale", "prov_foreign", "prov_ranges"):
         run_query(con, "report", step)
     totals = rows(con, "exclusion_totals")[0]
+    warned = rows(con, "cohort_warnings")
     # source requests (report_sources, made with blast_sources.csv): the first rows and the count
     first = f"SELECT * FROM report_sources ORDER BY source_request_id, source_room LIMIT {MAX_TABLE_ROWS}"
     sources = rows_of(con, first)
@@ -176,7 +177,8 @@ def gather(
         "totals": totals,
         "scope": rows(con, "scope_status"),
         "cohorts": rows(con, "cohort_counts"),
-        "cohort_warnings": [r["message"] for r in rows(con, "cohort_warnings")],
+        "cohort_warnings": [r["message"] for r in warned],
+        "cohort_warning_rules": [r["rule"] for r in warned],
         "rules": rows(con, "rule_counts"),
         "has_rules": bool(rules),
         "matrix": rows(con, "exposure_matrix"),
