@@ -15,7 +15,7 @@ same bytes. Each kind, and where it comes from:
   SpendLogs schema changes between releases (BerriAI/litellm#10797 adds columns; #6633: `request_id`
   left empty for streamed requests), and a pipeline's rename (Logstash `mutate { rename }`, Vector
   `remap`) changes a field's name under the exporter.
-- `outage`: every line of one node's engine log in a time range removed. Fluent Bit drops a chunk
+- `outage`: every line of one decode node's engine log in a time range removed. Fluent Bit drops a chunk
   whose retries are exhausted (fluent/fluent-bit#2412, #309: "Task cannot be retried"); CloudWatch Logs
   subscriptions drop throttled deliverables after 24 hours (docs.aws.amazon.com, SubscriptionFilters).
 - `page_file_cut`: a page-events Parquet file cut short, its footer lost, as a disk filling or a
@@ -40,7 +40,9 @@ name it is a row of the gateway's source in evidence_damage.
 
 from __future__ import annotations
 
+import csv
 import gzip
+import io
 import json
 import random
 import re
@@ -90,7 +92,9 @@ def _rel(bundle: Path, path: Path) -> str:
 
 
 def _files(bundle: Path, folder: str, *suffixes: str) -> list[Path]:
-    return sorted(p for p in (bundle / folder).rglob("*") if p.is_file() and p.name.endswith(suffixes))
+    """The files under bundle/folder whose names end in one of `suffixes` (every file: none given)."""
+    found = (p for p in (bundle / folder).rglob("*") if p.is_file())
+    return sorted(p for p in found if not suffixes or p.name.endswith(suffixes))
 
 
 def _has_header(path: Path) -> bool:
@@ -121,7 +125,7 @@ def _cut_gzip(bundle: Path, path: Path, rng: random.Random, kind: str, source: s
 
 
 def gzip_cut(bundle: Path, rng: random.Random) -> Damage:
-    path = rng.choice(_files(bundle, "gateway", ".jsonl", ".jsonl.gz", ".csv", ".csv.gz"))
+    path = rng.choice([p for p in _files(bundle, "gateway") if not p.name.endswith(".parquet")])
     return _cut_gzip(bundle, path, rng, "gzip_cut", "gateway", None)
 
 
@@ -130,31 +134,63 @@ def gzip_cut_engine(bundle: Path, rng: random.Random) -> Damage:
     return _cut_gzip(bundle, bundle / "engine" / node / "server.log", rng, "gzip_cut_engine", "engine", node)
 
 
-# the request-id and account fields of each gateway format's export, and what a rename makes of them
-_FIELDS = {"request_id": "requestId", "account_id": "accountId", "team_id": "teamId",
-           "x-request-id": "x_request_id", "x-tenant-id": "x_tenant_id"}  # fmt: skip
+# the request-id and account fields of each gateway format, and what a rename makes of them: kvf,
+# LiteLLM's SpendLogs (team_id) and payload (id), Envoy (headers), SMG (its span's request_id), OTLP
+# (span attributes)
+_FIELDS = {"request_id": "requestId", "account_id": "accountId", "team_id": "teamId", "id": "call_id",
+           "x-request-id": "x_request_id", "x-tenant-id": "x_tenant_id", "tenant.id": "tenant_id",
+           "http.request.header.x-request-id": "http.request.header.x_request_id"}  # fmt: skip
+
+
+def _rename(value: object, field: str, new: str | None, top: bool = True) -> object:
+    """A JSON record with `field` renamed to `new` (dropped when None) wherever it is a key, or the key of
+    an OTLP attribute ({"key": field, "value": ...}); "id" only at the top (payloads nest other ids)."""
+    if isinstance(value, list):
+        out = []
+        for v in value:
+            if isinstance(v, dict) and v.get("key") == field and "value" in v:
+                if new is None:
+                    continue
+                v = {**v, "key": new}
+            out.append(_rename(v, field, new, False))
+        return out
+    if isinstance(value, dict):
+        res = {}
+        for k, v in value.items():
+            if k == field and (top or field != "id"):
+                if new is not None:
+                    res[new] = v
+                continue
+            res[k] = _rename(v, field, new, False)
+        return res
+    return value
+
+
+def _keys(value: object, top: bool = True) -> set[str]:
+    if isinstance(value, list):
+        return {k for v in value for k in _keys(v, False)} | {
+            v["key"] for v in value if isinstance(v, dict) and isinstance(v.get("key"), str)
+        }
+    if isinstance(value, dict):
+        return {k for k in value if top or k != "id"} | {k for v in value.values() for k in _keys(v, False)}
+    return set()
 
 
 def column_dropped(bundle: Path, rng: random.Random) -> Damage:
     candidates = []
-    for path in _files(bundle, "gateway", ".csv", ".csv.gz", ".parquet", ".jsonl", ".jsonl.gz"):
-        names = _field_names(path)
-        fields = [f for f in _FIELDS if f in names]
+    for path in _files(bundle, "gateway"):
+        fields = sorted(f for f in _FIELDS if f in _field_names(path))
         if fields:
             candidates.append((path, fields))
     path, fields = rng.choice(candidates)
     field = rng.choice(fields)
-    rename = rng.random() < 0.5
-    new = _FIELDS[field] if rename else None
+    new = _FIELDS[field] if rng.random() < 0.5 else None
     if path.name.endswith(".parquet"):
         t = pq.read_table(path)
         t = t.rename_columns([new if c == field else c for c in t.column_names]) if new else t.drop([field])
         pq.write_table(t, path)
         n = t.num_rows
     elif ".csv" in path.name:
-        import csv
-        import io
-
         rows = list(csv.reader(io.StringIO(_read(path).decode())))
         i = rows[0].index(field)
         rows = [r[:i] + ([new] if new and k == 0 else [r[i]] if new else []) + r[i + 1 :] for k, r in enumerate(rows)]
@@ -163,27 +199,30 @@ def column_dropped(bundle: Path, rng: random.Random) -> Damage:
         _write(path, buf.getvalue().encode())
         n = len(rows) - 1
     else:
-        out = []
+        out, n = [], 0
         for ln in _lines(_read(path)):
             rec = json.loads(ln)
-            value = rec.pop(field, None)
-            if new:
-                rec[new] = value
-            out.append(json.dumps(rec, separators=(",", ":")).encode() + b"\n")
+            n += field in _keys(rec)
+            out.append(json.dumps(_rename(rec, field, new), separators=(",", ":")).encode() + b"\n")
         _write(path, b"".join(out))
-        n = len(out)
     what = f"renamed to {new}" if new else "dropped"
-    return Damage("column_dropped", _rel(bundle, path), "gateway", f"field {field} {what} in all {n} records",
+    return Damage("column_dropped", _rel(bundle, path), "gateway", f"field {field} {what} in {n} records",
                   records_lost=n)  # fmt: skip
 
 
 def _field_names(path: Path) -> set[str]:
     if path.name.endswith(".parquet"):
         return set(pq.read_schema(path).names)
-    first = _lines(_read(path))[0]
+    lines = _lines(_read(path))
     if ".csv" in path.name:
-        return set(first.decode().strip().split(","))
-    return set(json.loads(first))
+        return set(next(csv.reader([lines[0].decode()])))
+    names: set[str] = set()
+    for ln in lines[:50]:
+        try:
+            names |= _keys(json.loads(ln))
+        except ValueError:
+            continue
+    return names
 
 
 _LOG_TS = re.compile(rb"^\[(\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d(?:\.\d+)?)")
@@ -200,7 +239,7 @@ def _decode_nodes(bundle: Path) -> list[str]:
 
 
 def outage(bundle: Path, rng: random.Random) -> Damage:
-    node = rng.choice(sorted(d.name for d in (bundle / "engine").iterdir() if d.is_dir()))
+    node = rng.choice(_decode_nodes(bundle))  # the nodes that serve responses: the ones an outage can hide
     files = sorted(p for p in (bundle / "engine" / node).iterdir() if p.is_file())
     times = sorted({t for p in files for ln in _lines(_read(p)) if (t := _ts(ln))})
     times = times[1:]  # past the start-up lines, all written at the start time
@@ -261,7 +300,7 @@ def _text_target(bundle: Path, rng: random.Random) -> tuple[Path, str]:
     source = rng.choice(["gateway", "engine", "pages"])
     if source == "engine":
         return rng.choice(_files(bundle, "engine", ".log", ".jsonl")), source
-    found = _files(bundle, source, ".jsonl", ".jsonl.gz", ".csv", ".csv.gz")
+    found = [p for p in _files(bundle, source) if not p.name.endswith(".parquet")]
     if not found:  # every page file is Parquet: the engine log instead
         return rng.choice(_files(bundle, "engine", ".log", ".jsonl")), "engine"
     return rng.choice(found), source
@@ -303,7 +342,7 @@ def reordered(bundle: Path, rng: random.Random) -> Damage:
 
 
 def gateway_file_missing(bundle: Path, rng: random.Random) -> Damage:
-    files = _files(bundle, "gateway", ".jsonl", ".jsonl.gz", ".csv", ".csv.gz", ".parquet")
+    files = _files(bundle, "gateway")
     if len(files) == 1 and not files[0].name.endswith(".parquet"):
         files = _split(files[0], 4)
     path = rng.choice(files)
@@ -323,6 +362,8 @@ def _split(path: Path, parts: int) -> list[Path]:
     head = lines[:1] if _has_header(path) else []
     body = lines[len(head) :]
     stem, _, suffix = path.name.partition(".")
+    if suffix not in ("jsonl", "jsonl.gz", "csv", "csv.gz", "json", "log"):  # a dated name (smg.2026-08-29)
+        stem, suffix = path.name, "log"
     size = -(-len(body) // parts)
     out = []
     for i in range(parts):
