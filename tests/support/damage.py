@@ -239,7 +239,10 @@ def _decode_nodes(bundle: Path) -> list[str]:
 
 
 def outage(bundle: Path, rng: random.Random) -> Damage:
-    node = rng.choice(_decode_nodes(bundle))  # the nodes that serve responses: the ones an outage can hide
+    # a node that serves responses; the one without page telemetry when there is one: there the logs
+    # are the only evidence, and an outage hides the most
+    dark = [n for n in _decode_nodes(bundle) if not any((bundle / "pages").glob(f"{n}.*"))]
+    node = rng.choice(dark or _decode_nodes(bundle))
     files = sorted(p for p in (bundle / "engine" / node).iterdir() if p.is_file())
     times = sorted({t for p in files for ln in _lines(_read(p)) if (t := _ts(ln))})
     times = times[1:]  # past the start-up lines, all written at the start time

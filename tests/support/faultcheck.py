@@ -8,7 +8,8 @@ reads them):
 3. pairs_missing: true (recipient, source) pairs in neither exposures nor possible_sources (each end
    found the same way);
 4. unnamed: the damaged input's path (relative to the bundle) missing from the command's stdout or from
-   report.md before part 1's first section ("## 1."); an input the tool cannot know by name (a file
+   report.md before part 1's first section ("## 1."); an outage is named by its node's folder
+   (engine/<node>, so naming either of its files counts); an input the tool cannot know by name (a file
    never delivered) must have a row of its source in evidence_damage.csv instead;
 5. differing: for duplicates and reordering, the findings CSVs not byte-identical to the undamaged run's.
 """
