@@ -229,11 +229,11 @@ def damaged_run(sim: Path, kind: str, seed: int, work: Path, clean: Run | None) 
 # the incidents the suite damages: seeds, page sizes 1 / 16 / 64, with and without page telemetry, each
 # gateway format of the registry; FAST run in every test run, the rest are marked slow
 FAST = (
-    Incident("kvf-s1-p16", seed=1, page_size=16),
+    Incident("envoy-s3-p1", seed=3, page_size=1, gateway_format="envoy"),
     Incident("litellm-s7-p64-dark", seed=7, page_size=64, gateway_format="litellm_spendlogs", no_telemetry="decode-1"),
 )
 SLOW = (
-    Incident("envoy-s3-p1", seed=3, page_size=1, gateway_format="envoy"),
+    Incident("kvf-s1-p16", seed=1, page_size=16),
     Incident("kvf-s11-p64-dark", seed=11, page_size=64, no_telemetry="decode-2"),
     Incident("litellm-s5-p16", seed=5, page_size=16, gateway_format="litellm_spendlogs"),
     Incident("envoy-s9-p16-dark", seed=9, page_size=16, gateway_format="envoy", no_telemetry="decode-0"),
