@@ -26,8 +26,8 @@ SELECT DISTINCT node, room, reason FROM (
     UNION ALL
     -- reads with no transfer of their own while a sender lost events
     SELECT node, room, CASE WHEN (SELECT since FROM replay_window) IS NULL
-                            THEN 'no transfer of its own was logged and a sending node lost events'
-                            ELSE 'no transfer of its own was logged: a sending node lost events or sent it before the replay window (--since)' END
+                            THEN 'no transfer of its own was logged and a sending node lost events or kept no page records'
+                            ELSE 'no transfer of its own was logged: a sending node lost events, kept no page records, or sent it before the replay window (--since)' END
     FROM gap_rooms g WHERE NOT EXISTS (SELECT 1 FROM transfer_links t WHERE t.receiver = g.node AND t.room = g.room)
       AND EXISTS (SELECT 1 FROM page_events p WHERE p.node = g.node AND p.room = g.room AND p.op = 'read')
     UNION ALL
