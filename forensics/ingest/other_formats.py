@@ -29,6 +29,7 @@ from forensics.ingest.formats import needs_zone, project
 from forensics.ingest.rawtext import JSON_OBJECT_LINES, load_lines, open_bytes
 from forensics.ingest.staged import validate_staged
 from forensics.intake import InputFile
+from forensics.intake.damage import Damage
 
 SAMPLE_LINES = 200  # lines looked at to find a file's first records (blank or broken lines among them)
 SAMPLE_RECORDS = 20  # records whose fields vote on the format: one malformed record does not decide it
@@ -228,6 +229,28 @@ def load_other_format(
     con.execute(f"CREATE OR REPLACE TEMP TABLE gw_stage AS {stage}")
     con.execute("DROP TABLE gw_values")
     type_and_keep(con, f, strict=False)
+    _no_account(con, f, settings.tenant or m.tenant)
+
+
+def _no_account(con: duckdb.DuckDBPyConnection, f: InputFile, tenant: tuple[str | tuple[str, ...], ...]) -> None:
+    """A file of a format that names accounts (`tenant`: where it takes them from) none of whose records
+    names one: the field was dropped or renamed on the way (or never logged), and every account of the
+    file is unknown. Said as damage: the records are read, their accounts are lost."""
+    kept, named = con.execute(
+        "SELECT count(*), count(account_id) FROM gateway_text WHERE file_id = ?", [f.file_id]
+    ).fetchone() or (0, 0)
+    if not tenant or not kept or named:
+        return
+    where = ", ".join(t if isinstance(t, str) else ".".join(t) for t in tenant)
+    f.damage.append(
+        Damage(
+            "missing_field",
+            f"no record names its account: the fields the account is taken from ({where}) are in none of its "
+            f"{kept:,} records, read without their accounts (the field may have been renamed or dropped on the way)",
+            kept,
+            "counted",
+        )
+    )
 
 
 def type_and_keep(con: duckdb.DuckDBPyConnection, f: InputFile, strict: bool, stage: str = "TABLE") -> None:

@@ -32,9 +32,15 @@ def row(incident: str, f: Figures) -> tuple[str, ...]:
         f.damage.kind,
         incident,
         f.damage.input,
-        str(len(f.false_confirmed)),
-        f"{len(f.exposed_missing)} / {f.exposed_total}",
-        f"{len(f.pairs_missing)} / {f.pairs_total}",
+        *(
+            ("not measured",) * 3
+            if f.refused
+            else (
+                str(len(f.false_confirmed)),
+                f"{len(f.exposed_missing)} / {f.exposed_total}",
+                f"{len(f.pairs_missing)} / {f.pairs_total}",
+            )
+        ),
         ", ".join(f.unnamed) or "-",
         "n/a" if f.differing is None else (", ".join(f.differing) or "0"),
         f"refused (sound): {f.refused}"[:160] if f.refused else (f.error or "-")[:60],

@@ -240,3 +240,29 @@ def test_the_only_gateway_log_without_request_id_is_refused_naming_the_field(tmp
     assert line.startswith("Error: ") and "gateway/spend_logs.csv" in line and "request_id missing" in line
     assert "req_id may be request_id renamed" in line and "To go on:" in line
     assert not out.exists()
+
+
+def test_a_file_whose_records_all_lack_the_account_field_says_so(tmp_path: Path) -> None:
+    text = (FIXTURES / "envoy.jsonl").read_text()
+    b = tmp_path / "bundle"
+    (b / "gateway").mkdir(parents=True)
+    (b / "gateway" / "envoy.jsonl").write_text(text.replace('"x-tenant-id"', '"x_tenant_id"'))
+    records = sum(1 for line in text.splitlines() if line.strip())
+    con = connect(":memory:")
+    (f,) = ingest_gateway(con, b)
+    assert f.error is None and con.execute("SELECT count(*) FROM gateway").fetchone()[0] == records
+    (d,) = f.damage
+    assert (
+        d.kind == "missing_field"
+        and "x-tenant-id" in d.detail
+        and (d.records_lost, d.lost_basis)
+        == (
+            records,
+            "counted",
+        )
+    )
+    # the undamaged file: some record names its account, so nothing is said
+    (b / "gateway" / "envoy.jsonl").write_text(text)
+    con = connect(":memory:")
+    (f,) = ingest_gateway(con, b)
+    assert f.damage == []

@@ -1,6 +1,8 @@
 -- Evidence damage: the shadow of a gateway file that is missing or cut short. A file never delivered
 -- cannot be named, but the rooms the engines served while it was being written have no gateway record
--- (neither one that names the room nor one the join leaves as its candidate). Rooms are taken in the
+-- (neither one that names the room nor one the join leaves as its candidate; a record that is the
+-- candidate of $gap_min_rooms rooms or more, as a failed request of no model and no length is of every
+-- room in its time window, can be at most one of them, so it makes none of them recorded). Rooms are taken in the
 -- order they finished (on a decode node where one logs it); a run of such rooms, with at most
 -- $gap_tolerance recorded rooms between two of them (the gateway and the engines order the ends of
 -- requests served at once differently), is a gap when it holds $gap_min_rooms rooms or more and they are
@@ -17,10 +19,13 @@ WITH served AS (
     FROM engine_requests e JOIN node_config c USING (node)
     WHERE e.kind = 'finished' AND e.room IS NOT NULL
     GROUP BY e.room
+), shared AS (  -- candidate records and how many rooms each may be
+    SELECT request_id, count(DISTINCT room) AS rooms FROM room_candidates GROUP BY request_id
 ), flagged AS (
     SELECT s.room, s.ts,
            NOT EXISTS (SELECT 1 FROM gateway g WHERE g.bootstrap_room = s.room)
-           AND NOT EXISTS (SELECT 1 FROM room_candidates r WHERE r.room = s.room) AS orphan
+           AND NOT EXISTS (SELECT 1 FROM room_candidates r JOIN shared h USING (request_id)
+                           WHERE r.room = s.room AND h.rooms < $gap_min_rooms) AS orphan
     FROM served s
 ), ordered AS (
     SELECT *, count(*) FILTER (WHERE NOT orphan) OVER (ORDER BY ts, room ROWS UNBOUNDED PRECEDING) AS recorded_before
