@@ -65,7 +65,14 @@ FROM holdings h JOIN node_index x USING (node)
 WHERE h.seg_end > h.seg_start AND h.a_k IS NOT NULL
   AND NOT EXISTS (SELECT 1 FROM transfer_links t WHERE t.receiver = h.node AND t.room = h.room
                   AND t.sender NOT IN (SELECT node FROM lossy))
-ORDER BY h.node, h.room, h.a_k, h.seg_start"""
+UNION ALL  -- rooms the replay keeps no holdings of (they never read: aborted): each alloc, landing without end
+SELECT a.node, a.room, a.start, a."end", x.base + own_pos(a.seq), node_end(x.base)
+FROM page_events a JOIN node_index x USING (node)
+WHERE a.op = 'alloc' AND a.room IS NOT NULL AND a."end" > a.start
+  AND (a.node, a.room) NOT IN (SELECT (node, room) FROM holdings)
+  AND NOT EXISTS (SELECT 1 FROM transfer_links t WHERE t.receiver = a.node AND t.room = a.room
+                  AND t.sender NOT IN (SELECT node FROM lossy))
+ORDER BY 1, 2, 5, 3"""
 
 
 def _i64(t: pa.Table, name: str) -> np.ndarray:
