@@ -1,7 +1,7 @@
 """Ingest stage: every evidence file of a bundle into typed DuckDB tables, with row accounting.
 
 Reads: the bundle. Writes: files, rejected, gateway, page_events, engine_lines, engine_requests,
-node_config (see ingest/queries/schema/), the temp table seq_jumps (every jump in a node's seq, for
+node_config (see ingest/queries/schema/), input_duplicates, the temp table seq_jumps (every jump in a node's seq, for
 the ownership stage's seq_gaps: forensics.ingest.seqs), and returns the manifest's input entries.
 """
 
@@ -174,6 +174,8 @@ def ingest_into(
             for f in files
         ],
     )
+    with timed("ingest/input_duplicates"):  # lines delivered twice or out of order, per file
+        run_query(con, "ingest", "input_duplicates")
     return files, config
 
 
