@@ -6,15 +6,18 @@ none that the truth calls unexposed is confirmed. An undamaged bundle has no out
 from __future__ import annotations
 
 import csv
+import re
 import shutil
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from forensics.simulate import build_config, simulate
 from tests.support.analysis import Findings
-from tests.support.damage import drop_engine_lines, drop_page_events
+from tests.support.damage import drop_engine_lines, drop_page_events, line_time
+
+_ROOM = re.compile(r'bootstrap_room(?:=|": )(\d+)')  # a text line's field, a JSON line's key
 
 
 def _truth(out: Path) -> dict[str, dict[str, str]]:
@@ -26,7 +29,7 @@ def _span(bundle: Path) -> tuple[datetime, datetime]:
     """The first and last gateway times of the bundle's JSON-lines gateway file (naive UTC)."""
     with (bundle / "gateway" / "gw-a.jsonl").open() as fh:
         ts = sorted(line.split('"ts": "')[1].split('"')[0] for line in fh)
-    return (datetime.fromisoformat(t.rstrip("Z")) for t in (ts[0], ts[-1]))  # type: ignore[return-value]
+    return datetime.fromisoformat(ts[0].rstrip("Z")), datetime.fromisoformat(ts[-1].rstrip("Z"))
 
 
 def _window(bundle: Path, at: float, share: float) -> tuple[datetime, datetime]:
@@ -34,6 +37,23 @@ def _window(bundle: Path, at: float, share: float) -> tuple[datetime, datetime]:
     width = last - first
     start = first + width * at
     return start, start + width * share
+
+
+def _over_exposed(out: Path, node: str, share: float) -> tuple[datetime, datetime]:
+    """A range of `share` of the incident that holds the engine-log lines of truly exposed responses
+    routed to `node` (from the middle one on), so that the outage takes some of their evidence."""
+    rooms = {
+        t["room"] for t in _truth(out).values() if t["exposed"] == "1" and node in (t["decode_node"], t["prefill_node"])
+    }
+    times = sorted(
+        t
+        for line in (out / "bundle" / "engine" / node / "server.log").read_text().splitlines()
+        if (m := _ROOM.search(line)) and m.group(1) in rooms and (t := line_time(line))
+    )
+    assert times, f"no exposed response on {node}"
+    first, last = _span(out / "bundle")
+    start = times[len(times) // 2] - timedelta(seconds=30)
+    return start, start + (last - first) * share
 
 
 def _check_truth(f: Findings, truth: dict[str, dict[str, str]]) -> None:
@@ -60,17 +80,23 @@ def dark(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_engine_log_outage(tmp_path: Path, dark: Path, node: str) -> None:
     bundle = tmp_path / "bundle"
     shutil.copytree(dark / "bundle", bundle)
-    start, end = _window(bundle, 0.4, 0.25)
-    assert drop_engine_lines(bundle, node, start, end) > 0
+    start, end = _over_exposed(dark, node, 0.25)
+    dropped = drop_engine_lines(bundle, node, start, end)
+    assert dropped
     f = Findings(bundle)
     rows = [r for r in _outages(f) if r[0] == node and r[1] == "engine_log"]
     assert rows, _outages(f)
-    assert any(r[2] <= start and r[3] >= end for r in _utc(rows)), (start, end, rows)
-    _check_truth(f, _truth(dark))
-    # every response routed through the lost range on the dark decode node is still listed
+    # the outage holds every line removed up to the last one of a served request (past it, the gateway
+    # routed nothing there that the log could have been missing: nothing shows a loss)
+    truth = _truth(dark)
+    served = {t["room"] for t in truth.values() if t["status"].startswith("2")}
+    lost = [t for t, line in dropped if (m := _ROOM.search(line)) and m.group(1) in served]
+    assert any(r[2] <= dropped[0][0] and r[3] >= lost[-1] for r in _utc(rows)), (dropped[0][0], lost[-1], rows)
+    _check_truth(f, truth)
+    # every response whose evidence the outage may have taken is listed, and none of them cleared
     flagged = {r[0] for r in f.rows("SELECT request_id FROM outage_responses")}
-    listed = {r[0] for r in f.rows("SELECT request_id FROM affected_responses WHERE status = 'indeterminate'")}
-    assert flagged <= listed
+    assert flagged
+    assert flagged <= {r[0] for r in f.rows("SELECT request_id FROM affected_responses")}
 
 
 def _utc(rows: list[tuple]) -> list[tuple]:
@@ -86,13 +112,15 @@ def test_page_event_outage(tmp_path: Path, at: float) -> None:
     """decode-1's page events lose a range in the middle (a seq gap) or to its end (no seq after it)."""
     out = tmp_path / "sim"
     simulate(out, build_config("default", seed=1, requests=600))
-    start, end = _window(out / "bundle", at, 0.5 if at > 0.5 else 0.25)
-    assert drop_page_events(out / "bundle", "decode-1", start, end) > 0
+    start, end = (
+        _window(out / "bundle", at, 0.5 if at > 0.5 else 0.25) if at > 0.5 else _over_exposed(out, "decode-1", 0.25)
+    )
+    lost = drop_page_events(out / "bundle", "decode-1", start, end)
+    assert lost
     f = Findings(out / "bundle")
     rows = [r for r in _utc(_outages(f)) if r[0] == "decode-1" and r[1] == "pages"]
     assert rows, _outages(f)
-    last = _span(out / "bundle")[1]
-    assert any(r[2] <= start and r[3] >= min(end, last) for r in rows), (start, end, rows)
+    assert any(r[2] <= lost[0] and r[3] >= lost[-1] for r in rows), (lost[0], lost[-1], rows)
     _check_truth(f, _truth(out))
 
 

@@ -117,30 +117,34 @@ def line_time(line: str) -> datetime | None:
     return None
 
 
-def drop_engine_lines(bundle: Path, node: str, start: datetime, end: datetime) -> int:
-    """An outage: every line of `node`'s engine logs stamped in [start, end) removed; returns how many."""
-    dropped = 0
+def drop_engine_lines(bundle: Path, node: str, start: datetime, end: datetime) -> list[tuple[datetime, str]]:
+    """An outage: every line of `node`'s engine logs stamped in [start, end) removed; returns them with
+    their times, in time order."""
+    dropped: list[tuple[datetime, str]] = []
     for path in sorted((bundle / "engine" / node).glob("*")):
-        lines = _read_lines(path)
-        kept = [ln for ln in lines if not ((t := line_time(ln)) is not None and start <= t < end)]
-        dropped += len(lines) - len(kept)
+        kept = []
+        for line in _read_lines(path):
+            t = line_time(line)
+            if t is not None and start <= t < end:
+                dropped.append((t, line))
+            else:
+                kept.append(line)
         _write_lines(path, kept)
-    return dropped
+    return sorted(dropped)
 
 
-def drop_page_events(bundle: Path, node: str, start: datetime, end: datetime) -> int:
-    """An outage of `node`'s page file: its events stamped in [start, end) removed; returns how many."""
+def drop_page_events(bundle: Path, node: str, start: datetime, end: datetime) -> list[datetime]:
+    """An outage of `node`'s page file: its events stamped in [start, end) removed; returns their times."""
     path = next(p for p in (bundle / "pages").glob(f"{node}.*"))
     if path.suffix == ".parquet":
         t = pq.read_table(path)
-        ts = t.column("ts").to_pylist()
-        keep = [not (start <= _naive(x) < end) for x in ts]
-        pq.write_table(t.filter(pa.array(keep)), path)
-        return len(keep) - sum(keep)
+        ts = [_naive(x) for x in t.column("ts").to_pylist()]
+        pq.write_table(t.filter(pa.array([not (start <= x < end) for x in ts])), path)
+        return sorted(x for x in ts if start <= x < end)
     lines = _read_lines(path)
-    kept = [ln for ln in lines if not (start <= _naive(json.loads(ln)["ts"]) < end)]
-    _write_lines(path, kept)
-    return len(lines) - len(kept)
+    ts = [_naive(json.loads(ln)["ts"]) for ln in lines]
+    _write_lines(path, [ln for ln, x in zip(lines, ts, strict=True) if not (start <= x < end)])
+    return sorted(x for x in ts if start <= x < end)
 
 
 def _naive(x: object) -> datetime:

@@ -1,23 +1,20 @@
 -- Per input file: the lines or records delivered twice (an at-least-once shipper re-sends a batch) and
 -- those out of order (a batch delivered late), for evidence_damage. duplicates: engine request lines
--- equal in every field but their line number to an earlier one of the file (read, counted here, and
--- read once by the findings, which take every such room or line by its values); gateway records and page
+-- equal in every field but their line number to an earlier one of the file (engine_duplicates.sql);
+-- gateway records and page
 -- events rejected as exact repeats (gateway_dedupe.sql, page_events_dedupe.sql). out_of_order: the
--- first copies stamped before a line earlier in the file (engine logs, by time) or page events whose
+-- lines stamped before a line earlier in the file (engine logs, by time) or page events whose
 -- seq lies below one earlier in the file (by row); NULL for gateway files, whose order is not their
 -- time order (a gateway stamps a request's start and writes its record at the end). Files with neither:
--- no row.
--- grain: file; reads: files, engine_requests, page_events, rejected; params: none
+-- no row. The engine copies are already out of engine_requests (engine_dups: engine_duplicates.sql).
+-- grain: file; reads: files, engine_requests, engine_dups, page_events, rejected; params: none
 CREATE OR REPLACE TABLE input_duplicates AS
-WITH engine_rows AS (  -- each distinct request line of a file once, at its first line, with its copies
-    SELECT any_value(file_id) AS file_id, min(line) AS line, any_value(ts) AS ts, count(*) - 1 AS copies
-    FROM (SELECT file_id, line, ts, row(*COLUMNS(* EXCLUDE (line))) AS fields FROM engine_requests)
-    GROUP BY fields
-), engine AS (
-    SELECT file_id, sum(copies) AS duplicates,
+WITH engine AS (
+    SELECT file_id, (SELECT count(DISTINCT d.line) FROM engine_dups d WHERE d.file_id = e.file_id) AS duplicates,
            count(*) FILTER (WHERE ts < before) AS out_of_order
-    FROM (SELECT *, max(ts) OVER (PARTITION BY file_id ORDER BY line ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
-                    AS before FROM engine_rows)
+    FROM (SELECT file_id, ts, max(ts) OVER (PARTITION BY file_id ORDER BY line
+                                          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before
+          FROM engine_requests) e
     GROUP BY file_id
 ), pages AS (
     SELECT file_id, count(*) FILTER (WHERE seq < before) AS out_of_order
