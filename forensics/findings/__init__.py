@@ -2,10 +2,10 @@
 
 Reads: the ownership stage's tables, gateway, request_cohort, engine_requests, node_config.
 Writes: node_missing, read_provenance, order_alternatives, conflict_rooms, write_effects, exposure_segments,
-exposure_certain (temp), room_flags, room_requests, signature_responses, missing_rooms, exposures,
-recipient_slots (temp), affected_responses, gap_sources, sender_sources, possible_sources, content_matches,
-content_pairs (view), hazard_segments, hazards, accounts, coverage, evidence_damage; and the findings CSV
-files.
+exposure_certain (temp), room_flags, log_outages, outage_responses, room_requests, signature_responses,
+missing_rooms, exposures, recipient_slots (temp), affected_responses, gap_sources, sender_sources,
+possible_sources, content_matches, content_pairs (view), hazard_segments, hazards, accounts, coverage,
+evidence_damage; and the findings CSV files.
 """
 
 from __future__ import annotations
@@ -132,6 +132,8 @@ STEPS = (
     "exposure_certain",
     "room_flags",
     node_missing,
+    "log_outages",  # times a node logged nothing while the gateway routed it requests it never names
+    "outage_responses",  # ... and the responses whose evidence they may have taken
     "room_requests",
     release_scratch,  # node_own_rooms' readers (node_missing, room_requests) are done: ownership drops it
     "dark_rooms",  # what the engine logs say per room on nodes without page telemetry

@@ -21,6 +21,8 @@ DAMAGE_KINDS = (
     "damage_stream_cut",  # compressed streams cut short, with the records they lost estimated
     "damage_seq_gaps",  # page events lost in a node's seq gaps
     "damage_rejected",  # rows rejected, per file
+    "damage_outages",  # a node's logs silent while the gateway routed it requests (log_outages)
+    "damage_duplicates",  # lines delivered twice or out of order, per file (ingest's input_duplicates)
 )
 COLUMNS = ("input", "source", "node", "kind", "detail", "records_lost", "lost_basis", "time_from", "time_to")
 
