@@ -3,9 +3,9 @@
 Reads: the ownership stage's tables, gateway, request_cohort, engine_requests, node_config.
 Writes: node_missing, read_provenance, order_alternatives, conflict_rooms, write_effects, exposure_segments,
 exposure_certain (temp), room_flags, room_requests, signature_responses, late_write_rule (temp),
-late_write_responses, missing_rooms, exposures, recipient_slots (temp), affected_responses, tier_reliability,
-gap_sources, possible_sources, content_matches, content_pairs (view), hazard_segments, hazards, accounts,
-coverage, evidence_damage; and the findings CSV files.
+late_write_responses, missing_rooms, exposures, recipient_slots (temp), affected_responses, tier_cases,
+tier_reliability, gap_sources, possible_sources, content_matches, content_pairs (view), hazard_segments,
+hazards, accounts, coverage, evidence_damage; and the findings CSV files.
 """
 
 from __future__ import annotations
@@ -145,6 +145,7 @@ STEPS = (
     source_likelihood,  # an allocator model replayed over the logs of the nodes without page telemetry
     "signature_status",  # ... which also says whether a signature response's pages had been written
     "affected_responses",
+    "tier_cases",  # each indeterminate tier's logs-only rule applied on the nodes with page telemetry
     "tier_reliability",  # each indeterminate tier's logs-only rule scored on the nodes with page telemetry
     "affected_times",  # when each counts as affected: the notices' and the report's one definition
     gap_sources,  # per lost seq gap on a node with page telemetry, every room a response after it could have read
