@@ -7,6 +7,7 @@ telemetry, every tier says that no reliability could be measured."""
 from __future__ import annotations
 
 import csv
+import json
 import shutil
 from pathlib import Path
 
@@ -17,8 +18,9 @@ from forensics.simulate import build_config, simulate
 from tests.support.analysis import Findings
 
 DARK = "decode-2"
-# (seed, page size, abort rate, late_clear_ms): late_clear 0 lets a late landing hit another request's pages
-CASES = [(2, 16, 0.15, 0), (3, 64, 0.2, 0), (4, 16, 0.1, 50)]
+# (seed, page size, abort rate, late_clear_ms, allocator): late_clear 0 lets a late landing hit another
+# request's pages, which the releases' deferred reuse keeps from happening and coalesce and lifo do not
+CASES = [(2, 16, 0.15, 0, None), (3, 64, 0.2, 0, None), (4, 16, 0.1, 50, None), (8, 64, 0.15, 0, "coalesce")]
 
 
 def _truth(sim: Path) -> dict[str, dict[str, str]]:
@@ -26,9 +28,9 @@ def _truth(sim: Path) -> dict[str, dict[str, str]]:
         return {r["request_id"]: r for r in csv.DictReader(f)}
 
 
-@pytest.fixture(scope="module", params=CASES, ids=lambda c: "seed{}-ps{}-abort{}-clear{}".format(*c))
+@pytest.fixture(scope="module", params=CASES, ids=lambda c: "seed{}-ps{}-abort{}-clear{}-{}".format(*c))
 def incident(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Findings]:
-    seed, page_size, abort_rate, late_clear = request.param
+    seed, page_size, abort_rate, late_clear, allocator = request.param
     sim = tmp_path_factory.mktemp("tiers") / "sim"
     cfg = build_config(
         "default",
@@ -39,6 +41,7 @@ def incident(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
         late_clear_ms=late_clear,
         no_telemetry=DARK,
         dark_aborts=True,
+        allocator=allocator,
     )
     simulate(sim, cfg)
     return sim, Findings(sim / "bundle")
@@ -75,6 +78,30 @@ def test_share_equals_the_truths_count(incident) -> None:
             assert f"{affected} of {cases} such response" in basis, tier
         else:
             assert share is None and basis.startswith("no reliability could be measured"), tier
+
+
+def test_recall_against_the_truth(incident) -> None:
+    """The late writes the truth has on the telemetry nodes, into responses other than placeholder ones, are
+    what page_affected counts; rule_found of them are late-write cases."""
+    sim, f = incident
+    truth = _truth(sim)
+    lit = {r[0] for r in f.rows("SELECT node FROM telemetry_nodes")}
+    with (sim / "truth" / "exposures.csv").open(newline="") as fh:
+        written = {
+            e["recipient_request_id"]
+            for e in csv.DictReader(fh)
+            if e["kind"] == "foreign_write"
+            and e["node"] in lit
+            and truth[e["recipient_request_id"]]["placeholder"] == "0"
+        }
+    late = {r[0] for r in f.rows("SELECT request_id FROM tier_cases WHERE tier = 'late_write'")}
+    page_affected, rule_found = f.rows(
+        "SELECT page_affected, rule_found FROM tier_reliability WHERE tier = 'late_write'"
+    )[0]
+    assert page_affected == len(written)
+    assert rule_found == len(written & late)
+    if json.loads((sim / "truth" / "summary.json").read_text())["exposure_pairs_by_kind"]["foreign_write"]:
+        assert written, "an incident with late writes must measure some on the telemetry nodes"
 
 
 def test_late_write_cases_follow_the_rule(incident) -> None:

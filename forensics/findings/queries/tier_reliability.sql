@@ -5,8 +5,8 @@
 -- (tier_cases: the responses each rule flags there, with their page verdict).
 -- A response the page events themselves leave indeterminate settles nothing and is not a case; one
 -- they show affected (confirmed, any kind) counts as affected. recall: of the responses the page
--- events confirm affected there by the tier's mechanism (foreign_write, stale), the share the rule
--- flags. indeterminate: the responses on the nodes without page telemetry the figure speaks for.
+-- events confirm affected there by the tier's mechanism (foreign_write into a response other than a
+-- placeholder one, stale), the share the rule flags. indeterminate: the responses on the nodes without page telemetry the figure speaks for.
 -- Where no decode node has page telemetry, or none had such a response, no reliability is measured and
 -- the sentence says so: never a share of 0 where nothing was counted.
 -- grain: tier; reads: tier_cases, exposures, affected_responses, signature_responses, node_config,
@@ -14,12 +14,14 @@
 CREATE OR REPLACE TABLE tier_reliability AS
 WITH lit AS (  -- the decode nodes with page telemetry: where page events settle what the logs suspect
     SELECT node FROM telemetry_nodes WHERE node IN (SELECT node FROM node_config WHERE role = 'decode')
-), proven AS (  -- the responses the page events confirm affected by each tier's mechanism
+), proven AS (  -- the responses the page events confirm affected by each tier's mechanism (a placeholder
+               -- response is the signature tier's, whatever wrote into it)
     SELECT DISTINCT CASE e.kind WHEN 'foreign_write' THEN 'late_write' ELSE 'signature' END AS tier,
            e.recipient_request_id AS request_id
     FROM exposures e
     WHERE e.status = 'confirmed' AND e.node IN (SELECT node FROM lit) AND e.recipient_request_id <> ''
-      AND e.kind IN ('foreign_write', 'stale')
+      AND (e.kind = 'stale' OR (e.kind = 'foreign_write' AND e.recipient_request_id NOT IN
+                                (SELECT request_id FROM tier_cases WHERE tier = 'signature')))
 ), tiers AS (
     SELECT * FROM (VALUES ('late_write', 'responses a late transfer may have written into'),
                           ('signature', 'responses the engine logs show decoded over a placeholder')) t(tier, what)
