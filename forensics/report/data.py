@@ -109,6 +109,8 @@ def reliability(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
     tiers = rows(con, "tier_reliability")
     out = {t["tier"]: t["basis"] for t in tiers}
     named = [f"{TIER_NAMES.get(t['tier'], t['tier'])}: {t['basis']}" for t in tiers if t["indeterminate"]]
+    if named and tiers[0]["logs_indeterminate"] > sum(t["indeterminate"] for t in tiers):
+        named.append(f"the others: {NO_RELIABILITY}")  # a signature missing a part: no tier measures it
     out["logs"] = "; ".join(named) or NO_RELIABILITY
     if tiers and tiers[0]["pages_indeterminate"]:
         named.append(f"responses with page records: {NO_RELIABILITY}")

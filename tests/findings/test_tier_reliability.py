@@ -54,6 +54,8 @@ def test_measured_on_the_telemetry_nodes_only(incident) -> None:
     for tier, measured_on in f.rows("SELECT tier, measured_on FROM tier_reliability"):
         assert measured_on and DARK not in measured_on.split(", "), tier
         assert set(measured_on.split(", ")) <= lit
+    calibrated = {r[0] for r in f.rows("SELECT node FROM calibration_rooms")}
+    assert calibrated <= lit
     nodes = {r[0] for r in f.rows("SELECT DISTINCT node FROM tier_cases")}
     assert nodes <= lit and DARK not in nodes
 
@@ -67,7 +69,7 @@ def test_share_equals_the_truths_count(incident) -> None:
         "SELECT tier, cases, affected, share, basis FROM tier_reliability ORDER BY tier"
     ):
         settled = f.con.execute(
-            "SELECT request_id, pages FROM tier_cases WHERE tier = ? AND pages <> 'indeterminate'", [tier]
+            "SELECT request_id, pages FROM tier_cases WHERE tier = ? AND counted AND pages <> 'indeterminate'", [tier]
         ).fetchall()
         assert len({r for r, _ in settled}) == cases, tier
         exposed = {r for r, _ in settled if truth[r]["exposed"] == "1"}
@@ -102,6 +104,19 @@ def test_recall_against_the_truth(incident) -> None:
     assert rule_found == len(written & late)
     if json.loads((sim / "truth" / "summary.json").read_text())["exposure_pairs_by_kind"]["foreign_write"]:
         assert written, "an incident with late writes must measure some on the telemetry nodes"
+
+
+def test_signature_cases_are_those_the_model_cannot_show_written(incident) -> None:
+    """A signature case is a placeholder response of a calibration node (truth: placeholder) whose pages not
+    every replay of the allocator model shows written over."""
+    sim, f = incident
+    truth = _truth(sim)
+    rows = f.rows("""SELECT t.request_id, t.counted, m.written_members, m.members FROM tier_cases t
+        LEFT JOIN gateway g ON g.request_id = t.request_id
+        LEFT JOIN calibration_rooms m ON m.node = t.node AND m.room = g.bootstrap_room WHERE t.tier = 'signature'""")
+    for rid, counted, written, members in rows:
+        assert truth[rid]["placeholder"] == "1", rid
+        assert counted == (written is not None and written < members), rid
 
 
 def test_late_write_cases_follow_the_rule(incident) -> None:
