@@ -4,8 +4,8 @@ Reads: the ownership stage's tables, gateway, request_cohort, engine_requests, n
 Writes: node_missing, read_provenance, order_alternatives, conflict_rooms, write_effects, exposure_segments,
 exposure_certain (temp), room_flags, room_requests, signature_responses, late_write_rule (temp),
 late_write_responses, missing_rooms, exposures, recipient_slots (temp), affected_responses, tier_cases,
-tier_reliability, gap_sources, possible_sources, content_matches, content_pairs (view), hazard_segments,
-hazards, accounts, coverage, evidence_damage; and the findings CSV files.
+tier_reliability, gap_sources, sender_sources, possible_sources, content_matches, content_pairs (view),
+hazard_segments, hazards, accounts, coverage, evidence_damage; and the findings CSV files.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from forensics.findings.gap_sources import gap_sources
 from forensics.findings.likelihood import source_likelihood
 from forensics.findings.possible import possible_reach
 from forensics.findings.rules import define_rules
+from forensics.findings.sender_sources import sender_sources
 from forensics.outputs import write_csv
 from forensics.ownership import release_scratch
 from forensics.ownership.kernels.envelope import envelope
@@ -149,6 +150,7 @@ STEPS = (
     "tier_reliability",  # each indeterminate tier's logs-only rule scored on the nodes with page telemetry
     "affected_times",  # when each counts as affected: the notices' and the report's one definition
     gap_sources,  # per lost seq gap on a node with page telemetry, every room a response after it could have read
+    sender_sources,  # per response on a receiver whose senders lost events, every room an unlogged transfer may be
     # every request whose KV a response without page evidence (or indeterminate after a gap) could have
     # attended, and those whose text its response echoes (where the gateway logs text)
     "possible_sources",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import gzip
 import tempfile
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
@@ -38,6 +39,17 @@ def _load(con: duckdb.DuckDBPyConnection, path: Path, table: str) -> None:
         f"auto_detect = false, parallel = false, max_line_size = {MAX_LINE}, strict_mode = false, "
         "null_padding = true, new_line = '\\n')"
     )
+
+
+def readable_chunks(f: InputFile, size: int = 1 << 20) -> Iterator[bytes]:
+    """The decompressed bytes of a file in chunks, up to where a cut or damaged stream breaks: a look at
+    its head or a count of its lines must not stop the run (the loader records the break as damage)."""
+    try:
+        with open_bytes(f) as fh:
+            while chunk := fh.read(size):
+                yield chunk
+    except (EOFError, OSError, zlib.error):  # gzip.BadGzipFile is an OSError
+        return
 
 
 CHUNK = 1 << 16  # compressed bytes fed at a time: a break is placed within this many bytes

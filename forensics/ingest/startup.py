@@ -47,16 +47,18 @@ def _head(f: InputFile) -> list[str]:
         return [
             s.raw.decode("utf-8", errors="replace") for s in islice(shippers.unwrap(f.path, f.format), DETECT_SHIPPED)
         ]
-    with rawtext.open_bytes(f) as fh:
-        data = fh.read(DETECT_BYTES)
-    return data.decode("utf-8", errors="replace").splitlines()
+    data = bytearray()
+    for chunk in rawtext.readable_chunks(f, 1 << 16):
+        data += chunk
+        if len(data) >= DETECT_BYTES:
+            break
+    return bytes(data[:DETECT_BYTES]).decode("utf-8", errors="replace").splitlines()
 
 
 def _line_count(f: InputFile) -> int:
     n, last = 0, b"\n"
-    with rawtext.open_bytes(f) as fh:
-        while chunk := fh.read(1 << 20):
-            n, last = n + chunk.count(b"\n"), chunk[-1:]
+    for chunk in rawtext.readable_chunks(f):
+        n, last = n + chunk.count(b"\n"), chunk[-1:]
     return n + (last != b"\n")
 
 

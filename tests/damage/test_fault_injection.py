@@ -1,0 +1,95 @@
+"""#47's fault-injection suite: every damage kind of tests.support.damage on simulated incidents (seeds,
+page sizes 1 / 16 / 64, with and without page telemetry, the gateway formats of the registry), each
+damaged copy investigated as a user would (the CLI's stdout, report.md, incident.duckdb) and held to the
+simulator's truth:
+- no confirmed response that the truth calls unexposed;
+- every truly exposed response listed (confirmed or indeterminate), by request id, engine rid or room;
+- every true (recipient, source) pair among the exposures or the possible sources;
+- the damaged input named on the command line and in part 1 (before "## 1.");
+- duplicates and reordering: findings byte-identical to the undamaged run's.
+The first incidents run always; the rest are marked slow. `python -m tests.damage.matrix` prints the
+same checks as counts, damage kind x incident."""
+
+from __future__ import annotations
+
+import filecmp
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.support.damage import KINDS, apply
+from tests.support.faultcheck import FAST, INCIDENTS, SLOW, Run, Truth, damaged_run, investigate, measure, simulated
+
+CASES = [pytest.param(i.name, k, id=f"{i.name}-{k}") for i in FAST for k in KINDS] + [
+    pytest.param(i.name, k, id=f"{i.name}-{k}", marks=pytest.mark.slow) for i in SLOW for k in KINDS
+]
+
+
+@pytest.fixture(scope="module")
+def incidents(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, Run]]:
+    """Each incident simulated and investigated undamaged once per module (per xdist worker)."""
+    root = tmp_path_factory.mktemp("faults")
+
+    class Lazy(dict):  # type: ignore[type-arg]
+        def __missing__(self, name: str) -> tuple[Path, Run]:
+            sim = simulated(INCIDENTS[name], root / "sims")
+            clean = investigate(sim / "bundle", root / name / "clean-out")
+            self[name] = (sim, clean)
+            return self[name]
+
+    return Lazy()
+
+
+@pytest.mark.parametrize(("incident", "kind"), CASES)
+def test_damaged_evidence_keeps_the_disclosure_true(
+    incidents: dict[str, tuple[Path, Run]], tmp_path: Path, incident: str, kind: str
+) -> None:
+    sim, clean = incidents[incident]
+    assert clean.exit_code == 0, clean.error
+    f = damaged_run(sim, kind, INCIDENTS[incident].seed, tmp_path, clean)
+    assert f.exposed_total and f.pairs_total, "the incident must expose something for the checks to mean anything"
+    assert not f.failures(), f"{f.damage}:\n" + "\n".join(f.failures())
+
+
+@pytest.mark.parametrize("name", [i.name for i in FAST])
+def test_the_undamaged_incident_holds(incidents: dict[str, tuple[Path, Run]], name: str) -> None:
+    """The control: without damage the truth's properties hold, so a failure above is the damage's."""
+    from tests.support.damage import Damage
+
+    sim, clean = incidents[name]
+    f = measure(Truth(sim), Damage("none", "-", "-", "no damage"), clean, None)
+    assert f.exposed_total and f.pairs_total
+    assert not (f.error or f.false_confirmed or f.exposed_missing or f.pairs_missing), f.failures()
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_damage_is_seeded_and_true_to_its_record(tmp_path: Path, kind: str) -> None:
+    """The same seed damages the same bytes; another seed may not; the record's input is what changed."""
+    sim = simulated(FAST[0], tmp_path / "sims")
+    copies = []
+    for n in range(2):
+        b = tmp_path / f"b{n}"
+        shutil.copytree(sim / "bundle", b)
+        copies.append((b, apply(kind, b, 3)))
+    (a, da), (b, db) = copies
+    assert da == db
+    cmp = filecmp.dircmp(a, b)
+    assert not _differs(cmp), f"seed 3 twice gave different bundles: {_differs(cmp)}"
+    orig = sim / "bundle"
+    changed = _differs(filecmp.dircmp(orig, a))
+    if da.named:
+        assert any(p.startswith(da.input) for p in changed), changed
+    else:
+        assert not (a / da.input).exists() and changed
+    if da.invariant:
+        assert da.records_lost is None
+    else:
+        assert da.records_lost, "a damage that loses records says how many"
+
+
+def _differs(cmp: filecmp.dircmp, base: str = "") -> list[str]:  # type: ignore[type-arg]
+    out = [base + n for n in cmp.left_only + cmp.right_only + cmp.diff_files]
+    for name, sub in cmp.subdirs.items():
+        out += _differs(sub, f"{base}{name}/")
+    return out
