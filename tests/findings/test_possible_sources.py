@@ -69,7 +69,7 @@ def hand_made_node() -> duckdb.DuckDBPyConnection:
     """The tables above, with the findings' steps up to the possible sources run over them."""
     con = connect(":memory:")
     _tables(con)
-    for step in ("dark_rooms", "node_lifecycle", "late_write_responses"):
+    for step in ("dark_rooms", "node_lifecycle", "late_write_rule", "late_write_responses"):
         run_query(con, "findings", step)
     source_likelihood(con)
     define_rules(con)
