@@ -27,6 +27,7 @@ from forensics.errors import InputError
 from forensics.findings import OUTPUTS, compute_findings, possible_pairs_plan, write_findings
 from forensics.findings import headline as findings_headline
 from forensics.findings import source_tier as findings_source_tier
+from forensics.findings import tier_reliability as findings_tier_reliability
 from forensics.findings.damage import damage_line, damage_rows, lost_phrase
 from forensics.ingest import copy_in_place, in_place_note, ingest_gateway, ingest_into, node_summary
 from forensics.ingest.gateway import gateway_join_summary
@@ -97,6 +98,8 @@ class InvestigationResult:
     self_contained: bool = False
     execution: NodeRun | None = None  # what the per-node work ran (forensics.ownership.execution.nodes)
     source_tiers: dict[str, Any] | None = None  # what the evidence measured of the likely subset (source_tier)
+    # what the page evidence measured of each indeterminate tier without it (tier_reliability)
+    tier_reliability: list[dict[str, Any]] = field(default_factory=list)
     possible_pairs: dict[str, Any] | None = None  # the possible pairs counted, and whether their CSV was written
     threads: int | None = None  # the run's own DuckDB threads: ingest, findings and the allocator model's walks
     damage: list[dict[str, Any]] = field(default_factory=list)  # evidence_damage's rows (forensics.findings.damage)
@@ -150,6 +153,7 @@ class InvestigationResult:
                 "rows": self.counts,
                 "per_node_tasks": self.tasks,
                 "source_tiers": self.source_tiers,
+                "tier_reliability": self.tier_reliability,
                 "possible_pairs": self.possible_pairs,
                 "self_contained": self.self_contained,
                 "threads": self.threads,
@@ -417,6 +421,7 @@ def _investigate(
         headline = findings_headline(con)
         damage = damage_rows(con)
         tiers = findings_source_tier(con)
+        reliability = findings_tier_reliability(con)
         warnings = [r[0] for r in con.execute("SELECT message FROM cohort_warnings ORDER BY rule").fetchall()]
         from forensics.report import render_report
 
@@ -477,6 +482,7 @@ def _investigate(
         headline,
         tasks,
         source_tiers=tiers,
+        tier_reliability=reliability,
         possible_pairs=plan,
         execution=ran,
         threads=run_threads,

@@ -2,10 +2,11 @@
 
 Reads: the ownership stage's tables, gateway, request_cohort, engine_requests, node_config.
 Writes: node_missing, read_provenance, order_alternatives, conflict_rooms, write_effects, exposure_segments,
-exposure_certain (temp), room_flags, room_requests, signature_responses, missing_rooms, exposures,
-recipient_slots (temp), affected_responses, gap_sources, possible_sources, content_matches, content_pairs (view),
-hazard_segments, hazards, accounts, coverage, evidence_damage; and the
-findings CSV files.
+exposure_certain (temp), room_flags, log_outages, outage_responses, room_requests, signature_responses,
+late_write_rule (temp), late_write_responses, missing_rooms, exposures, recipient_slots (temp),
+affected_responses, tier_cases, tier_reliability, gap_sources, sender_sources, possible_sources,
+content_matches, content_pairs (view), hazard_segments, hazards, accounts, coverage, evidence_damage; and
+the findings CSV files.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from forensics.findings.gap_sources import gap_sources
 from forensics.findings.likelihood import source_likelihood
 from forensics.findings.possible import possible_reach
 from forensics.findings.rules import define_rules
+from forensics.findings.sender_sources import sender_sources
 from forensics.outputs import write_csv
 from forensics.ownership import release_scratch
 from forensics.ownership.kernels.envelope import envelope
@@ -131,11 +133,14 @@ STEPS = (
     "exposure_certain",
     "room_flags",
     node_missing,
+    "log_outages",  # times a node logged nothing while the gateway routed it requests it never names
+    "outage_responses",  # ... and the responses whose evidence they may have taken
     "room_requests",
     release_scratch,  # node_own_rooms' readers (node_missing, room_requests) are done: ownership drops it
     "dark_rooms",  # what the engine logs say per room on nodes without page telemetry
     "node_lifecycle",  # ... and each room's lifecycle on each decode node, from its logs
     "signature_responses",
+    "late_write_rule",  # the late-write rule from the logs alone, on every decode node
     "late_write_responses",  # responses a late transfer may have written into, on those nodes
     "missing_rooms",
     "exposures",
@@ -144,8 +149,11 @@ STEPS = (
     source_likelihood,  # an allocator model replayed over the logs of the nodes without page telemetry
     "signature_status",  # ... which also says whether a signature response's pages had been written
     "affected_responses",
+    "tier_cases",  # each indeterminate tier's logs-only rule applied on the nodes with page telemetry
+    "tier_reliability",  # each indeterminate tier's logs-only rule scored on the nodes with page telemetry
     "affected_times",  # when each counts as affected: the notices' and the report's one definition
     gap_sources,  # per lost seq gap on a node with page telemetry, every room a response after it could have read
+    sender_sources,  # per response on a receiver whose senders lost events, every room an unlogged transfer may be
     # every request whose KV a response without page evidence (or indeterminate after a gap) could have
     # attended, and those whose text its response echoes (where the gateway logs text)
     "possible_sources",
@@ -210,6 +218,14 @@ def source_tier(con: duckdb.DuckDBPyConnection) -> dict[str, object]:
     cur = con.execute("SELECT * FROM source_tier")
     names = [d[0] for d in cur.description]
     return dict(zip(names, cur.fetchone() or [None] * len(names), strict=True))
+
+
+def tier_reliability(con: duckdb.DuckDBPyConnection) -> list[dict[str, object]]:
+    """Each indeterminate tier of responses without page evidence with what the page evidence measured of
+    it (the tier_reliability table): --json's tier_reliability."""
+    cur = con.execute("SELECT * FROM tier_reliability ORDER BY tier")
+    names = [d[0] for d in cur.description]
+    return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
 
 
 def headline(con: duckdb.DuckDBPyConnection) -> dict[str, int]:

@@ -7,7 +7,7 @@ prior); and the tier: whether the likely subset's measured precision lets the he
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import duckdb
 import numpy as np
@@ -43,11 +43,13 @@ def _isotonic(rate: np.ndarray, weight: np.ndarray) -> np.ndarray:
 @dataclass
 class Calibration:
     """The walk scored against page evidence, per calibration node: per hit count 0..MEMBERS, the true
-    pairs and the candidate pairs."""
+    pairs and the candidate pairs; and per room, how many replays put another room's KV in its pages
+    (written: rooms, counts), which tier_reliability scores the signature's pool check by."""
 
     nodes: list[str]
     true: dict[str, np.ndarray]
     total: dict[str, np.ndarray]
+    written: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
 
     def counts(self, nodes: list[str] | None = None) -> tuple[np.ndarray, np.ndarray]:
         pick = self.nodes if nodes is None else nodes
@@ -160,4 +162,5 @@ def calibrate(
         total_b[0] += max(candidates - len(keys), 0)
         cal.nodes.append(node)
         cal.true[node], cal.total[node] = true_b, total_b
+        cal.written[node] = (lc.room, w.covered)
     return cal

@@ -21,6 +21,8 @@ DAMAGE_KINDS = (
     "damage_stream_cut",  # compressed streams cut short, with the records they lost estimated
     "damage_seq_gaps",  # page events lost in a node's seq gaps
     "damage_rejected",  # rows rejected, per file
+    "damage_outages",  # a node's logs silent while the gateway routed it requests (log_outages)
+    "damage_duplicates",  # lines delivered twice or out of order, per file (ingest's input_duplicates)
     "damage_gateway_gap",  # rooms the engines served without a gateway record: a gateway file missing or cut
 )
 # What makes rooms without a gateway record a gap (damage_gateway_gap.sql): a run of at least 12 such

@@ -24,7 +24,8 @@ page allocator, replayed over the request lifecycle its logs give (forensics.own
 
 The walk is forensics.findings.allocator_walk, the calibration and the tier forensics.findings.calibration.
 Reads node_lifecycle (node_lifecycle.sql). Writes: source_likelihood (node, recipient_room, source_room, hits),
-likelihood_map (node, hits, likelihood), model_rooms (node, room), allocator_model (one row per node),
+likelihood_map (node, hits, likelihood), model_rooms (node, room), calibration_rooms (node, room: the
+replays on the calibration nodes, for tier_reliability), allocator_model (one row per node),
 source_tier (one row: what the evidence measured of the likely subset), and the macros likely_tier()
 (whether the likely subset is printed) and is_likely(likelihood): the likely subset.
 """
@@ -155,13 +156,25 @@ def source_likelihood(con: duckdb.DuckDBPyConnection) -> None:
         }
     )
     runs = pa.table({k: pa.array(v, type=i64 if k in ("members", "pool_tokens") else s) for k, v in model.items()})
+    calibrated = table(
+        {
+            "node": [np.full(len(r), n, dtype=object) for n, (r, _) in sorted(cal.written.items())],
+            "room": [r for _, (r, _) in sorted(cal.written.items())],
+            "written_members": [c for _, (_, c) in sorted(cal.written.items())],
+        },
+        {"node": s, "room": i64, "written_members": i64},
+    )
     with (
         arrow_view(con, "likelihood_pairs", found),
         arrow_view(con, "likelihood_rooms", replayed),
         arrow_view(con, "likelihood_rates", rate),
         arrow_view(con, "likelihood_model", runs),
         arrow_view(con, "likelihood_tier", tiers),
+        arrow_view(con, "likelihood_calibrated", calibrated),
     ):
+        con.execute(
+            f"CREATE OR REPLACE TABLE calibration_rooms AS SELECT *, {MEMBERS} AS members FROM likelihood_calibrated"
+        )
         con.execute("CREATE OR REPLACE TABLE source_likelihood AS SELECT * FROM likelihood_pairs")
         con.execute("CREATE OR REPLACE TABLE model_rooms AS SELECT * FROM likelihood_rooms")
         con.execute("""CREATE OR REPLACE TABLE likelihood_map AS

@@ -1,7 +1,7 @@
 """Ingest stage: every evidence file of a bundle into typed DuckDB tables, with row accounting.
 
 Reads: the bundle. Writes: files, rejected, gateway, page_events, engine_lines, engine_requests,
-node_config (see ingest/queries/schema/), the temp table seq_jumps (every jump in a node's seq, for
+node_config (see ingest/queries/schema/), input_duplicates, the temp table seq_jumps (every jump in a node's seq, for
 the ownership stage's seq_gaps: forensics.ingest.seqs), and returns the manifest's input entries.
 """
 
@@ -52,6 +52,15 @@ def _reject_impossible_events(con: duckdb.DuckDBPyConnection, parquet: InPlace) 
         moved += con.execute(f"SELECT file_id, count(*) FROM {table} GROUP BY 1 ORDER BY 1").fetchall()
         con.execute(f"DROP TABLE {table}")
     return moved
+
+
+def _drop_engine_copies(con: duckdb.DuckDBPyConnection, by_id: dict[int, InputFile]) -> None:
+    """Engine request lines delivered twice: the copies (engine_dups, ingest/queries/engine_duplicates.sql)
+    leave engine_requests and count as read, not loaded; input_duplicates counts them per file."""
+    run_query(con, "ingest", "engine_duplicates")
+    for fid, n in con.execute("SELECT file_id, count(DISTINCT line) FROM engine_dups GROUP BY 1 ORDER BY 1").fetchall():
+        by_id[fid].rows_loaded -= n
+    con.execute("DELETE FROM engine_requests e USING engine_dups d WHERE e.file_id = d.file_id AND e.line = d.line")
 
 
 def _beyond_pool(con: duckdb.DuckDBPyConnection) -> None:
@@ -155,9 +164,11 @@ def ingest_into(
     with timed("ingest/audit"):
         store_audit(con, bundle)
     store_shipped(con, shipped)
+    by_id = {f.file_id: f for f in files}
+    with timed("ingest/engine_duplicates"):
+        _drop_engine_copies(con, by_id)
     define_gateway(con, gateway_files)
     define_page_events(con, parquet)
-    by_id = {f.file_id: f for f in files}
     gateway_paths = {f.file_id: f.rel for f in files if f.source == "gateway"}
     with timed("ingest/gateway_repeats"):
         repeats = reject_repeated_records(con, gateway_files, gateway_paths)
@@ -195,6 +206,9 @@ def ingest_into(
         ],
     )
     store_input_damage(con, files)
+    with timed("ingest/input_duplicates"):  # lines delivered twice or out of order, per file
+        run_query(con, "ingest", "input_duplicates")
+    con.execute("DROP TABLE engine_dups")
     return files, config
 
 

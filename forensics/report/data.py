@@ -91,12 +91,31 @@ def _clocks(config: BundleConfig, window: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-# what an indeterminate tier of affected responses says of its reliability: nothing in a bundle yet
-# measures how often a response the evidence cannot decide was truly affected (the possible sources'
-# likely and content tiers are measured: source_tier, content_tier), and silence would read as certainty
+# what an indeterminate response says of its reliability where no tier measures it (the indeterminate
+# tiers without page evidence are measured where the bundle allows: tier_reliability), since silence
+# would read as certainty
 NO_RELIABILITY = (
     "no reliability could be measured: nothing in this evidence settles how often such a response was affected"
 )
+# how the combined sentence names each tier of responses without page evidence
+TIER_NAMES = {"late_write": "late writes", "signature": "placeholder signatures"}
+
+
+def reliability(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
+    """Per indeterminate tier (late_write, signature) its measured reliability as one sentence
+    (tier_reliability.basis); under "logs" the sentence for the responses the engine logs alone leave
+    indeterminate (each tier that has such responses, named; NO_RELIABILITY where none has); under "all"
+    that of every indeterminate response: the tiers, and NO_RELIABILITY for those with page evidence."""
+    tiers = rows(con, "tier_reliability")
+    out = {t["tier"]: t["basis"] for t in tiers}
+    named = [f"{TIER_NAMES.get(t['tier'], t['tier'])}: {t['basis']}" for t in tiers if t["indeterminate"]]
+    if named and tiers[0]["logs_indeterminate"] > sum(t["indeterminate"] for t in tiers):
+        named.append(f"the others: {NO_RELIABILITY}")  # a signature missing a part: no tier measures it
+    out["logs"] = "; ".join(named) or NO_RELIABILITY
+    if tiers and tiers[0]["pages_indeterminate"]:
+        named.append(f"responses with page records: {NO_RELIABILITY}")
+    out["all"] = "; ".join(named) or NO_RELIABILITY
+    return out
 
 
 def _mechanism_counts(mechanisms: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
@@ -226,7 +245,7 @@ def _summary(con: duckdb.DuckDBPyConnection, ctx: dict[str, Any], config: Bundle
     ctx.update(
         mechanisms={m: [r for r in mechanisms if r["mechanism"] == m] for m in ("stale", "foreign_write")},
         mechanism_counts=_mechanism_counts(mechanisms),
-        no_reliability=NO_RELIABILITY,
+        reliability=reliability(con),
         charts={
             "daily": rows(con, "timeline_cohorts", bucket="day"),
             "hourly": rows(con, "timeline_cohorts", bucket="hour"),

@@ -171,7 +171,7 @@ def store_incident(con: duckdb.DuckDBPyConnection, ctx: dict[str, Any], disclosu
         "contact": ctx["contact"],
         "first_customer_at": k["first_customer_at"],
         "first_customer_confirmed_at": k["first_customer_confirmed_at"],
-        "indeterminate_reliability": ctx["no_reliability"],
+        "indeterminate_reliability": ctx["reliability"]["all"],
         "last_customer_at": k["last_customer_at"],
         "discovered_at": k["discovered_at"],
         "advice": str(disclosure.get("advice", "")),

@@ -56,7 +56,11 @@ def _tables(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(
         "CREATE TABLE gap_sources (node VARCHAR, gap_seq BIGINT, room BIGINT, holder BOOLEAN, in_flight BOOLEAN)"
     )
+    con.execute("CREATE TABLE sender_sources (node VARCHAR, recipient_room BIGINT, source_room BIGINT)")
     con.execute("CREATE TABLE page_events (node VARCHAR, seq BIGINT, room BIGINT)")
+    # every room here is named by a gateway record: no room lists candidate accounts
+    con.execute("""CREATE TABLE room_candidates (room BIGINT, node VARCHAR, request_id VARCHAR, account_id VARCHAR,
+        basis VARCHAR, candidates BIGINT)""")
     con.execute("""CREATE TABLE signature_responses AS
         SELECT 'R' AS request_id, 'acct-r' AS account_id, 'customer' AS cohort, 'd0' AS node, 1::BIGINT AS room""")
 
@@ -65,7 +69,7 @@ def hand_made_node() -> duckdb.DuckDBPyConnection:
     """The tables above, with the findings' steps up to the possible sources run over them."""
     con = connect(":memory:")
     _tables(con)
-    for step in ("dark_rooms", "node_lifecycle", "late_write_responses"):
+    for step in ("dark_rooms", "node_lifecycle", "late_write_rule", "late_write_responses"):
         run_query(con, "findings", step)
     source_likelihood(con)
     define_rules(con)

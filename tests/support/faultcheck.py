@@ -25,6 +25,7 @@ to read, is a failure of the run.
 from __future__ import annotations
 
 import csv
+import io
 import json
 import re
 import shutil
@@ -188,8 +189,18 @@ def part1(out: Path) -> str:
     return _MD_ESCAPE.sub(r"\1", text.split("\n## 1.", 1)[0])
 
 
+# outputs that cite a gateway record by its place in its file (file, row): a reordered file moves the
+# place, not the finding, so they are compared without the row and in sorted order
+LOCATED_OUTPUTS = {"gateway_join.csv"}
+
+
 def findings_files(out: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted(out.glob("*.csv")) if p.name not in DAMAGE_OUTPUTS}
+    files = {p.name: p.read_bytes() for p in sorted(out.glob("*.csv")) if p.name not in DAMAGE_OUTPUTS}
+    for name in LOCATED_OUTPUTS & files.keys():
+        rows = list(csv.reader(io.StringIO(files[name].decode())))
+        keep = [i for i, col in enumerate(rows[0]) if col != "row"] if rows else []
+        files[name] = "\n".join(sorted(",".join(r[i] for i in keep) for r in rows[1:])).encode()
+    return files
 
 
 def sound_refusal(damage: Damage, run: Run, bundle: Path | None) -> bool:

@@ -7,8 +7,10 @@
 -- A response the page events show exposed whose room no gateway record names (the record missing,
 -- rejected, or unjoined) is still reported: its request id is then the rid the decode node logged for
 -- the room (else "room:<room>"), its account empty (unknown) and its reason says so.
+-- A response served in a log outage (outage_responses) is indeterminate with that reason, unless its
+-- exposure is confirmed; a signature response keeps its own status and carries the reason.
 -- grain: request_id; reads: exposures, recipient_slots, room_requests, room_flags, missing_rooms,
---        signature_responses, late_write_responses, engine_requests; params: none
+--        outage_responses, signature_responses, late_write_responses, engine_requests; params: none
 CREATE OR REPLACE TABLE affected_responses AS
 WITH seg AS (  -- distinct slots per recipient, whatever their source (recipient_slots: the union of its
                -- ranges on each node)
@@ -29,9 +31,13 @@ WITH seg AS (  -- distinct slots per recipient, whatever their source (recipient
     SELECT rr.request_id, string_agg(DISTINCT f.node || ': ' || f.reason, '; ' ORDER BY f.node || ': ' || f.reason) AS reason
     FROM room_flags f JOIN room_requests rr ON rr.node = f.node AND rr.room = f.room
     GROUP BY 1
-), missing AS (
-    SELECT request_id, string_agg(DISTINCT node || ': no page events for this request on a node with telemetry', '; ') AS reason
-    FROM missing_rooms GROUP BY 1
+), missing AS (  -- no page events of its own on a node with telemetry; or served in a log outage
+    SELECT request_id, string_agg(DISTINCT reason, '; ' ORDER BY reason) AS reason FROM (
+        SELECT request_id, node || ': no page events for this request on a node with telemetry' AS reason
+        FROM missing_rooms
+        UNION ALL
+        SELECT request_id, node || ': ' || reason FROM outage_responses
+    ) GROUP BY 1
 ), page_based AS (
     SELECT request_id,
            CASE WHEN x.status = 'confirmed' THEN 'confirmed' ELSE 'indeterminate' END AS status,

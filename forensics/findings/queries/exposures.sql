@@ -5,8 +5,11 @@
 -- recipient_candidate_accounts: where no gateway record names the room, the accounts of the records it may
 -- be (room_candidates: the gateway join's assignment left it open), ';'-separated; any of them may be the
 -- room's, so each is named (and notified: account_requests).
+-- A pair first seen inside an outage of its node's page events (log_outages) is indeterminate, none of
+-- its slots confirmed: the node's frees and allocations of that time are lost, so a landing there may
+-- have met pages their holder had already given back.
 -- grain: recipient, source, node, kind; reads: exposure_segments, exposure_certain, room_requests,
---        room_candidates; params: none
+--        room_candidates, log_outages; params: none
 CREATE OR REPLACE TABLE exposures AS
 WITH room_candidate_accounts AS (
     SELECT room, string_agg(DISTINCT account_id, ';' ORDER BY account_id) AS accounts
@@ -16,18 +19,24 @@ WITH room_candidate_accounts AS (
     SELECT node, recipient_room, source_room, kind, sum(seg_end - seg_start) AS slots, bool_or(certain) AS certain,
            bool_and(all_certain) AS all_certain, min(first_ts) AS first_ts
     FROM exposure_segments GROUP BY node, recipient_room, source_room, kind
+), lost AS (  -- the pairs first seen while their node's page events have an outage
+    SELECT DISTINCT e.node, e.recipient_room, e.source_room, e.kind FROM e
+    JOIN log_outages o ON o.node = e.node AND o.source = 'pages' AND e.first_ts BETWEEN o.gap_from AND o.gap_to
 )
 SELECT coalesce(rr.request_id, '') AS recipient_request_id, coalesce(sr.request_id, '') AS source_request_id,
        rr.account_id AS recipient_account_id, sr.account_id AS source_account_id, e.node, e.kind,
-       e.slots::BIGINT AS slots, CASE WHEN e.certain THEN 'confirmed' ELSE 'indeterminate' END AS status,
+       e.slots::BIGINT AS slots,
+       CASE WHEN e.certain AND l.node IS NULL THEN 'confirmed' ELSE 'indeterminate' END AS status,
        e.first_ts AS first_exposed_at,
        e.recipient_room, e.source_room, rr.cohort AS recipient_cohort, sr.cohort AS source_cohort,
-       CASE WHEN e.all_certain THEN e.slots ELSE coalesce(c.slots, 0) END::BIGINT AS slots_confirmed,
+       CASE WHEN l.node IS NOT NULL THEN 0 WHEN e.all_certain THEN e.slots ELSE coalesce(c.slots, 0) END::BIGINT
+           AS slots_confirmed,
        cross_account(rr.account_id, sr.account_id) AS cross_account,
        CASE WHEN sr.request_id IS NULL THEN sc.accounts END AS source_candidate_accounts,
        CASE WHEN rr.request_id IS NULL THEN rc.accounts END AS recipient_candidate_accounts
 FROM e
 LEFT JOIN exposure_certain c USING (node, recipient_room, source_room, kind)
+LEFT JOIN lost l USING (node, recipient_room, source_room, kind)
 LEFT JOIN (SELECT DISTINCT node, room, request_id, account_id, cohort FROM room_requests) rr  -- a record logged
        ON rr.node = e.node AND rr.room = e.recipient_room                    -- twice counts once
 LEFT JOIN (SELECT DISTINCT ON (room) room, request_id, account_id, cohort FROM room_requests ORDER BY room, request_id) sr

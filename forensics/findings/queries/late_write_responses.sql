@@ -1,34 +1,21 @@
 -- Responses on a decode node without page telemetry that a late transfer may have written into (the
--- second leak path): an aborted room gave its pages back at its decode transfer failure, and its
--- transfer may land after that, in pages another request holds by then. Every delivered response of
--- that node holding pages while the landing may have happened (pre-allocated before its latest
--- moment, decode ended after its earliest) may have received it. Which pages it hit the logs cannot
--- say, so such a response is indeterminate and the aborted room one of its possible sources.
--- The landing, on the decode node's clock: node_lifecycle's [t_land_lo, t_land_hi], never before the
--- abort; unknown (no prefill line names the room): from the abort on, without end. A response held
--- pages from its pre-allocation (at the earliest its estimate less its three durations' rounding: the
--- macro alloc_rounding, forensics.engines.sglang) to its decode end (at the latest its line's time plus
--- the line's resolution).
--- grain: recipient request, aborted room; reads: node_lifecycle, dark_rooms, gateway, request_cohort,
+-- second leak path): the rooms late_write_rule flags there, delivered. Which pages a late transfer hit
+-- the logs cannot say, so such a response is indeterminate and the aborted room one of its possible
+-- sources.
+-- grain: recipient request, aborted room; reads: late_write_rule, dark_rooms, gateway, request_cohort,
 --        telemetry_nodes, replay_window; params: none
 CREATE OR REPLACE TABLE late_write_responses AS
-WITH landing AS (
-    SELECT node, room AS source_room, t_free,
-           greatest(t_free, coalesce(t_land_lo, t_free)) AS lo, coalesce(t_land_hi, 'infinity'::DOUBLE) AS hi
-    FROM node_lifecycle
-    WHERE aborted AND node NOT IN (SELECT node FROM telemetry_nodes)
-), hit AS (
-    SELECT l.node, v.room, l.source_room, isinf(l.hi) AS open_ended,
-           strftime(make_timestamp((l.lo * 1e6)::BIGINT), '%Y-%m-%dT%H:%M:%S.%gZ') AS lo_text,
-           strftime(make_timestamp((least(l.hi, 1e11) * 1e6)::BIGINT), '%Y-%m-%dT%H:%M:%S.%gZ') AS hi_text,
-           make_timestamp((l.lo * 1e6)::BIGINT) AS lo_ts
-    FROM landing l JOIN node_lifecycle v ON v.node = l.node AND NOT v.aborted AND v.room <> l.source_room
-    WHERE l.hi >= l.t_free AND v.t_alloc - alloc_rounding() <= l.hi AND v.t_end + v.res >= l.lo
+WITH hit AS (
+    SELECT node, room, source_room, isinf(hi) AS open_ended,
+           strftime(make_timestamp((lo * 1e6)::BIGINT), '%Y-%m-%dT%H:%M:%S.%gZ') AS lo_text,
+           strftime(make_timestamp((least(hi, 1e11) * 1e6)::BIGINT), '%Y-%m-%dT%H:%M:%S.%gZ') AS hi_text,
+           make_timestamp((lo * 1e6)::BIGINT) AS lo_ts
+    FROM late_write_rule WHERE node NOT IN (SELECT node FROM telemetry_nodes)
 ), senders AS (  -- the aborted rooms' gateway records on that node
     SELECT DISTINCT g.decode_node AS node, g.bootstrap_room AS room, g.request_id, g.account_id,
            coalesce(c.cohort, 'customer') AS cohort
     FROM gateway g LEFT JOIN request_cohort c ON c.file_id = g.file_id AND c.row = g.row
-    WHERE g.bootstrap_room IN (SELECT source_room FROM landing)
+    WHERE g.bootstrap_room IN (SELECT source_room FROM hit)
 )
 SELECT DISTINCT g.request_id, g.account_id, coalesce(c.cohort, 'customer') AS cohort, h.node, g.prefill_node, h.room,
        g.status AS http_status, g.completion_tokens, g.ts, h.source_room, s.request_id AS source_request_id,

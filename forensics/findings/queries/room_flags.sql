@@ -24,12 +24,13 @@ SELECT DISTINCT node, room, reason FROM (
     JOIN seq_gaps g ON g.node = s.node AND g.kind = 'lost'
     WHERE (s.allocs = 0 AND s.first_seq >= g.next_seq) OR (s.frees = 0 AND s.last_seq <= g.prev_seq)
     UNION ALL
-    -- reads with no transfer of their own while a sender lost events
+    -- reads with no transfer of their own while a sender lost events (reads its own writes covered,
+    -- which have no read_provenance rows, found no one else's data whatever a transfer did)
     SELECT node, room, CASE WHEN (SELECT since FROM replay_window) IS NULL
                             THEN 'no transfer of its own was logged and a sending node lost events or kept no page records'
                             ELSE 'no transfer of its own was logged: a sending node lost events, kept no page records, or sent it before the replay window (--since)' END
     FROM gap_rooms g WHERE NOT EXISTS (SELECT 1 FROM transfer_links t WHERE t.receiver = g.node AND t.room = g.room)
-      AND EXISTS (SELECT 1 FROM page_events p WHERE p.node = g.node AND p.room = g.room AND p.op = 'read')
+      AND EXISTS (SELECT 1 FROM read_provenance r WHERE r.node = g.node AND r.room = g.room AND r.op = 'read')
     UNION ALL
     -- read slots whose last write is not known since a gap
     SELECT r.node, r.room,

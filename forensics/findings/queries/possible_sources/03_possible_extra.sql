@@ -6,10 +6,14 @@
 --     whose room on the node is flagged (room_flags) or has no page events there (missing_rooms), with
 --     every source of each lost gap before its last event (gap_sources: the gap's holders and the rooms in
 --     flight across it), but those the page events already pair with it (exposures). A response without
---     a gateway record keeps its key (the rid) and its room; a source without one, its room.
+--     a gateway record keeps its key (the rid) and its room; a source without one, its room;
+--   - the sender pairs, on receivers whose senders lost page events or kept none: each indeterminate
+--     affected response (a confirmed one too) with every room whose unlogged transfer may hold what it
+--     read (sender_sources), but
+--     those the page events already pair with it (exposures).
 -- grain: recipient request, source request (or room), node; reads: late_write_responses, signature_responses,
---        affected_responses, room_requests, missing_rooms, room_flags, gap_sources, page_events, seq_gaps,
---        exposures, gateway; params: none
+--        affected_responses, room_requests, missing_rooms, room_flags, gap_sources, sender_sources, page_events,
+--        seq_gaps, exposures, gateway; params: none
 CREATE OR REPLACE TABLE possible_extra AS
 WITH indeterminate AS (
     SELECT request_id, account_id, cohort, decode_node, room FROM affected_responses
@@ -21,6 +25,14 @@ WITH indeterminate AS (
     UNION
     SELECT decode_node, room, request_id, account_id, cohort FROM indeterminate
     WHERE request_id NOT IN (SELECT request_id FROM gateway WHERE request_id IS NOT NULL)
+), affected AS (  -- every affected response with page evidence, confirmed or not, by (node, room)
+    SELECT DISTINCT r.node, r.room, a.request_id, a.account_id, a.cohort FROM affected_responses a
+    JOIN (SELECT node, room, request_id FROM room_requests UNION SELECT node, room, request_id FROM missing_rooms) r
+      USING (request_id)
+    WHERE a.evidence = 'pages'
+    UNION
+    SELECT decode_node, room, request_id, account_id, cohort FROM affected_responses
+    WHERE evidence = 'pages' AND request_id NOT IN (SELECT request_id FROM gateway WHERE request_id IS NOT NULL)
 ), last_event AS (
     SELECT node, room, max(seq) AS last_seq FROM page_events
     WHERE node IN (SELECT node FROM gap_sources) GROUP BY node, room
@@ -54,6 +66,22 @@ WITH indeterminate AS (
            x.cohort AS recipient_cohort, x.source_cohort, x.room AS recipient_room, x.source_room
     FROM gap_rows x
     GROUP BY ALL
+), sender_pairs AS (
+    SELECT x.request_id AS recipient_request_id, coalesce(q.request_id, '') AS source_request_id,
+           x.account_id AS recipient_account_id, q.account_id AS source_account_id, x.node,
+           'a sending node lost page events or kept none: its transfer, logged nowhere, may have landed in '
+           || 'slots the response read after their last write the evidence proves'
+           || CASE WHEN q.request_id IS NULL THEN '; no gateway record names room ' || s.source_room ELSE '' END
+           AS basis,
+           x.cohort AS recipient_cohort, q.cohort AS source_cohort, x.room AS recipient_room, s.source_room
+    FROM affected x
+    JOIN sender_sources s ON s.node = x.node AND s.recipient_room = x.room
+    LEFT JOIN requests q ON q.node = s.node AND q.room = s.source_room
+    WHERE q.request_id IS DISTINCT FROM x.request_id
+      AND NOT EXISTS (SELECT 1 FROM exposures e WHERE e.node = x.node AND e.recipient_room = x.room
+                      AND e.source_room = s.source_room)
+      AND NOT EXISTS (SELECT 1 FROM gap_pairs g WHERE g.node = x.node AND g.recipient_room = x.room
+                      AND g.source_room = s.source_room AND g.recipient_request_id IS NOT DISTINCT FROM x.request_id)
 )
 SELECT w.request_id AS recipient_request_id, coalesce(w.source_request_id, '') AS source_request_id,
        w.account_id AS recipient_account_id, w.source_account_id, w.node, w.why AS basis,
@@ -61,4 +89,6 @@ SELECT w.request_id AS recipient_request_id, coalesce(w.source_request_id, '') A
 FROM late_write_responses w
 WHERE w.request_id NOT IN (SELECT request_id FROM signature_responses)
 UNION ALL
-SELECT * FROM gap_pairs;
+SELECT * FROM gap_pairs
+UNION ALL
+SELECT * FROM sender_pairs;
