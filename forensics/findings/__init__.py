@@ -134,6 +134,7 @@ STEPS = (
     "room_flags",
     node_missing,
     "log_outages",  # times a node logged nothing while the gateway routed it requests it never names
+    "log_outages_unrouted",  # ... or while a prefill node finished rooms no decode node names (no routing)
     "outage_responses",  # ... and the responses whose evidence they may have taken
     "room_requests",
     release_scratch,  # node_own_rooms' readers (node_missing, room_requests) are done: ownership drops it
