@@ -68,17 +68,19 @@ def client_field_warnings(con: duckdb.DuckDBPyConnection, rules: list[Rule]) -> 
         fields, hit = rule.client_fields(), moved.get(rule.label)
         if not fields or hit is None:
             continue
+        # a request whose gateway record names no account (a dropped column) is shown as such, not skipped
+        shown = [a if a is not None else "(no account)" for a in hit["sample_accounts"]]
         warnings.append(
             {
                 "rule": rule.label,
                 "fields": fields,
                 "requests": hit["requests"],
                 "accounts": hit["accounts"],
-                "sample_accounts": list(hit["sample_accounts"]),
+                "sample_accounts": shown,
                 "message": (
                     f"rule {rule.label} matches {' and '.join(fields)}, which any client can send: it moved "
                     f"{hit['requests']:,} requests of {hit['accounts']:,} account(s) that no other rule names "
-                    f"({', '.join(hit['sample_accounts'])}{', ...' if hit['accounts'] > 5 else ''}) out of the "
+                    f"({', '.join(shown)}{', ...' if hit['accounts'] > 5 else ''}) out of the "
                     "customer cohort (their exposures are not reported as customer ones)"
                 ),
             }

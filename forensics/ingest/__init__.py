@@ -96,6 +96,28 @@ def _apply_window(
     define_page_events(con, parquet, window)
 
 
+def _check_gateway(bundle: Path, gateway: list[InputFile]) -> None:
+    """The run stops when no gateway log could be read (docs/evidence-bundle.md section 6), before the
+    engine logs are read: one line naming each file and its problem (the fields it lacks, where the
+    damage names them) and what the operator can do."""
+    if not gateway:
+        raise InputError(f"{bundle}: no gateway log (gateway/*.jsonl, *.jsonl.gz, *.csv, *.csv.gz, *.parquet)")
+    if not all(f.error for f in gateway):
+        return
+    why = []
+    for f in gateway:
+        skip = next((d.detail for d in f.damage if d.kind == "skipped_file"), None)
+        why.append(f"{f.rel}: {skip.removeprefix('skipped whole, ') if skip else f.error}")
+    fields = any(d.kind == "skipped_file" for f in gateway for d in f.damage)
+    todo = (
+        "export the log again with the missing field, rename it back, or map it with a [gateway] mapping "
+        "in bundle.toml (docs/gateway-formats.md)"
+        if fields
+        else "replace the file with a readable copy, or name its format in bundle.toml [gateway] format"
+    )
+    raise InputError(f"{bundle}: no gateway log could be read: {'; '.join(why)}. To go on: {todo}")
+
+
 def ingest_into(
     con: duckdb.DuckDBPyConnection, bundle: Path, window: Window | None = None
 ) -> tuple[list[InputFile], BundleConfig]:
@@ -126,6 +148,7 @@ def ingest_into(
             elif f.source == "engine_log" and f.format and f.node not in other:  # inside a log shipper's export
                 parse_shipped(f, config.log_timezone, engine_rows, shipped, config.shipper_node_labels,
                               config.shipper_nodes)  # fmt: skip
+    _check_gateway(bundle, [f for f in files if f.source == "gateway"])
     # plain engine logs and request logs: in batches of files (forensics.ingest.bulk)
     engine = [
         f for f in files
@@ -162,13 +185,6 @@ def ingest_into(
         _apply_window(con, window, by_id, parquet)
     with timed("ingest/seq_jumps"):  # of the events as the analysis will read them: after the window
         store_seq_jumps(con, unchanged=not moved and not window.active)
-    gateway = [f for f in files if f.source == "gateway"]
-    if not gateway:
-        raise InputError(f"{bundle}: no gateway log (gateway/*.jsonl, *.jsonl.gz, *.csv, *.csv.gz, *.parquet)")
-    if all(f.error for f in gateway):
-        raise InputError(
-            f"{bundle}: no gateway log could be read: " + "; ".join(f"{f.rel}: {f.error}" for f in gateway)
-        )
     con.executemany(
         "INSERT INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [

@@ -58,6 +58,17 @@ def no_format(con: duckdb.DuckDBPyConnection, f: InputFile, names: set[str], set
     f.damage.append(Damage("skipped_file", what, count, "counted" if count is not None else "unknown"))
 
 
+def field_missing(f: InputFile, field: str, names: set[str], records: int | None, where: str) -> None:
+    """A file of a known format none of whose records carries a field the format cannot do without (an
+    export that renamed or dropped it): skipped whole, the field named, a field of the file it may have
+    been renamed to, and the records lost. `where`: what was looked at ("its 1,182 lines of 600 requests")."""
+    like = difflib.get_close_matches(field, sorted(names - {field}), n=1, cutoff=0.5)
+    hint = f"; {like[0]} may be {field} renamed" if like else ""
+    f.error = f"field {field} missing: not one of {where} has it, so no record can be told apart{hint}"
+    f.damage.append(Damage("skipped_file", f"skipped whole, {f.error}", records,
+                           "counted" if records is not None else "unknown"))  # fmt: skip
+
+
 def count_records(con: duckdb.DuckDBPyConnection, f: InputFile) -> int | None:
     """The records a gateway file holds, counted without reading them as any format: a table's rows, a
     JSON array's elements, a text file's non-blank lines. None when even that fails."""

@@ -25,7 +25,7 @@ from forensics.gateway_formats import FORMAT_NAMES, SPEC_FORMAT, GatewaySettings
 from forensics.ingest.damage import no_format
 from forensics.ingest.gateway_assign import assign_open
 from forensics.ingest.other_formats import load_other_format, sample_fields, type_and_keep
-from forensics.ingest.rawtext import JSON_OBJECT_LINES, load_lines
+from forensics.ingest.rawtext import JSON_OBJECT_LINES, load_lines, salvaged
 from forensics.ingest.staged import InPlace, validate_staged
 from forensics.intake import InputFile
 
@@ -143,8 +143,25 @@ def load_gateway_file(
 ) -> None:
     """Validate one gateway file in its format (named by bundle.toml, else recognised from its fields):
     bad rows into `rejected`; the good rows copied into gateway_text, or (a spec Parquet file with the
-    contract's types) noted in `in_place` for the gateway view to read."""
+    contract's types) noted in `in_place` for the gateway view to read. A cut gzip file that a reader
+    could not read (CSV, a JSON array, a format's own reader; the JSONL reader salvages its own) is
+    read again up to its break (rawtext.salvaged): a failed read leaves no row behind, so it can be."""
     settings = settings or GatewaySettings()
+    damage, notes = list(f.damage), list(f.notes)
+    _load_file(con, f, in_place, settings)
+    if f.error is None or any(d.kind == "stream_cut" for d in f.damage):
+        return
+    first, found = f.error, (f.damage, f.notes)
+    f.damage, f.notes = damage, notes  # what the failed read found is found again, or not, on the salvage
+    with salvaged(con, f) as cut:
+        if cut:
+            f.error = None
+            _load_file(con, f, in_place, settings)
+    if not cut:
+        f.error, (f.damage, f.notes) = first, found
+
+
+def _load_file(con: duckdb.DuckDBPyConnection, f: InputFile, in_place: InPlace, settings: GatewaySettings) -> None:
     sample = sample_fields(con, f)
     if sample is None:
         return

@@ -24,13 +24,24 @@ import pyarrow as pa
 from forensics.db import arrow_view, ident, run_query, scalar, sql_literal
 from forensics.gateway_formats import GatewaySettings, Mapping
 from forensics.ingest import content
+from forensics.ingest.damage import field_missing
 from forensics.ingest.formats import needs_zone, project
 from forensics.ingest.rawtext import JSON_OBJECT_LINES, load_lines, open_bytes
 from forensics.ingest.staged import validate_staged
 from forensics.intake import InputFile
+from forensics.intake.damage import Damage
 
 SAMPLE_LINES = 200  # lines looked at to find a file's first records (blank or broken lines among them)
 SAMPLE_RECORDS = 20  # records whose fields vote on the format: one malformed record does not decide it
+
+# SMG's requests by their 'started processing request' lines, and the field names of a line of a
+# request (where a renamed request_id is looked for)
+SMG_REQUEST_LINES = """
+    SELECT count(*) FILTER (WHERE json_extract_string(rec, '$.message') = 'started processing request'),
+           list_distinct(flatten(list(coalesce(json_keys(rec, '$.span'), []) || coalesce(json_keys(rec, '$.fields'), [])
+                                      || json_keys(rec)) FILTER (WHERE json_extract_string(rec, '$.span.name')
+                                                                        = 'http_request')))
+    FROM gw_records WHERE parse_error IS NULL"""
 
 KEEP = """INSERT INTO gateway_text
     SELECT request_id, ts_v, account_id, api_token_id, client_ip, user_agent, model, status_v, prompt_v,
@@ -148,22 +159,36 @@ def _stage_records(con: duckdb.DuckDBPyConnection, f: InputFile, m: Mapping) -> 
             SELECT row, {error} AS parse_error, line AS rec FROM ({JSON_OBJECT_LINES})""")
         con.execute("DROP TABLE raw_lines")
         if m.grouped:  # SMG: one record per request from its lines
-            lines = scalar(con, "SELECT count(*) FROM gw_records")
-            run_query(con, "ingest", "gateway_smg_group")
-            other = (
-                lines
-                - scalar(con, "SELECT count(*) FROM gw_records WHERE parse_error IS NOT NULL")
-                - scalar(con, "SELECT sum(lines) FROM smg_requests")
-            )
-            f.rows_read += other  # lines of no request (start-up, health, workers): read, kept out
-            f.rows_loaded += other
-            grouped = scalar(con, "SELECT count(*) FROM smg_requests")
-            f.notes.append(f"{lines} lines: {grouped} requests, {other} lines of no request")
-            con.execute("DROP TABLE smg_requests")
+            return _group_smg(con, f), None
         return True, None
     except (duckdb.Error, OSError, EOFError, zlib.error, ValueError, RecursionError) as err:
         f.error = f"cannot read: {str(err).splitlines()[0].replace(str(f.path), f.rel)[:200]}"
         return False, None
+
+
+def _group_smg(con: duckdb.DuckDBPyConnection, f: InputFile) -> bool:
+    """gw_records as one record per request (ingest/queries/gateway_smg_group/). False (the file skipped
+    whole, the field named) when no line of a request names its request_id: nothing can be grouped."""
+    lines = scalar(con, "SELECT count(*) FROM gw_records")
+    requests, names = con.execute(SMG_REQUEST_LINES).fetchone() or (0, None)
+    run_query(con, "ingest", "gateway_smg_group")
+    unnamed = scalar(con, "SELECT count(*) FROM gw_records WHERE starts_with(parse_error, 'no request_id:')")
+    grouped = scalar(con, "SELECT count(*) FROM smg_requests")
+    if unnamed and not grouped:
+        where = f"its {unnamed:,} lines of {requests:,} requests (by their 'started processing request' lines)"
+        field_missing(f, "request_id", set(names or ()), requests or None, where)
+        con.execute("DROP TABLE smg_requests; DROP TABLE gw_records")
+        return False
+    other = (
+        lines
+        - scalar(con, "SELECT count(*) FROM gw_records WHERE parse_error IS NOT NULL")
+        - scalar(con, "SELECT coalesce(sum(lines), 0) FROM smg_requests")
+    )
+    f.rows_read += other  # lines of no request (start-up, health, workers): read, kept out
+    f.rows_loaded += other
+    f.notes.append(f"{lines} lines: {grouped} requests, {other} lines of no request")
+    con.execute("DROP TABLE smg_requests")
+    return True
 
 
 def _stage_read(con: duckdb.DuckDBPyConnection, f: InputFile, m: Mapping) -> bool:
@@ -204,6 +229,28 @@ def load_other_format(
     con.execute(f"CREATE OR REPLACE TEMP TABLE gw_stage AS {stage}")
     con.execute("DROP TABLE gw_values")
     type_and_keep(con, f, strict=False)
+    _no_account(con, f, settings.tenant or m.tenant)
+
+
+def _no_account(con: duckdb.DuckDBPyConnection, f: InputFile, tenant: tuple[str | tuple[str, ...], ...]) -> None:
+    """A file of a format that names accounts (`tenant`: where it takes them from) none of whose records
+    names one: the field was dropped or renamed on the way (or never logged), and every account of the
+    file is unknown. Said as damage: the records are read, their accounts are lost."""
+    kept, named = con.execute(
+        "SELECT count(*), count(account_id) FROM gateway_text WHERE file_id = ?", [f.file_id]
+    ).fetchone() or (0, 0)
+    if not tenant or not kept or named:
+        return
+    where = ", ".join(t if isinstance(t, str) else ".".join(t) for t in tenant)
+    f.damage.append(
+        Damage(
+            "missing_field",
+            f"no record names its account: the fields the account is taken from ({where}) are in none of its "
+            f"{kept:,} records, read without their accounts (the field may have been renamed or dropped on the way)",
+            kept,
+            "counted",
+        )
+    )
 
 
 def type_and_keep(con: duckdb.DuckDBPyConnection, f: InputFile, strict: bool, stage: str = "TABLE") -> None:

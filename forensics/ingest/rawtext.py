@@ -3,7 +3,8 @@
 A gzip file cut short is read up to the cut (what was written before it is still evidence) and the
 cut is reported. A line that is not UTF-8 (or longer than MAX_LINE) does not make the file
 unreadable: it becomes a marker line (BAD_LINE + reason) that the staging queries reject with that
-reason. Used for JSONL gateway logs and JSONL page events.
+reason. Used for JSONL gateway logs and JSONL page events; `salvaged` gives the other gateway
+readers (CSV, JSON arrays, a format's own reader) the same reading of a cut gzip file.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import gzip
 import tempfile
 import zlib
 from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import IO
 
@@ -116,6 +119,53 @@ def _salvage_gzip(path: Path, f: InputFile) -> tuple[Path, bool] | None:
         return None
 
 
+def _gzip_magic(path: Path) -> bool:
+    """The file starts as a gzip stream does: one that does not is no cut stream but another file."""
+    try:
+        with path.open("rb") as fh:
+            return fh.read(2) == b"\x1f\x8b"
+    except OSError:
+        return False
+
+
+def _reject_cut(con: duckdb.DuckDBPyConnection, f: InputFile) -> None:
+    """The cut itself: a row we know of and could not use (its reason the note _salvage_gzip wrote)."""
+    f.rows_read += 1
+    f.rows_rejected += 1
+    con.execute("INSERT INTO rejected VALUES (?, NULL, ?)", [f.file_id, f.notes[-1]])
+
+
+@contextmanager
+def salvaged(con: duckdb.DuckDBPyConnection, f: InputFile) -> Iterator[bool]:
+    """For a reader that cannot read a cut or damaged gzip file (DuckDB's CSV reader, json.load, a
+    format's own reader): while in this block, f.path is a whole gzip file of what the damaged one
+    holds up to its break, and the break is recorded as on the JSONL path (a stream_cut Damage, the cut
+    as one rejected row). Yields False, f untouched, when the file's stream is whole, is no gzip stream
+    or cannot be opened."""
+    got = _salvage_gzip(f.path, f) if f.rel.lower().endswith(".gz") and _gzip_magic(f.path) else None
+    if got is None or not got[1]:
+        if got is not None:
+            got[0].unlink(missing_ok=True)
+        yield False
+        return
+    plain, _ = got
+    packed = Path(tempfile.NamedTemporaryFile(prefix="kvf-salvage-", suffix=".gz", delete=False).name)
+    original = f.path
+    try:
+        with plain.open("rb") as src, gzip.open(packed, "wb", compresslevel=1) as dst:
+            while chunk := src.read(1 << 20):
+                dst.write(chunk)
+        if ".csv" in f.rel.lower() and f.damage[-1].records_read:  # the header line is no record
+            f.damage[-1] = replace(f.damage[-1], records_read=f.damage[-1].records_read - 1)
+        _reject_cut(con, f)
+        f.path = packed
+        yield True
+    finally:
+        f.path = original
+        plain.unlink(missing_ok=True)
+        packed.unlink(missing_ok=True)
+
+
 def _sanitize(path: Path) -> Path:
     """A copy of a text file where each line not UTF-8 or too long is a marker line (same numbering)."""
     out = tempfile.NamedTemporaryFile(prefix="kvf-clean-", suffix=".txt", delete=False)
@@ -175,9 +225,7 @@ def load_lines(con: duckdb.DuckDBPyConnection, f: InputFile, table: str = "raw_l
         except duckdb.Error:
             _load_sanitized(con, salvaged, table)
         if damaged:
-            f.rows_read += 1  # the cut itself: a row we know of and could not use
-            f.rows_rejected += 1
-            con.execute("INSERT INTO rejected VALUES (?, NULL, ?)", [f.file_id, f.notes[-1]])
+            _reject_cut(con, f)
         return True
     except duckdb.Error as err:
         f.error = f"cannot read salvaged gzip content: {str(err).splitlines()[0][:200]}"

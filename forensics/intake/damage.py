@@ -15,7 +15,7 @@ class Damage:
     """One loss of an input file. `detail` is a sentence a privacy officer can read; the byte fields
     are what a cut stream's estimate of its lost records rests on (NULL elsewhere)."""
 
-    kind: str  # skipped_file | stream_cut | page_file_cut | unreadable
+    kind: str  # skipped_file | stream_cut | page_file_cut | unreadable | missing_field
     detail: str
     records_lost: int | None = None  # None: unknown, never 0
     lost_basis: str = "unknown"

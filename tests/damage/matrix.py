@@ -9,7 +9,8 @@ missing (truly exposed responses not listed, of the truth's); pairs missing (tru
 pairs in neither exposures nor possible_sources, of the truth's); not named (where the damaged input's
 path is missing: stdout, part 1; for a file never delivered, evidence_damage.csv); findings differing
 (duplicates and reordering: the findings CSVs not byte-identical to the undamaged run's; "n/a" for kinds
-that lose records); and the run's error when it failed.
+that lose records); and the run's error when it failed, or its message when it refused soundly (the only
+gateway log unusable: tests/support/faultcheck.py says when a refusal is sound; nothing is measured then).
 """
 
 from __future__ import annotations
@@ -31,12 +32,18 @@ def row(incident: str, f: Figures) -> tuple[str, ...]:
         f.damage.kind,
         incident,
         f.damage.input,
-        str(len(f.false_confirmed)),
-        f"{len(f.exposed_missing)} / {f.exposed_total}",
-        f"{len(f.pairs_missing)} / {f.pairs_total}",
+        *(
+            ("not measured",) * 3
+            if f.refused
+            else (
+                str(len(f.false_confirmed)),
+                f"{len(f.exposed_missing)} / {f.exposed_total}",
+                f"{len(f.pairs_missing)} / {f.pairs_total}",
+            )
+        ),
         ", ".join(f.unnamed) or "-",
         "n/a" if f.differing is None else (", ".join(f.differing) or "0"),
-        (f.error or "-")[:60],
+        f"refused (sound): {f.refused}"[:160] if f.refused else (f.error or "-")[:60],
     )
 
 
@@ -61,7 +68,7 @@ def main() -> None:
             records.append({"incident": name, "damage": vars(f.damage), "false_confirmed": f.false_confirmed,
                             "exposed_missing": f.exposed_missing, "exposed_total": f.exposed_total,
                             "pairs_missing": f.pairs_missing, "pairs_total": f.pairs_total, "unnamed": f.unnamed,
-                            "differing": f.differing, "error": f.error})  # fmt: skip
+                            "differing": f.differing, "error": f.error, "refused": f.refused})  # fmt: skip
     if a.json:
         a.json.write_text(json.dumps(records, indent=1, default=list))
 

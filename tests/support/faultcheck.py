@@ -12,6 +12,14 @@ reads them):
    (engine/<node>, so naming either of its files counts); an input the tool cannot know by name (a file
    never delivered) must have a row of its source in evidence_damage.csv instead;
 5. differing: for duplicates and reordering, the findings CSVs not byte-identical to the undamaged run's.
+
+A run may also refuse: when the damaged input was the bundle's only gateway log and is unreadable or
+matches no format, the contract (docs/evidence-bundle.md section 6) says the run stops. That refusal
+states no finding, so it can state nothing false; it is sound (Figures.refused, and the five properties
+are not measured) only when it is what the CLI's boundary makes of an InputError (exit code 2), its
+message is one line naming the file and, where the damage removed a field, that field by name, and
+nothing was written to --out. Any other failure, and any refusal while another gateway log was there
+to read, is a failure of the run.
 """
 
 from __future__ import annotations
@@ -53,6 +61,7 @@ class Run:
     exit_code: int
     stdout: str
     error: str | None = None
+    message: str | None = None  # the one line the CLI prints for a ForensicsError ("Error: ...")
 
 
 @dataclass
@@ -66,6 +75,7 @@ class Figures:
     unnamed: list[str] = field(default_factory=list)  # where the input's name is missing: "stdout", "part 1"
     differing: list[str] | None = None  # None: the kind loses records, its findings may differ
     error: str | None = None
+    refused: str | None = None  # a sound refusal's message (see the module's doc): nothing stated, nothing measured
 
     def failures(self) -> list[str]:
         out = []
@@ -105,11 +115,16 @@ def investigate(bundle: Path, out: Path) -> Run:
     from forensics.cli import app
 
     shutil.rmtree(out, ignore_errors=True)
+    from forensics.errors import ForensicsError
+
     res = CliRunner().invoke(app, ["investigate", str(bundle), "--out", str(out), "--quiet", "--workers", "1"])
+    code, message = res.exit_code, None
+    if isinstance(res.exception, ForensicsError):  # what forensics.cli.main's boundary prints and exits with
+        code, message = res.exception.exit_code, f"Error: {res.exception}"
     error = None
-    if res.exit_code != 0:
-        error = f"exit {res.exit_code}: {type(res.exception).__name__}: {res.exception}"
-    return Run(out, res.exit_code, res.stdout, error)
+    if code != 0:
+        error = f"exit {code}: {type(res.exception).__name__}: {res.exception}"
+    return Run(out, code, res.stdout, error, message)
 
 
 def _csv(path: Path) -> list[dict[str, str]]:
@@ -188,8 +203,27 @@ def findings_files(out: Path) -> dict[str, bytes]:
     return files
 
 
-def measure(truth: Truth, damage: Damage, run: Run, clean: Run | None) -> Figures:
+def sound_refusal(damage: Damage, run: Run, bundle: Path | None) -> bool:
+    """The run refused as the contract allows (see the module's doc): exit code 2 from an InputError, a
+    one-line message naming the damaged file and the field the damage removed, nothing written to --out,
+    and the damaged file the bundle's only gateway log (`bundle`: the damaged copy)."""
+    from forensics.errors import InputError
+
+    if run.exit_code != InputError.exit_code or run.message is None or "\n" in run.message.strip():
+        return False
+    field = re.match(r"field (\S+) ", damage.detail) if damage.kind == "column_dropped" else None
+    named = damage.input in run.message and (field is None or field[1] in run.message)
+    only = bundle is not None and [p.relative_to(bundle).as_posix() for p in (bundle / "gateway").iterdir()] == [
+        damage.input
+    ]
+    return named and only and not (run.out.exists() and any(run.out.iterdir()))
+
+
+def measure(truth: Truth, damage: Damage, run: Run, clean: Run | None, bundle: Path | None = None) -> Figures:
     f = Figures(damage, exposed_total=len(truth.exposed), pairs_total=len(truth.pairs), error=run.error)
+    if run.exit_code != 0 and sound_refusal(damage, run, bundle):
+        f.error, f.refused = None, run.message
+        return f
     listed: dict[str, str] = {}  # truth request id -> status
     found: set[tuple[str, str]] = set()
     db = run.out / "incident.duckdb"
@@ -220,9 +254,14 @@ def measure(truth: Truth, damage: Damage, run: Run, clean: Run | None) -> Figure
 
 
 def _unnamed(damage: Damage, run: Run) -> list[str]:
-    if not damage.named:  # a file never delivered: its source's loss in evidence_damage.csv
+    if not damage.named:  # a file never delivered: its shadow, a gap of its source, in evidence_damage.csv
         rows = _csv(run.out / "evidence_damage.csv")
-        return [] if any(r.get("source") == damage.source for r in rows) else ["evidence_damage.csv"]
+        gap = f"{damage.source}_gap"
+        return (
+            []
+            if any(r.get("source") == damage.source and r.get("kind") == gap for r in rows)
+            else ["evidence_damage.csv"]
+        )
     where = {"stdout": run.stdout, "part 1": part1(run.out)}
     return [w for w, text in where.items() if damage.input not in text]
 
@@ -234,7 +273,7 @@ def damaged_run(sim: Path, kind: str, seed: int, work: Path, clean: Run | None) 
     shutil.copytree(sim / "bundle", bundle)
     damage = apply(kind, bundle, seed)
     run = investigate(bundle, work / f"{kind}-out")
-    return measure(Truth(sim), damage, run, clean)
+    return measure(Truth(sim), damage, run, clean, bundle)
 
 
 # the incidents the suite damages: seeds, page sizes 1 / 16 / 64, with and without page telemetry, each
