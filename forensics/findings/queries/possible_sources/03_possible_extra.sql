@@ -13,7 +13,7 @@
 --     those the page events already pair with it (exposures).
 -- grain: recipient request, source request (or room), node; reads: late_write_responses, signature_responses,
 --        affected_responses, room_requests, missing_rooms, room_flags, gap_sources, sender_sources, page_events,
---        seq_gaps, exposures, gateway; params: none
+--        seq_gaps, exposures, gateway, request_cohort; params: none
 CREATE OR REPLACE TABLE possible_extra AS
 WITH indeterminate AS (
     SELECT request_id, account_id, cohort, decode_node, room FROM affected_responses
@@ -40,9 +40,16 @@ WITH indeterminate AS (
     SELECT r.*, e.last_seq FROM recipient r LEFT JOIN last_event e USING (node, room)
     WHERE (r.node, r.room) IN (SELECT (node, room) FROM room_flags)
        OR (r.node, r.room) IN (SELECT (node, room) FROM missing_rooms)
-), requests AS (  -- the sources' requests, where a gateway record names the room
+), requests AS (  -- the sources' requests, where a gateway record names the room: room_requests maps only
+                  -- the rooms the replay names (a screened replay names fewer), so the gap's and the
+                  -- senders' rooms are looked up in the gateway as room_requests does
     SELECT node, room, request_id, account_id, cohort FROM room_requests
     UNION SELECT node, room, request_id, account_id, cohort FROM missing_rooms
+    UNION SELECT s.node, s.room, g.request_id, g.account_id, coalesce(c.cohort, 'customer')
+    FROM (SELECT node, room FROM gap_sources UNION SELECT node, source_room FROM sender_sources) s
+    JOIN gateway g ON g.bootstrap_room = s.room
+     AND (s.node IN (g.decode_node, g.prefill_node) OR (g.decode_node IS NULL AND g.prefill_node IS NULL))
+    LEFT JOIN request_cohort c ON c.file_id = g.file_id AND c.row = g.row
 ), gap_rows AS (
     SELECT x.request_id, x.account_id, x.cohort, x.node, x.room, q.request_id AS source_request_id,
            q.account_id AS source_account_id, q.cohort AS source_cohort, s.room AS source_room,
