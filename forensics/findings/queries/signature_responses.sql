@@ -21,14 +21,18 @@
 -- logged (else "room:<room>"), as affected_responses keys a page-evidence response without a record.
 -- Delivery is then not shown (no HTTP status): `indeterminate`, and the reason says the record is missing.
 -- Its time is the decode's forward start (else its scheduler start, else its last line).
--- grain: request_id (or the decode node's rid); reads: gateway, engine_requests, files, dark_rooms, telemetry_nodes, request_cohort,
---        replay_window, node_limits; params: none
+-- A placeholder no decode node's log names, made while a decode node without page telemetry had a log
+-- outage (log_outages: within that node's longest decode run before it), is kept too: its decode may be
+-- among the lines lost. Keyed by its gateway record if one names the room, else "room:<room>"; on each
+-- such node; `indeterminate` (delivery not shown), the reason naming the outage.
+-- grain: request_id (or the decode node's rid), node; reads: gateway, engine_requests, files, dark_rooms,
+--        telemetry_nodes, request_cohort, replay_window, node_limits, log_outages; params: none
 CREATE OR REPLACE TABLE signature_responses AS
 WITH prefill_rooms AS (  -- rid -> room on the prefill node, then the over-length rid to its room
     SELECT node, rid, any_value(room) AS room FROM engine_requests
     WHERE room IS NOT NULL AND kind IN ('time_stats', 'finished') GROUP BY node, rid
 ), placeholder AS (  -- "engine/prefill-0/server.log line 6" names each line
-    SELECT e.node, coalesce(e.room, pr.room) AS room,
+    SELECT e.node, coalesce(e.room, pr.room) AS room, e.ts,
            CASE WHEN e.kind = 'overlength' THEN 'prefill logged "Input length (' || e.input_len || ' tokens) exceeds the maximum allowed length (' || e.max_input_len || ' tokens)" (' || f.path || ' line ' || e.line || ')'
                 ELSE 'prefill ran the request with input length 1 (' || f.path || ' line ' || e.line || ')' END AS why
     FROM engine_requests e JOIN files f USING (file_id)
@@ -88,10 +92,35 @@ WITH prefill_rooms AS (  -- rid -> room on the prefill node, then the over-lengt
       AND coalesce(d.forward_start, d.started, d.last_seen)
           < coalesce((SELECT "until" FROM replay_window), 'infinity'::TIMESTAMPTZ)
     GROUP BY ALL
+), reach AS (  -- how long a decode node without page telemetry runs a room: its longest, from its own lines
+    SELECT node, coalesce(max(finished - coalesce(started, forward_start)), INTERVAL 1 MINUTE) AS longest
+    FROM dark_rooms GROUP BY node
+), orphaned AS (  -- a placeholder no decode node's log names, made while a decode log was silent (an outage)
+    SELECT coalesce(min(g.request_id), 'room:' || p.room) AS request_id, min(g.account_id) AS account_id,
+           'customer' AS cohort, o.node, NULL AS logged_prefill, min(p.node) AS placeholder_node, p.room,
+           NULL::INTEGER AS http_status, NULL::INTEGER AS completion_tokens, min(p.ts) AS ts,
+           NULL::BIGINT AS decode_input, NULL::TIMESTAMPTZ AS forward_start, NULL::VARCHAR AS decode_why,
+           NULL::BIGINT AS decode_output, NULL::VARCHAR AS output_place, NULL::INTEGER AS prompt_tokens,
+           string_agg(DISTINCT p.why, '; ' ORDER BY p.why) || '; missing: no decode node''s log names room ' || p.room
+           || ', and ' || o.node || '''s log has an outage from ' || strftime(o.gap_from, '%Y-%m-%dT%H:%M:%SZ')
+           || ' to ' || strftime(o.gap_to, '%Y-%m-%dT%H:%M:%SZ') || ' (log_outages): its decode may be among the '
+           || 'lines lost' AS prefill_why
+    FROM placeholder p
+    JOIN log_outages o ON o.source = 'engine_log' AND o.node NOT IN (SELECT node FROM telemetry_nodes)
+    LEFT JOIN reach x ON x.node = o.node
+    LEFT JOIN gateway g ON g.bootstrap_room = p.room
+    WHERE p.room IS NOT NULL AND p.ts <= o.gap_to AND p.ts >= o.gap_from - coalesce(x.longest, INTERVAL 1 MINUTE)
+      AND p.room NOT IN (SELECT room FROM dark_rooms)
+      AND p.room NOT IN (SELECT room FROM matched WHERE room IS NOT NULL)
+      AND p.room NOT IN (SELECT room FROM by_window WHERE room IS NOT NULL)
+      AND p.ts >= coalesce((SELECT since FROM replay_window), '-infinity'::TIMESTAMPTZ)
+      AND p.ts < coalesce((SELECT "until" FROM replay_window), 'infinity'::TIMESTAMPTZ)
+    GROUP BY p.room, o.node, o.gap_from, o.gap_to
 ), found AS (
     SELECT *, false AS window_only, false AS no_record FROM matched
     UNION ALL SELECT *, true, false FROM by_window
     UNION ALL SELECT *, false, true FROM unnamed
+    UNION ALL SELECT *, false, false FROM orphaned
 )
 SELECT request_id, account_id, cohort, node, coalesce(logged_prefill, placeholder_node) AS prefill_node, room,
        http_status, completion_tokens, ts, decode_input,

@@ -3,8 +3,9 @@
 -- equal in every field but their line number to an earlier one of the file (engine_duplicates.sql);
 -- gateway records and page
 -- events rejected as exact repeats (gateway_dedupe.sql, page_events_dedupe.sql). out_of_order: the
--- lines stamped more than a second before a line earlier in the file (engine logs, by time: the
--- processes of one server share its file, a few ms apart), page events whose seq lies below one of the
+-- lines stamped more than a second before a line of the same node earlier in the file (engine logs, by
+-- time: the processes of one server share its file, a few ms apart; a shipper's export may hold
+-- several nodes), page events whose seq lies below one of the
 -- same node earlier in the file (by row), gateway records stamped before one earlier in the file by
 -- more than the file's longest request and a second (a gateway stamps a request's start or end and
 -- writes its record at the end: in a file written in order no record is earlier by more than that). Files with neither:
@@ -14,7 +15,7 @@ CREATE OR REPLACE TABLE input_duplicates AS
 WITH engine AS (
     SELECT file_id, (SELECT count(DISTINCT d.line) FROM engine_dups d WHERE d.file_id = e.file_id) AS duplicates,
            count(*) FILTER (WHERE ts < before - INTERVAL 1 SECOND) AS out_of_order
-    FROM (SELECT file_id, ts, max(ts) OVER (PARTITION BY file_id ORDER BY line
+    FROM (SELECT file_id, ts, max(ts) OVER (PARTITION BY file_id, node ORDER BY line
                                           ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before
           FROM engine_requests) e
     GROUP BY file_id
