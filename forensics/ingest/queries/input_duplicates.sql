@@ -10,13 +10,17 @@
 -- more than the file's longest request and a second (a gateway stamps a request's start or end and
 -- writes its record at the end: in a file written in order no record is earlier by more than that). Files with neither:
 -- no row. The engine copies are already out of engine_requests (engine_dups: engine_duplicates.sql).
--- grain: file; reads: files, engine_requests, engine_dups, page_events, gateway, rejected; params: none
+-- A shipper's export (shipped: their file ids) merges a node's files in the order they were shipped: its
+-- lines out of time order are not counted (the analysis reads them in time order either way).
+-- grain: file; reads: files, engine_requests, engine_dups, page_events, gateway, rejected; params: shipped
 CREATE OR REPLACE TABLE input_duplicates AS
 WITH engine AS (
     SELECT file_id, (SELECT count(DISTINCT d.line) FROM engine_dups d WHERE d.file_id = e.file_id) AS duplicates,
            count(*) FILTER (WHERE ts < before - INTERVAL 1 SECOND) AS out_of_order
-    FROM (SELECT file_id, ts, max(ts) OVER (PARTITION BY file_id, node ORDER BY line
-                                          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before
+    FROM (SELECT file_id, ts,
+                 CASE WHEN NOT list_contains($shipped::INTEGER[], file_id)
+                      THEN max(ts) OVER (PARTITION BY file_id, node ORDER BY line
+                                         ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) END AS before
           FROM engine_requests) e
     GROUP BY file_id
 ), pages AS (
