@@ -208,8 +208,8 @@ def ingest_into(
     store_input_damage(con, files)
     with timed("ingest/input_duplicates"):  # lines delivered twice or out of order, per file
         # a shipper's export holds a node's files merged in shipping order: its order is not the engine's
-        shipped = [f.file_id for f in files if f.source == "engine_log" and f.format]
-        run_query(con, "ingest", "input_duplicates", shipped=shipped)
+        shipped_ids = [f.file_id for f in files if f.source == "engine_log" and f.format]
+        run_query(con, "ingest", "input_duplicates", shipped=shipped_ids)
     con.execute("DROP TABLE engine_dups")
     return files, config
 
