@@ -12,7 +12,7 @@ from typing import Any
 
 import duckdb
 
-from forensics.db import rows_of, timed
+from forensics.db import rows_of, run_query, timed
 from forensics.paths import load_query
 
 # one query per kind of damage, each a SELECT of COLUMNS
@@ -43,6 +43,7 @@ def _select(name: str) -> str:
 
 def evidence_damage(con: duckdb.DuckDBPyConnection) -> None:
     """evidence_damage: the union of DAMAGE_KINDS' rows, in a total order."""
+    run_query(con, "findings", "damage_node_files")  # read by two kinds: made once
     with timed("findings/evidence_damage"):
         con.execute(
             "CREATE OR REPLACE TABLE evidence_damage AS SELECT * FROM ("

@@ -3,14 +3,7 @@
 -- engine log folder, or the page file(s) holding its events for an outage of its page events.
 -- The lines lost are unknown (a silent log says nothing of how much it did not write): records_lost is
 -- unknown, and the detail counts the requests routed there that the node never names.
--- grain: node, source, gap_from; reads: log_outages, page_events, files; params: none
-WITH held AS (  -- the files holding the events of each node with a page outage
-    SELECT p.node, string_agg(DISTINCT f.path, ', ' ORDER BY f.path) AS paths
-    FROM (SELECT DISTINCT node, file_id FROM page_events
-          WHERE node IN (SELECT node FROM log_outages WHERE source = 'pages')) p
-    JOIN files f USING (file_id)
-    GROUP BY p.node
-)
+-- grain: node, source, gap_from; reads: log_outages, damage_node_files; params: none
 SELECT CASE WHEN o.source = 'pages' THEN coalesce(h.paths, o.node) ELSE 'engine/' || o.node END AS input,
        o.source, o.node, 'log_outage' AS kind,
        format('{} {} has no line from {} to {} while the gateway routed it {:,} served request(s) it never names '
@@ -19,4 +12,4 @@ SELECT CASE WHEN o.source = 'pages' THEN coalesce(h.paths, o.node) ELSE 'engine/
               strftime(o.gap_from AT TIME ZONE 'UTC', '%Y-%m-%dT%H:%M:%SZ'),
               strftime(o.gap_to AT TIME ZONE 'UTC', '%Y-%m-%dT%H:%M:%SZ'), o.requests_in_gap, o.basis) AS detail,
        NULL::BIGINT AS records_lost, 'unknown' AS lost_basis, o.gap_from AS time_from, o.gap_to AS time_to
-FROM log_outages o LEFT JOIN held h USING (node)
+FROM log_outages o LEFT JOIN damage_node_files h USING (node)
