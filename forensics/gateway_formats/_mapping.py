@@ -74,6 +74,9 @@ class Mapping:
     strict: bool = False  # the spec's contract: account_id and status required
     empty: tuple[str, ...] = ("",)  # logged values that mean "not logged"
     ua_from_tags: bool = False  # the user agent is in the tags ("User-Agent: <full UA>": LiteLLM)
+    # paths the writer puts in every record, null when unset: one in no record of a file was dropped or
+    # renamed on the way (a tenant attribute read from it is then lost, not empty)
+    always: tuple[Key, ...] = ()
 
     @property
     def carries_text(self) -> bool:

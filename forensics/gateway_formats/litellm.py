@@ -71,6 +71,15 @@ PAYLOAD = Mapping(
     duration_from=(("startTime",), ("endTime",)),
     duration_unit=1000.0,
     headers_at=paths_of("metadata.requester_custom_headers"),
+    # get_standard_logging_metadata (litellm_logging.py) starts from a StandardLoggingMetadata with every
+    # key None and fills what it knows: the tenant keys are in every payload's metadata, null or not
+    always=paths_of(
+        "metadata.user_api_key_team_id",
+        "metadata.user_api_key_org_id",
+        "metadata.user_api_key_user_id",
+        "metadata.user_api_key_alias",
+        "metadata.user_api_key_end_user_id",
+    ),
 )
 
 # --- the simulator's writers: what both shapes share ----------------------------------------------------

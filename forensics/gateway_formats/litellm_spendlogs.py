@@ -80,6 +80,9 @@ SPENDLOGS = Mapping(
     status_map=STATUS,
     status_fallback=paths_of("metadata.error_information.error_code", "metadata.status_code"),
     duration_from=(("startTime",), ("endTime",)),
+    # columns of LiteLLM_SpendLogs since its baseline migration: an export of the table has them in every
+    # row, null when unset
+    always=paths_of("team_id", "user"),
 )
 
 # --- the simulator's writer -----------------------------------------------------------------------------

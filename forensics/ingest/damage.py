@@ -14,7 +14,7 @@ import zlib
 import duckdb
 
 from forensics.db import sql_literal
-from forensics.gateway_formats import BUILTIN, SPEC_DETECT, SPEC_FORMAT, GatewaySettings
+from forensics.gateway_formats import BUILTIN, SPEC_DETECT, SPEC_FORMAT, GatewaySettings, Mapping, paths_of
 from forensics.ingest.rawtext import open_bytes
 from forensics.intake import InputFile
 from forensics.intake.damage import Damage
@@ -67,6 +67,72 @@ def field_missing(f: InputFile, field: str, names: set[str], records: int | None
     f.error = f"field {field} missing: not one of {where} has it, so no record can be told apart{hint}"
     f.damage.append(Damage("skipped_file", f"skipped whole, {f.error}", records,
                            "counted" if records is not None else "unknown"))  # fmt: skip
+
+
+def _json_path(key: tuple[str, ...]) -> str:
+    return "$" + "".join('."' + k.replace('"', '\\"') + '"' for k in key)
+
+
+def _present(con: duckdb.DuckDBPyConnection, key: tuple[str, ...], table: dict[str, str] | None) -> bool:
+    """Whether any record of the staged file (gw_records) has the path as a key, null or not; a path
+    into a top-level field that holds JSON as text (a CSV or Parquet export's metadata column) is
+    looked for in that text, as the projection reads it (forensics.ingest.formats._Reads.json)."""
+    if table is not None and key[0] not in table:
+        return False
+    if len(key) == 1:
+        if table is not None:
+            return True
+        cond, params = "json_exists(rec, ?)", [_json_path(key)]
+    else:
+        head = table[key[0]] if table is not None else "(rec ->> ?)"
+        inner = f"CASE WHEN json_valid({head}) THEN json_exists({head}::JSON, ?) ELSE false END"
+        params = [] if table is not None else [_json_path(key[:1])] * 2
+        if table is None:
+            cond = f"json_exists(rec, ?) OR {inner}"
+            params = [_json_path(key), *params]
+        else:
+            cond = inner
+        params.append(_json_path(key[1:]))
+    row = con.execute(
+        f"SELECT count(*) FILTER (WHERE {cond}) FROM gw_records WHERE parse_error IS NULL", params
+    ).fetchone()
+    return bool(row and row[0])
+
+
+def _renamed_hint(
+    con: duckdb.DuckDBPyConnection, m: Mapping, key: tuple[str, ...], table: dict[str, str] | None
+) -> str:
+    """A key beside where `key` should be, in the first record, that may be it renamed ('' if none): a
+    close name the format reads nowhere."""
+    if table is not None:
+        names = set(table)
+    else:
+        row = con.execute(
+            "SELECT json_keys(rec, ?) FROM gw_records WHERE parse_error IS NULL AND json_exists(rec, ?) LIMIT 1",
+            [_json_path(key[:-1]), _json_path(key[:-1])],
+        ).fetchone()
+        names = set(row[0] or ()) if row else set()
+    known = {p[-1] for paths in (*m.fields.values(), *m.attrs.values(), m.always) for p in paths if p[:-1] == key[:-1]}
+    like = difflib.get_close_matches(key[-1], sorted(names - known), n=1, cutoff=0.8)
+    return f"; {'.'.join((*key[:-1], like[0]))} may be it renamed" if like else ""
+
+
+def lost_tenant(
+    con: duckdb.DuckDBPyConnection, m: Mapping, order: tuple[str | tuple[str, ...], ...], table: dict[str, str] | None
+) -> tuple[frozenset[str], list[str]]:
+    """The tenant attributes of `order` whose fields the staged file lost: every path an attribute is
+    read from is in no record, and the format's writer puts one of them in every record (Mapping.always).
+    Returns the attributes and a sentence for each (what is missing, and a likely rename)."""
+    lost, said = set(), []
+    for t in order:
+        name = t if isinstance(t, str) else ".".join(t)
+        paths = m.attrs.get(name, ()) if isinstance(t, str) and t in m.attrs else paths_of(t)
+        if not any(p in m.always for p in paths) or any(_present(con, p, table) for p in paths):
+            continue
+        lost.add(name)
+        key = next(p for p in paths if p in m.always)
+        said.append(f"{'.'.join(key)} (the {name} the account is taken from){_renamed_hint(con, m, key, table)}")
+    return frozenset(lost), said
 
 
 def count_records(con: duckdb.DuckDBPyConnection, f: InputFile) -> int | None:

@@ -201,10 +201,16 @@ def _attrs(r: _Reads, m: Mapping) -> dict[str, str]:
     return {a: _first(r, paths) for a, paths in m.attrs.items() if a != "tags"}
 
 
-def _tenant(r: _Reads, m: Mapping, settings: GatewaySettings) -> str:
-    """account_id: the configured tenant (an attribute, else a field path), else the format's default order."""
+def _tenant(r: _Reads, m: Mapping, settings: GatewaySettings, lost: frozenset[str]) -> str:
+    """account_id: the configured tenant (an attribute, else a field path), else the format's default order.
+    The order stops before the first attribute `lost` (its field dropped or renamed in the file): a record
+    that the earlier ones give no account would have taken it from the lost one, so its account is unknown
+    (NULL), not the next attribute's value."""
     order = settings.tenant or m.tenant
     attrs = _attrs(r, m)
+    named = [t if isinstance(t, str) else ".".join(t) for t in order]
+    if lost & set(named):
+        order = order[: min(named.index(t) for t in lost if t in named)]
     parts = [attrs[t] if t in attrs else _first(r, paths_of(t)) for t in order]
     if "account_id" in m.fields:
         parts.insert(0, _first(r, m.fields["account_id"]))
@@ -254,12 +260,15 @@ def _may_hold_text(r: _Reads, key: Key) -> str:
     )
 
 
-def project(m: Mapping, settings: GatewaySettings, table: dict[str, str] | None = None) -> tuple[str, str]:
+def project(
+    m: Mapping, settings: GatewaySettings, table: dict[str, str] | None = None, lost: frozenset[str] = frozenset()
+) -> tuple[str, str]:
     """(values, stage): the query making gw_values from gw_records (row, parse_error, rec; see _Reads)
     with `may_text` (the record may hold prompt or response text), and the one making the staged text
     columns from gw_values: the spec's fields plus engine_id, trace_id and attrs (a JSON object without
     empty keys). `table`: a CSV file's header, name -> its column in gw_records (else records are rec).
-    gw_values holds rec (the record as JSON text) where may_text, for forensics.ingest.content."""
+    gw_values holds rec (the record as JSON text) where may_text, for forensics.ingest.content. `lost`:
+    the tenant attributes whose fields the file lost (forensics.ingest.damage.lost_tenant)."""
     r = _Reads(table)
     zone = settings.zone_for(m)
     f = m.fields
@@ -280,7 +289,7 @@ def project(m: Mapping, settings: GatewaySettings, table: dict[str, str] | None 
     cols = {
         "ts": _ts(r, m, zone),
         "request_id": _first(r, f.get("request_id", ())),
-        "account_id": _tenant(r, m, settings),
+        "account_id": _tenant(r, m, settings, lost),
         "api_token_id": _first(r, f.get("api_token_id", ())),
         "client_ip": _first(r, f.get("client_ip", ())),
         "user_agent": user_agent,

@@ -24,7 +24,7 @@ import pyarrow as pa
 from forensics.db import arrow_view, ident, run_query, scalar, sql_literal
 from forensics.gateway_formats import GatewaySettings, Mapping
 from forensics.ingest import content
-from forensics.ingest.damage import field_missing
+from forensics.ingest.damage import field_missing, lost_tenant
 from forensics.ingest.formats import needs_zone, project
 from forensics.ingest.rawtext import JSON_OBJECT_LINES, load_lines, open_bytes
 from forensics.ingest.staged import validate_staged
@@ -222,14 +222,37 @@ def load_other_format(
     staged, table = _stage_records(con, f, m)
     if not staged:
         return
-    values, stage = project(m, settings, table)
+    tenant = settings.tenant or m.tenant
+    lost, said = lost_tenant(con, m, tenant, table)
+    values, stage = project(m, settings, table, lost)
     con.execute(f"CREATE OR REPLACE TEMP TABLE gw_values AS {values}")
     con.execute("DROP TABLE gw_records")
     content.store_fingerprints(con, f, m)  # the text itself goes no further than gw_values
     con.execute(f"CREATE OR REPLACE TEMP TABLE gw_stage AS {stage}")
     con.execute("DROP TABLE gw_values")
     type_and_keep(con, f, strict=False)
-    _no_account(con, f, settings.tenant or m.tenant)
+    if said:
+        _lost_accounts(con, f, said)
+    else:
+        _no_account(con, f, tenant)
+
+
+def _lost_accounts(con: duckdb.DuckDBPyConnection, f: InputFile, said: list[str]) -> None:
+    """A tenant field the format writes in every record is in none of this file's: its records read,
+    the accounts it would have given unknown (the records no earlier field gives one)."""
+    kept, unknown = con.execute(
+        "SELECT count(*), count(*) - count(account_id) FROM gateway_text WHERE file_id = ?", [f.file_id]
+    ).fetchone() or (0, 0)
+    f.damage.append(
+        Damage(
+            "missing_field",
+            f"{'; '.join(said)}: in none of its {kept:,} records, though its writer puts it in every record "
+            f"(null when unset): dropped or renamed on the way; {unknown:,} records read without their "
+            "accounts (no field before it names one)",
+            unknown,
+            "counted",
+        )
+    )
 
 
 def _no_account(con: duckdb.DuckDBPyConnection, f: InputFile, tenant: tuple[str | tuple[str, ...], ...]) -> None:

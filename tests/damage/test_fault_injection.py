@@ -28,8 +28,6 @@ OPEN = {
     ("envoy-s9-p16-dark", "outage"): "an outage of the decode log of a node without page records: the "
     "responses are listed, but rooms whose decode lines the outage took are in no possible-source pool "
     "(10 of 154 true pairs missing)",
-    ("payload-s4-p1-dark", "column_dropped"): "LiteLLM payload's team_id renamed: accounts fall back to the "
-    "user field and no damage row names the rename",
 }
 
 

@@ -135,9 +135,10 @@ def gzip_cut_engine(bundle: Path, rng: random.Random) -> Damage:
 
 
 # the request-id and account fields of each gateway format, and what a rename makes of them: kvf,
-# LiteLLM's SpendLogs (team_id) and payload (id), Envoy (headers), SMG (its span's request_id), OTLP
-# (span attributes)
+# LiteLLM's SpendLogs (team_id) and payload (id, metadata.user_api_key_team_id), Envoy (headers), SMG
+# (its span's request_id), OTLP (span attributes)
 _FIELDS = {"request_id": "requestId", "account_id": "accountId", "team_id": "teamId", "id": "call_id",
+           "user_api_key_team_id": "user_api_key_teamId",
            "x-request-id": "x_request_id", "x-tenant-id": "x_tenant_id", "tenant.id": "tenant_id",
            "http.request.header.x-request-id": "http.request.header.x_request_id"}  # fmt: skip
 

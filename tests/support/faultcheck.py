@@ -10,7 +10,9 @@ reads them):
 4. unnamed: the damaged input's path (relative to the bundle) missing from the command's stdout or from
    report.md before part 1's first section ("## 1."); an outage is named by its node's folder
    (engine/<node>, so naming either of its files counts); an input the tool cannot know by name (a file
-   never delivered) must have a row of its source in evidence_damage.csv instead;
+   never delivered) must have a row of its source in evidence_damage.csv instead. A damage that took
+   nothing the analysis reads (a field renamed that no record set, a column another field repeats) may go
+   unnamed only when the findings CSVs are byte-identical to the undamaged run's;
 5. differing: for duplicates and reordering, the findings CSVs not byte-identical to the undamaged run's.
 
 A run may also refuse: when the damaged input was the bundle's only gateway log and is unreadable or
@@ -247,9 +249,13 @@ def measure(truth: Truth, damage: Damage, run: Run, clean: Run | None, bundle: P
     f.exposed_missing = [r for r in truth.exposed if r not in listed]
     f.pairs_missing = [p for p in truth.pairs if p not in found]
     f.unnamed = _unnamed(damage, run)
-    if damage.invariant and clean is not None:
+    if (damage.invariant or f.unnamed) and clean is not None:
         a, b = findings_files(clean.out), findings_files(run.out)
-        f.differing = sorted(n for n in set(a) | set(b) if a.get(n) != b.get(n))
+        differing = sorted(n for n in set(a) | set(b) if a.get(n) != b.get(n))
+        if damage.invariant:
+            f.differing = differing
+        elif not differing:  # the damage took nothing the analysis reads (a field renamed that no record
+            f.unnamed = []  # set, a column whose values another field repeats): the same findings need no word
     return f
 
 
