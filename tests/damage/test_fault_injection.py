@@ -22,13 +22,9 @@ import pytest
 from tests.support.damage import KINDS, apply
 from tests.support.faultcheck import FAST, INCIDENTS, Run, Truth, damaged_run, investigate, measure, simulated
 
-# Damage the tool does not yet answer soundly, each named with what fails (issue #47 stays open for
-# them). strict: the day one passes, the mark must go.
-OPEN = {
-    ("envoy-s9-p16-dark", "outage"): "an outage of the decode log of a node without page records: the "
-    "responses are listed, but rooms whose decode lines the outage took are in no possible-source pool "
-    "(10 of 154 true pairs missing)",
-}
+# Damage the tool does not yet answer soundly, each named with what fails (a strict xfail: the day one
+# passes, the mark must go).
+OPEN: dict[tuple[str, str], str] = {}  # (incident, kind) -> why it fails: strict xfails, none today
 
 
 def _case(incident: str, kind: str, slow: bool) -> object:

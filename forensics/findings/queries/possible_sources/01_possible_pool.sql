@@ -8,8 +8,10 @@
 -- the pool, so the source cannot be in the slots of a response that entered the scheduler at or after it.
 -- Never for an aborted source, whose late transfer may land after its last line (gone_at empty).
 -- reachable: whether it is a possible source of at least one response (set after the step).
+-- Rooms whose decode lines a log outage of the node may have taken (a prefill node finished them, no
+-- decode node's log names them: log_outages) are in the pool too (outage), their start unknown.
 -- grain: node, room (or a gateway record without a room); reads: signature_responses, dark_rooms,
---        engine_lines, gateway, request_cohort; params: none
+--        engine_lines, engine_requests, node_config, log_outages, gateway, request_cohort; params: none
 CREATE OR REPLACE TABLE possible_pool AS
 WITH dark AS (SELECT DISTINCT node FROM signature_responses),
 on_node AS (  -- per room, the node's own clock
@@ -21,10 +23,46 @@ on_node AS (  -- per room, the node's own clock
            g.bootstrap_room AS room
     FROM gateway g LEFT JOIN request_cohort c ON c.file_id = g.file_id AND c.row = g.row
     WHERE g.decode_node IN (SELECT node FROM dark)
+), reach AS (  -- how long the node runs a room: its longest, from its own lines
+    SELECT node, coalesce(max(finished - coalesce(started, forward_start)), INTERVAL 1 MINUTE) AS longest
+    FROM on_node GROUP BY node
+), orphans AS (  -- rooms a prefill node finished that no decode node's log names and no gateway record
+                 -- routes, at a time the dark node's log was out: their decode lines may be among those lost
+    SELECT o.node, e.room,
+           'prefilled on ' || min(e.node) || ' at ' || strftime(min(e.ts), '%Y-%m-%dT%H:%M:%S.%gZ')
+           || '; no decode node''s log names the room, and ' || o.node || '''s log has an outage from '
+           || strftime(min(o.gap_from), '%Y-%m-%dT%H:%M:%SZ') || ' to ' || strftime(max(o.gap_to), '%Y-%m-%dT%H:%M:%SZ')
+           || ' (log_outages)' AS place
+    FROM log_outages o
+    LEFT JOIN reach x ON x.node = o.node
+    JOIN engine_requests e ON e.ts <= o.gap_to AND e.ts >= o.gap_from - coalesce(x.longest, INTERVAL 1 MINUTE)
+    WHERE o.source = 'engine_log' AND o.node IN (SELECT node FROM dark)
+      AND e.kind IN ('time_stats', 'finished') AND e.room IS NOT NULL
+      AND e.node IN (SELECT node FROM node_config WHERE role = 'prefill')
+      AND e.room NOT IN (SELECT room FROM engine_requests
+                         WHERE room IS NOT NULL AND node IN (SELECT node FROM node_config WHERE role = 'decode'))
+      AND e.room NOT IN (SELECT bootstrap_room FROM gateway
+                         WHERE bootstrap_room IS NOT NULL AND decode_node IS NOT NULL)
+    GROUP BY o.node, e.room
+), orphan_sources AS (  -- with the request a gateway record names by the room, where one does
+    SELECT o.node, o.room, min(g.request_id) AS request_id, min(g.account_id) AS account_id,
+           coalesce(min(c.cohort), 'customer') AS cohort, o.place
+    FROM orphans o
+    LEFT JOIN gateway g ON g.bootstrap_room = o.room
+    LEFT JOIN request_cohort c ON c.file_id = g.file_id AND c.row = g.row
+    GROUP BY o.node, o.room, o.place
 ), sources AS (  -- every request with KV on a dark node: those the gateway sent, and rooms only its log names
     SELECT coalesce(s.node, o.node) AS node, coalesce(s.room, o.room) AS room, s.request_id, s.account_id,
-           s.cohort, o.started, o.last_seen, coalesce(o.aborted, false) AS aborted, o.rid, o.place
+           s.cohort, o.started, o.last_seen, coalesce(o.aborted, false) AS aborted, o.rid, o.place,
+           false AS outage
     FROM sent s FULL JOIN on_node o ON o.node = s.node AND o.room = s.room
+    UNION ALL
+    -- an orphan's start is unknown: its prefill time is on another node's clock, and no page telemetry
+    -- bounds the offset to the dark node's; its last line is lost, so no start-up is proven to have
+    -- emptied it (gone_at empty)
+    SELECT node, room, request_id, account_id, cohort, NULL, NULL, false, NULL, place, true
+    FROM orphan_sources
+    WHERE (node, room) NOT IN (SELECT (node, room) FROM sent WHERE room IS NOT NULL)
 )
 SELECT s.*,
        CASE WHEN NOT s.aborted THEN (SELECT min(t.ts) FROM starts t WHERE t.node = s.node AND t.ts > s.last_seen) END

@@ -33,7 +33,9 @@ WITH room_candidate_accounts AS (
 ), pairs AS (
 SELECT r.recipient_request_id, coalesce(s.request_id, '') AS source_request_id, r.recipient_account_id,
        s.account_id AS source_account_id, r.node,
-       CASE WHEN s.aborted THEN 'aborted on ' || r.node || ' (' || s.place || '): its transfer may have landed late'
+       CASE WHEN s.outage THEN 'its decode on ' || r.node || ' may be among the lines an outage of the node''s log took ('
+                 || s.place || ')'
+            WHEN s.aborted THEN 'aborted on ' || r.node || ' (' || s.place || '): its transfer may have landed late'
             WHEN s.started IS NOT NULL THEN 'decoded on ' || r.node || ' (' || s.place || '), entered its scheduler at '
                  || strftime(s.started, '%Y-%m-%dT%H:%M:%S.%gZ') || ' on the node''s clock, '
                  || CASE WHEN r.finished IS NULL THEN 'the response''s decode end is not logged'
