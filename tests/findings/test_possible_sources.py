@@ -4,6 +4,8 @@ them, unless it was aborted and its transfer may land late); everything else on 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import duckdb
 
 from forensics.db import connect, run_query
@@ -58,6 +60,7 @@ def _tables(con: duckdb.DuckDBPyConnection) -> None:
     )
     con.execute("CREATE TABLE sender_sources (node VARCHAR, recipient_room BIGINT, source_room BIGINT)")
     con.execute("CREATE TABLE page_events (node VARCHAR, seq BIGINT, room BIGINT)")
+    con.execute("CREATE TABLE log_outages (node VARCHAR, source VARCHAR, gap_from TIMESTAMPTZ, gap_to TIMESTAMPTZ)")
     # every room here is named by a gateway record: no room lists candidate accounts
     con.execute("""CREATE TABLE room_candidates (room BIGINT, node VARCHAR, request_id VARCHAR, account_id VARCHAR,
         basis VARCHAR, candidates BIGINT)""")
@@ -65,10 +68,13 @@ def _tables(con: duckdb.DuckDBPyConnection) -> None:
         SELECT 'R' AS request_id, 'acct-r' AS account_id, 'customer' AS cohort, 'd0' AS node, 1::BIGINT AS room""")
 
 
-def hand_made_node() -> duckdb.DuckDBPyConnection:
-    """The tables above, with the findings' steps up to the possible sources run over them."""
+def hand_made_node(more: Callable[[duckdb.DuckDBPyConnection], None] | None = None) -> duckdb.DuckDBPyConnection:
+    """The tables above (and `more` of them), with the findings' steps up to the possible sources run
+    over them."""
     con = connect(":memory:")
     _tables(con)
+    if more is not None:
+        more(con)
     for step in ("dark_rooms", "node_lifecycle", "late_write_rule", "late_write_responses"):
         run_query(con, "findings", step)
     source_likelihood(con)
@@ -88,3 +94,27 @@ def test_a_source_is_left_out_only_when_the_nodes_clock_proves_it_impossible() -
     assert con.execute("SELECT policy, basis FROM allocator_model").fetchall() == [
         (None, "no pool size or page size of d0 in its log: no allocator model")
     ]
+
+
+def test_rooms_whose_decode_lines_an_outage_took_are_possible_sources_start_unknown() -> None:
+    """d0's log is out from 10:30 to 10:40 and its longest room ran 10 minutes: a room a prefill node
+    finished from 10:20 on that no decode log names may have decoded there unlogged. Its prefill time is
+    p0's clock, not d0's: its start is unknown, so it pairs even with R, whose decode ended at 10:05."""
+
+    def outage(con: duckdb.DuckDBPyConnection) -> None:
+        con.execute("INSERT INTO node_config (node, role) VALUES ('p0', 'prefill'), ('d0', 'decode'), ('d1', 'decode')")
+        con.execute("INSERT INTO log_outages VALUES ('d0', 'engine_log', ?::TIMESTAMPTZ, ?::TIMESTAMPTZ)",
+                    [T.format("10:30"), T.format("10:40")])  # fmt: skip
+        for node, room, ts in [("p0", 9, "10:25"), ("p0", 12, "10:15"), ("p0", 11, "10:35"), ("d1", 11, "10:36")]:
+            con.execute(
+                "INSERT INTO engine_requests (node, rid, room, kind, ts, file_id, line) "
+                "VALUES (?, ?, ?, 'time_stats', ?::TIMESTAMPTZ, 1, 20)",
+                [node, f"rid-{node}-{room}", room, T.format(ts)],
+            )
+
+    got = dict(hand_made_node(outage).execute("SELECT source_room, basis FROM possible_sources").fetchall())
+    # 9: prefilled in the outage's reach, named by no decode log; not 12 (prefilled before the reach:
+    # 10:30 less the longest room, 10 minutes), not 11 (d1's log names it)
+    assert sorted(got) == [3, 5, 6, 7, 9]
+    assert "outage of the node's log" in got[9] and "prefilled on p0" in got[9]
+    assert "09:45" not in got[9]  # no start time is claimed for it
