@@ -53,7 +53,10 @@ def test_investigate_confirms_no_clean_response(run: dict[str, Any]) -> None:
     assert run["row"]["false_confirmed"] == 0
 
 
-@pytest.mark.xfail(strict=True, reason="#48: confirmed pairs name a source the recipient never read (2 at ps1 seed 7; 4-12 at seed 101)")
+FALSE_PAIRS = "#48: confirmed pairs name a source the recipient never read (2 at ps1 seed 7; 4-12 at seed 101)"
+
+
+@pytest.mark.xfail(strict=True, reason=FALSE_PAIRS)
 def test_investigate_names_no_false_source(run: dict[str, Any]) -> None:
     assert run["row"]["false_pairs"] == 0
 
@@ -65,7 +68,10 @@ def test_investigate_misses_no_affected_response(run: dict[str, Any], request: A
     assert run["row"]["missed"] == 0
 
 
-@pytest.mark.xfail(strict=True, reason="#48: the guard alarms on clean requests (155-213 per run of 300 requests, seed 101)")
+FALSE_ALARMS = "#48: the guard alarms on clean requests (155-213 per run of 300 requests, seed 101)"
+
+
+@pytest.mark.xfail(strict=True, reason=FALSE_ALARMS)
 def test_the_guard_raises_no_false_alarm(run: dict[str, Any]) -> None:
     assert run["row"]["guard_false_alarms"] == 0
 
