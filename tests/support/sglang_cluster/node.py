@@ -1,0 +1,409 @@
+"""One SGLang node in its own OS process (started by the driver with multiprocessing's spawn context).
+
+The plugin is on only as an operator switches it on: the KVF_SGLANG_* variables are set in this
+process's environment before SGLang's own load_plugins() runs (python/sglang/srt/plugins/__init__.py),
+which calls the plugin's entry point and applies its hooks to SGLang's classes. Nothing here installs
+a runtime or links nodes: the plugin makes its runtime on the first allocator call (hooks._ensure).
+
+What is SGLang's own code, run as a server runs it (0.5.23, python/sglang/srt/...):
+- the KV allocator: mem_cache/allocator/token.py TokenToKVPoolAllocator (page size 1) and
+  mem_cache/allocator/paged.py PagedTokenToKVPoolAllocator (page size 16, its torch-native
+  alloc_extend / alloc_decode: use_triton_kernels off, as on a CPU platform);
+- the rows: mem_cache/memory_pool.py ReqToTokenPool (prefill), disaggregation/decode.py
+  DecodeReqToTokenPool (decode);
+- the decode pre-allocation: disaggregation/decode.py DecodePreallocQueue._pre_alloc (with its
+  alloc_for_decode_prealloc), on a queue made without its __init__ (which starts the transfer
+  manager and its threads) and given the attributes _pre_alloc reads;
+- the forward pass entry: managers/scheduler.py Scheduler.run_batch, on a Scheduler made without its
+  __init__ and given what run_batch reads on the plain (non-overlap, non-speculative) path;
+- the transfer: disaggregation/mooncake/conn.py MooncakeKVManager.add_transfer_request on the prefill,
+  CommonKVManager.update_status / conclude_transfer (disaggregation/common/conn.py) on both sides, the
+  decode side's poll read by check_status (what CommonKVReceiver.poll returns on a single rank).
+
+What is a stub (it needs a GPU, RDMA devices or a network):
+- the model forward (model_worker.forward_batch_generation): it reads the KV buffer (a CPU tensor,
+  one int per slot: the room whose KV the slot holds, 0 for none) at every slot the request's
+  req_to_token row names below seq_len, and writes the request's room into its out_cache_loc slots.
+  What it reads is the driver's truth of what each forward pass attended;
+- the Mooncake transfer worker's RDMA write: the prefill returns the chunk's destination slots to the
+  driver, which delivers them to the decode process as a message that writes those slots of its KV
+  buffer, possibly late (after an abort freed them and another request took them);
+- the zmq status and abort messages: relayed by the driver (send_kv_status_message captured; the
+  abort as update_status(room, Failed), what _handle_legacy_abort_notification does);
+- the decode radix cache (off: --disaggregation-decode-enable-radix-cache is off by default) and
+  release_kv_cache: a request's slots go back through the allocator's own free() and its row through
+  the pool's own free(), which is what ChunkCache.cache_finished_req does (mem_cache/chunk_cache.py).
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import threading
+import time
+from multiprocessing.connection import Connection
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+
+ENDPOINT_PORT = 7000  # decode node k's transfer endpoint: 10.0.0.<k+1>:<7000+k>
+
+
+class _Open(SimpleNamespace):
+    """Attributes run_batch reads that this driver leaves at their off value (None)."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return None
+
+
+class _Nothing:
+    """A collaborator whose every method does nothing (metrics, profiler, scripted hooks)."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return lambda *a, **k: None
+
+
+def _nothing(name: str) -> Any:
+    if name.startswith("__"):
+        raise AttributeError(name)
+    return _Nothing()
+
+
+class Node:
+    def __init__(self, spec: dict[str, Any]) -> None:
+        from tests.support.sglang_cluster import stubs
+
+        self.stood_in = stubs.install()
+        os.environ["TRITON_INTERPRET"] = "1"
+        from forensics.sglang.cpu import import_sglang
+
+        sg = import_sglang()
+        from sglang.srt.plugins import load_plugins
+
+        load_plugins()  # the plugin's register() under the KVF_SGLANG_* of this process
+        from sglang.srt.disaggregation import decode as D
+        from sglang.srt.disaggregation.mooncake import conn
+        from sglang.srt.disaggregation.utils import DisaggregationMode
+        from sglang.srt.managers.schedule_batch import ReqKvInfo
+        from sglang.srt.managers.scheduler import Scheduler
+        from sglang.srt.mem_cache import memory_pool
+        from sglang.srt.model_executor.forward_batch_info import ForwardMode
+
+        self.sg, self.torch, self.D, self.conn, self.ReqKvInfo = sg, sg.torch, D, conn, ReqKvInfo
+        self.ForwardMode, self.KVPoll = ForwardMode, conn.KVPoll
+        self.name, self.role, self.ps = spec["name"], spec["role"], spec["page_size"]
+        size, rows, ctx = spec["pool"], spec["rows"], spec["context"]
+        torch = sg.torch
+        if self.ps == 1:
+            self.alloc = sg.A.TokenToKVPoolAllocator(size, torch.float16, "cpu", None, False)
+        else:
+            self.alloc = sg.A.PagedTokenToKVPoolAllocator(size, self.ps, torch.float16, "cpu", None, False)
+            self.alloc.use_triton_kernels = False
+        self.kv = torch.zeros(size + 2 * self.ps + 1, dtype=torch.int64)  # the KV buffer: room per slot
+        if self.role == "decode":
+            _publish_disagg()
+            self.pool = D.DecodeReqToTokenPool(rows, ctx, "cpu", False, rows)
+            q = object.__new__(D.DecodePreallocQueue)
+            q.req_to_token_pool, q.token_to_kv_pool_allocator = self.pool, self.alloc
+            q.token_to_kv_pool = None  # not an SWA pool: _uses_swa_tail_prealloc is False
+            q.scheduler = SimpleNamespace(enable_hisparse=False, sliding_window_size=None)
+            q.tree_cache = _Nothing()  # maybe_hand_to_session: the decode radix cache is off
+            self.queue = q
+        else:
+            self.pool = memory_pool.ReqToTokenPool(rows, ctx, "cpu", False)
+        mode = DisaggregationMode.DECODE if self.role == "decode" else DisaggregationMode.PREFILL
+        self.sched = self._scheduler(Scheduler, mode)
+        self.mgr = self._manager(mode)
+        self.sent: list[dict[str, Any]] = []
+        self.reqs: dict[int, Any] = {}  # room -> the node's Req stand-in
+        self.running: list[int] = []  # decode: rooms in the running batch, in admission order
+        self.out_left: dict[int, int] = {}
+        self.truth: dict[int, dict[str, Any]] = {}  # room -> what its forward passes read
+        self.prefill_slots: dict[int, Any] = {}
+
+    # --- SGLang objects made without their __init__ ------------------------------------------------
+    def _scheduler(self, Scheduler: Any, mode: Any) -> Any:
+        # a subclass only for the fallback: attributes run_batch's plain path touches and this driver
+        # leaves off (stage metrics, profiler, tracing) answer with a collaborator that does nothing
+        Sched = type("Scheduler", (Scheduler,), {"__getattr__": lambda self, n: _nothing(n)})
+        s = object.__new__(Sched)
+        s.req_to_token_pool, s.token_to_kv_pool_allocator = self.pool, self.alloc
+        s.disaggregation_mode, s.is_generation, s.enable_overlap, s.enable_pdmux = mode, True, False, False
+        s.forward_ct, s._sched_idled, s.processed_tokens_counter = 0, False, 0
+        s.scripted_scheduler_hook, s.forward_sleep_time = None, None
+        s.enable_unified_cache_external_linker, s.attn_dp_enabled = False, False
+        s.metrics_reporter, s.profiler_manager = _Nothing(), _Nothing()
+        s.spec_algorithm = SimpleNamespace(is_none=lambda: True)
+        s.future_map = None
+        s.model_worker = SimpleNamespace(forward_batch_generation=self._forward)
+        s.update_cache_from_scheduler = lambda batch, result: None
+        s._copy_auxiliary_output_to_cpu = lambda batch, result: None
+        s.maybe_send_cached_prefix_chunk = lambda req, allow_send=True: None
+        return s
+
+    def _manager(self, mode: Any) -> Any:
+        m = object.__new__(self.conn.MooncakeKVManager)
+        m.disaggregation_mode = mode
+        m.request_status, m.transfer_infos, m.transfer_queues = {}, {}, [queue.Queue()]
+        m.deferred_bootstrap, m.enable_deferred_decode_kv_release = None, False
+        m._deferred_ack_targets, m._deferred_ack_poisoned_rooms, m._staging_outstanding = {}, set(), {}
+        m.failure_lock, m.failure_records = threading.Lock(), {}
+        m.send_kv_status_message = lambda **kw: self.sent.append(kw)  # the zmq status message: relayed
+        return m
+
+    # --- the model forward (stub) ------------------------------------------------------------------
+    def _forward(self, batch: Any, **kw: Any) -> Any:
+        rt2t = self.pool.req_to_token
+        decode = batch.forward_mode.is_decode()
+        for k, req in enumerate(batch.reqs):
+            row, n = req.kv.req_pool_idx, int(batch.seq_lens_cpu[k])
+            lo = n - 1 if decode else int(batch.prefix_lens[k])
+            att = rt2t[row, :lo].to(self.torch.int64)
+            held = self.kv[att]
+            t = self.truth.setdefault(req.bootstrap_room, {"sources": set(), "slots": 0})
+            foreign = held[(held != 0) & (held != req.bootstrap_room)]
+            t["sources"].update(foreign.tolist())
+            t["slots"] += int(foreign.numel())
+        self.kv[batch.out_cache_loc.to(self.torch.int64)] = self._out_rooms(batch)
+        return SimpleNamespace(has_sampled_token_ids=False, extend_input_len_per_req=None)
+
+    def _out_rooms(self, batch: Any) -> Any:
+        n = batch.out_lens
+        rooms = [r.bootstrap_room for r in batch.reqs]
+        return self.torch.tensor(np.repeat(rooms, n), dtype=self.torch.int64)
+
+    def _run(self, reqs: list[Any], decode: bool, prefix: list[int], seq: list[int], out: Any) -> None:
+        torch = self.torch
+        batch = _Open(
+            reqs=reqs,
+            forward_mode=self.ForwardMode.DECODE if decode else self.ForwardMode.EXTEND,
+            seq_lens=torch.tensor(seq, dtype=torch.int64),
+            seq_lens_cpu=torch.tensor(seq, dtype=torch.int64),
+            prefix_lens=prefix if not decode else None,
+            out_cache_loc=out,
+            out_lens=[s - p for s, p in zip(seq, prefix, strict=True)],
+            extend_num_tokens=0 if decode else sum(s - p for s, p in zip(seq, prefix, strict=True)),
+            spec_algorithm=SimpleNamespace(is_none=lambda: True),
+            return_logprob=False,
+            return_hidden_states=False,
+            hicache_consumer_index=-1,
+            input_ids=torch.zeros(len(reqs), dtype=torch.int64),  # token ids: the stub forward reads none
+            enable_overlap=False,
+        )
+        type(self.sched).run_batch(self.sched, batch)  # the class's attribute: the plugin's hook around it
+
+    # --- requests ----------------------------------------------------------------------------------
+    def _req(self, room: int, rid: str, n: int) -> Any:
+        r = SimpleNamespace(rid=rid, bootstrap_room=room, kv=self.ReqKvInfo(), origin_input_ids=[0] * n,
+                            output_ids=[], to_finish=None, finished_reason=None, prefix_len=0,
+                            is_chunked=0)  # fmt: skip
+        self.reqs[room] = r
+        return r
+
+    def _slots_of_pages(self, pages: np.ndarray) -> np.ndarray:
+        return (pages[:, None] * self.ps + np.arange(self.ps)).ravel() if self.ps > 1 else pages
+
+    def _alloc_tokens(self, n: int) -> Any:
+        torch = self.torch
+        if self.ps == 1:
+            return self.alloc.alloc(n)
+        z = torch.tensor([0], dtype=torch.int64)
+        m = torch.tensor([n], dtype=torch.int64)
+        return self.alloc.alloc_extend(prefix_lens=z, prefix_lens_cpu=z, seq_lens=m, seq_lens_cpu=m,
+                                       last_loc=torch.tensor([-1], dtype=torch.int64),
+                                       extend_num_tokens=n)  # fmt: skip
+
+    def _release(self, room: int) -> None:
+        """The request's slots and row back: allocator.free of the row's slots (paged: by page, as the
+        allocator itself does), then the pool's free (ChunkCache.cache_finished_req's two calls)."""
+        r = self.reqs.pop(room, None)
+        if r is None or r.kv.req_pool_idx is None:
+            return
+        n = int(r.kv.kv_allocated_len)
+        slots = self.pool.req_to_token[r.kv.req_pool_idx, :n].to(self.torch.int64)
+        if n:
+            self.alloc.free(slots)
+        self.pool.free(r)
+
+    # --- prefill commands --------------------------------------------------------------------------
+    def prefill(self, room: int, rid: str, n: int, dst_pages: list[int], peer: tuple[str, int]) -> dict[str, Any]:
+        """The prefill of `n` tokens (1: the placeholder of an over-length prompt), then its send: the
+        room opened as CommonKVSender does, the decode's destination recorded as its TransferInfo
+        (what the decode's metadata message carries) and the chunk queued by add_transfer_request."""
+        r = self._req(room, rid, n)
+        self.pool.alloc([r])
+        loc = self._alloc_tokens(n)
+        if loc is None:
+            return {"ok": False}
+        r.kv.kv_allocated_len = n
+        self.pool.write((r.kv.req_pool_idx, slice(0, n)), loc)
+        self._run([r], False, [0], [n], loc)
+        m, KVPoll = self.mgr, self.KVPoll
+        m.update_status(room, KVPoll.Bootstrapping)
+        m.transfer_infos[room] = {f"{peer[0]}:{peer[1]}": self.conn.TransferInfo(
+            room=room, endpoint=peer[0], dst_port=peer[1], mooncake_session_id=f"{peer[0]}:{peer[1] + 10000}",
+            dst_kv_indices=np.array(dst_pages, np.int32), dst_aux_index=0, dst_state_indices=[],
+            required_dst_info_num=1, is_dummy=False)}  # fmt: skip
+        m.update_status(room, KVPoll.WaitingForInput)
+        m.update_status(room, KVPoll.Transferring)
+        src_pages = np.unique(loc.numpy() // self.ps).astype(np.int32)
+        m.add_transfer_request(room, src_pages, slice(0, len(src_pages)), True, aux_index=0)
+        chunks = []
+        while not m.transfer_queues[0].empty():  # the transfer worker's queue: what it would write
+            c = m.transfer_queues[0].get_nowait()
+            dst = np.asarray(m.transfer_infos[c.room][f"{peer[0]}:{peer[1]}"].dst_kv_indices[c.index_slice], np.int64)
+            chunks.append(self._slots_of_pages(dst).tolist())
+        return {"ok": True, "chunks": chunks}
+
+    def abort_notice(self, room: int) -> dict[str, Any]:
+        """Decode's ABORT reached the prefill: the room turns Failed if still active."""
+        st = self.mgr.request_status.get(room)
+        if st is not None and st != self.KVPoll.Success:
+            self.mgr.update_status(room, self.KVPoll.Failed)
+        return {"status": int(self.mgr.request_status.get(room, -1))}
+
+    def conclude(self, room: int, host: str, port: int) -> dict[str, Any]:
+        """The transfer worker's end of the room: Success, which the manager turns into Failed where
+        the room already failed; the status message goes to decode; the prefill releases the request."""
+        self.sent.clear()
+        out = self.mgr.conclude_transfer(bootstrap_room=room, status=self.KVPoll.Success, targets=[(host, port)])
+        self.mgr.request_status.pop(room, None)
+        self.mgr.transfer_infos.pop(room, None)
+        self._release(room)
+        return {"status": int(out) if out is not None else -1}
+
+    # --- decode commands ---------------------------------------------------------------------------
+    def prealloc(self, room: int, rid: str, n: int) -> dict[str, Any]:
+        r = self._req(room, rid, n)
+        if self.pool.available_size() < 1 or self.alloc.available_size() < n + self.ps:
+            self.reqs.pop(room)
+            return {"ok": False}
+        loc = self.queue._pre_alloc(r)
+        self.mgr.update_status(room, self.KVPoll.Bootstrapping)
+        self.mgr.update_status(room, self.KVPoll.WaitingForInput)
+        pages = np.unique(loc.numpy().astype(np.int64) // self.ps)
+        return {"ok": True, "pages": pages.tolist()}
+
+    def land(self, room: int, slots: list[int]) -> dict[str, Any]:
+        """The RDMA write of a transfer chunk: the slots now hold `room`'s KV, whoever holds them."""
+        idx = self.torch.tensor(slots, dtype=self.torch.int64)
+        holders = {rm for rm, r in self.reqs.items() if r.kv.req_pool_idx is not None}
+        self.kv[idx] = room
+        return {"held_by_other": room not in holders}
+
+    def status(self, room: int, status: int) -> dict[str, Any]:
+        self.mgr.update_status(room, status)  # KVPoll: plain ints
+        return {"poll": int(self.mgr.check_status(room)) if room in self.mgr.request_status else -1}
+
+    def admit(self, room: int, out_len: int) -> dict[str, Any]:
+        """pop_transferred: a room polled Success joins the running batch."""
+        if room not in self.mgr.request_status or self.mgr.check_status(room) != self.KVPoll.Success:
+            return {"ok": False}
+        self.mgr.request_status.pop(room, None)
+        self.running.append(room)
+        self.out_left[room] = out_len
+        return {"ok": True}
+
+    def abort(self, room: int, release: bool) -> dict[str, Any]:
+        """The client's abort of a request still in the transfer queue: the room turns Failed (the
+        receiver's abort()), and its pages go back now (release) or when the driver says (deferred)."""
+        if room in self.mgr.request_status:
+            self.mgr.update_status(room, self.KVPoll.Failed)
+        if release:
+            self._release(room)
+        return {"ok": True}
+
+    def release(self, room: int) -> dict[str, Any]:
+        self.mgr.request_status.pop(room, None)
+        self._release(room)
+        return {"ok": True}
+
+    def step(self) -> dict[str, Any]:
+        """One decode step of the running batch through Scheduler.run_batch; returns the requests that
+        ended (finished, or finished with an error by the guard) with what they read."""
+        if not self.running:
+            return {"ended": []}
+        torch = self.torch
+        reqs = [self.reqs[rm] for rm in self.running]
+        seq = [int(r.kv.kv_allocated_len) + 1 for r in reqs]
+        if self.ps == 1:
+            out = self.alloc.alloc(len(reqs))
+        else:
+            rows = torch.tensor([r.kv.req_pool_idx for r in reqs], dtype=torch.int64)
+            last = self.pool.req_to_token[rows, torch.tensor(seq) - 2].to(torch.int64)
+            st = torch.tensor(seq, dtype=torch.int64)
+            out = self.alloc.alloc_decode(seq_lens=st, seq_lens_cpu=st, last_loc=last)
+        if out is None:
+            return {"ended": [], "oom": True}
+        rows_t = torch.tensor([r.kv.req_pool_idx for r in reqs], dtype=torch.int64)
+        self.pool.write((rows_t, torch.tensor(seq, dtype=torch.int64) - 1), out.to(torch.int32))
+        for r in reqs:
+            r.kv.kv_allocated_len += 1
+        self._run(reqs, True, [s - 1 for s in seq], seq, out)
+        ended = []
+        for r in reqs:
+            room = r.bootstrap_room
+            self.out_left[room] -= 1
+            refused = r.to_finish is not None
+            if refused or self.out_left[room] <= 0:
+                t = self.truth.get(room, {"sources": set(), "slots": 0})
+                ended.append({"room": room, "refused": refused, "sources": sorted(t["sources"]),
+                              "slots": t["slots"], "t": time.time()})  # fmt: skip
+                self.running.remove(room)
+                self.out_left.pop(room)
+                self._release(room)
+        return {"ended": ended}
+
+    def close(self) -> dict[str, Any]:
+        from forensics.sglang import hooks, targets
+
+        rt = hooks.runtime()
+        if rt is not None and rt.rec is not None:
+            rt.write_metrics()
+            rt.rec.close()
+        return {"pid": os.getpid(), "applied": list(targets.APPLIED), "stood_in": self.stood_in,
+                "files": [str(f) for f in (rt.rec.files if rt is not None and rt.rec is not None else [])],
+                "stats": vars(rt.stats) if rt is not None else {}}  # fmt: skip
+
+
+def _publish_disagg() -> None:
+    """The server args' disagg namespace as _pre_alloc reads it (runtime_context.get_disagg): what a
+    server publishes at start, with --disaggregation-decode-enable-radix-cache at its default (off)."""
+    from sglang.srt import runtime_context as rc
+
+    bags = rc._CONTEXT._config_bags or {}
+    bags.setdefault("disagg", SimpleNamespace(disaggregation_decode_enable_radix_cache=False))
+    rc._CONTEXT._config_bags = bags
+
+
+def serve(conn: Connection, spec: dict[str, Any]) -> None:
+    """The node process: set the operator's variables, start, then answer the driver's commands."""
+    for k, v in spec["env"].items():
+        os.environ[k] = v
+    import logging
+
+    logging.getLogger("forensics.sglang").setLevel(logging.CRITICAL)
+    try:
+        node = Node(spec)
+        conn.send({"ok": True, "pid": os.getpid()})
+    except Exception as err:  # noqa: BLE001 (the driver reports it)
+        import traceback
+
+        conn.send({"ok": False, "error": f"{type(err).__name__}: {err}\n{traceback.format_exc()}"})
+        return
+    while True:
+        cmd, args = conn.recv()
+        try:
+            out = getattr(node, cmd)(*args)
+        except Exception as err:  # noqa: BLE001
+            import traceback
+
+            out = {"error": f"{cmd}: {type(err).__name__}: {err}\n{traceback.format_exc()}"}
+        conn.send(out)
+        if cmd == "close":
+            return
