@@ -13,13 +13,16 @@ import logging
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 
+from forensics.sglang import alerts
 from forensics.sglang import config as config_mod
+from forensics.sglang.landing import COL_LEN, COL_MARK, COL_ROOM, MARK, room32
 from forensics.sglang.recorder import Recorder
-from forensics.sglang.runtime import Runtime
+from forensics.sglang.runtime import Runtime, Violation
 
 log = logging.getLogger("forensics.sglang")
 
@@ -62,10 +65,24 @@ def _ps(alloc: Any) -> int:
     return int(getattr(alloc, "page_size", 1) or 1)
 
 
+_broken: list[str] = []  # why the ledger could not be made (the guard then fails closed)
+_said: set[str] = set()  # the fail-closed reasons already logged (each once)
+
+
+def say_once(key: str, msg: str, exc: BaseException | None = None) -> None:
+    if key not in _said:
+        _said.add(key)
+        log.error("kv-forensics: %s", msg, exc_info=exc)
+
+
 def _ensure(alloc: Any) -> Runtime | None:
     rt = _rt
-    if rt is None and _cfg is not None:  # the first allocator call: the ledger sized to its pool
-        install(from_config(_cfg, _ps(alloc), int(getattr(alloc, "size", 0) or 0) + 2 * _ps(alloc) + 1))
+    if rt is None and _cfg is not None and not _broken:  # the first allocator call: the ledger sized to its pool
+        try:
+            install(from_config(_cfg, _ps(alloc), int(getattr(alloc, "size", 0) or 0) + 2 * _ps(alloc) + 1))
+        except Exception as err:  # noqa: BLE001 (an allocation must never fail for the plugin's sake)
+            _broken.append(f"{type(err).__name__}: {err}")
+            say_once("ledger", f"no ledger ({_broken[0]}): the guard fails closed on every decode batch", err)
         rt = _rt
     if rt is not None and rt.ps != _ps(alloc) and rt.stats.allocated_pages == 0:
         rt.ps = _ps(alloc)
@@ -173,7 +190,103 @@ def h_pre_alloc(original: Callable[..., Any], self: Any, req: Any, *args: Any, *
         n = len(req.origin_input_ids) if getattr(req, "origin_input_ids", None) is not None else 0
         if n:
             rt.on_row_write(row, _np(self.req_to_token_pool.req_to_token[row, :n]))
+        room = _req_ids(req)[0]
+        sched = getattr(self, "scheduler", None)
+        if room >= 0 and out is not None and not getattr(sched, "enable_hisparse", False):  # hisparse: host pages
+            # the returned slots are the transfer's destination (pop_preallocated sends their pages to
+            # prefill), written into the row from total_prefix_len (0.5.23) or prefix_len (0.5.11) on
+            named = dict(zip(("prefix_indices", "prefix_len", "total_prefix_len"), args, strict=False)) | kwargs
+            pos0 = named.get("total_prefix_len") or named.get("prefix_len") or 0
+            rt.on_publish(room, int(pos0), _np(out))
     return out
+
+
+def carried_length(metadata_buffers: Any, idx: int, room: int) -> int | None:
+    """The prompt tokens prefill computed for `room`, as its plugin wrote them into the metadata row
+    (forensics.sglang.landing); None: the row carries no such record for this room."""
+    row = getattr(metadata_buffers, "cached_tokens", None)
+    if row is None or idx is None or idx < 0:
+        return None
+    vals = _np(row[idx])
+    if vals.size <= COL_MARK or vals[COL_MARK] != MARK or vals[COL_ROOM] != room32(room):
+        return None
+    return int(vals[COL_LEN])
+
+
+def h_set_buf(original: Callable[..., Any], self: Any, req: Any, *args: Any, **kwargs: Any) -> Any:
+    """Prefill fills the metadata row decode receives with the first output token (disaggregation/
+    utils.py MetadataBuffers.set_buf): the plugin adds the prompt tokens this prefill computed (a
+    placeholder, whose prompt SGLang replaced by one token, says 1) in the row's spare columns."""
+    out = original(self, req, *args, **kwargs)
+    try:
+        idx, room = req.metadata_buffer_index, getattr(req, "bootstrap_room", None)
+        ids = getattr(req, "origin_input_ids", None)
+        if room is not None and ids is not None:
+            row = self.cached_tokens[idx]
+            row[COL_ROOM], row[COL_LEN], row[COL_MARK] = room32(room), len(ids), MARK
+    except Exception as err:  # noqa: BLE001 (decode then finds no length and fails closed)
+        say_once("set_buf", "cannot write the transferred length into the metadata buffer", err)
+    return out
+
+
+def _fake(req: Any) -> bool:
+    return getattr(req, "bootstrap_host", None) == "2.2.2.2"  # disaggregation/utils.py FAKE_BOOTSTRAP_HOST
+
+
+def h_commit(original: Callable[..., Any], self: Any, decode_req: Any, *args: Any, **kwargs: Any) -> Any:
+    """Decode commits a room the receiver polled Success (DecodeTransferQueue._commit_transfer_to_req,
+    0.5.11 and 0.5.23): the transfer is over; its length is in the metadata row (read before the call,
+    which may clear it). Then the guard's first check, before the request joins a batch: a refusal in
+    enforce aborts it there, and SGLang's pop_transferred, finding the FINISH_ABORT after the commit,
+    streams the error, releases the KV and counts it (increment_transfer_failed_reqs), as for a
+    corrupted transfer; no forward pass runs over it."""
+    req = getattr(decode_req, "req", None)
+    room = _req_ids(req)[0]
+    length: int | None = None
+    try:
+        length = (
+            0
+            if _fake(req)
+            else carried_length(
+                getattr(self, "metadata_buffers", None), getattr(decode_req, "metadata_buffer_index", -1), room
+            )
+        )
+    except Exception as err:  # noqa: BLE001
+        say_once("carried", "cannot read the transferred length from the metadata buffer", err)
+    out = original(self, decode_req, *args, **kwargs)
+    if out is False or req is None or getattr(req, "finished_reason", None) is not None:
+        return out  # 0.5.11: the metadata has not arrived (polled again); or SGLang aborted it itself
+    try:
+        _admit(self, req, room, length)
+    except Exception as err:  # noqa: BLE001 (fail closed: never into the scheduler loop)
+        fail_closed([req], f"the guard's check raised {type(err).__name__}: {err}", err, at_commit=True)
+    return out
+
+
+def _admit(queue: Any, req: Any, room: int, length: int | None) -> None:
+    rt = _rt
+    if rt is None:
+        if _cfg is not None:
+            fail_closed([req], f"no ledger ({_broken[0] if _broken else 'never made'})", at_commit=True)
+        return
+    rt.on_commit(room, length)
+    if rt.guard == "off":
+        return
+    if length is None:
+        say_once("length", "a transfer committed without the prefill plugin's transferred length (is "
+                 "kv-forensics loaded on the prefill nodes?): its request cannot be proven clean")  # fmt: skip
+    row = row_of(req)
+    n = len(getattr(req, "origin_input_ids", ()) or ()) + max(0, len(getattr(req, "output_ids", ()) or ()) - 1)
+    pool = getattr(getattr(queue, "scheduler", None), "req_to_token_pool", None)
+    att = _np(pool.req_to_token[int(row), :n]) if row is not None and pool is not None and n else _EMPTY
+    v = rt.admit(room, str(getattr(req, "rid", "")), att)
+    if v is not None and rt.guard == "enforce":
+        refuse(req, refusal(v), at_commit=True)
+
+
+def refusal(v: Any) -> str:
+    """The error a refused request ends with: the plugin, and why."""
+    return f"kv-forensics KV integrity guard refused this request: {alerts.why(v)}"
 
 
 _pending: dict[int, list[tuple[str, np.ndarray]]] = {}
@@ -218,7 +331,78 @@ def h_update_status(original: Callable[..., Any], self: Any, bootstrap_room: int
     return out
 
 
+def h_prefill_status(original: Callable[..., Any], self: Any, *args: Any, **kwargs: Any) -> Any:
+    """Decode receives a prefill rank's status for a room (CommonKVManager.apply_prefill_status, 0.5.23;
+    SGLang drops it for a room already cleared, the plugin does not): Success or Failed is sent by
+    conclude_transfer once that rank's transfer worker is done with the room, so its chunks are over.
+    Counted per rank: the room is over when as many ranks as the room awaits have said so."""
+    named = dict(zip(("bootstrap_room", "status", "prefill_rank"), args, strict=False)) | kwargs
+    room, status = int(named.get("bootstrap_room", -1)), named.get("status")
+    need = getattr(self, "required_prefill_response_num_table", {}).get(room)
+    out = original(self, *args, **kwargs)
+    rt = _rt
+    if rt is not None and status in (SUCCESS, FAILED):
+        try:
+            ranks = _over_ranks.setdefault(room, [int(need or 1), set()])
+            ranks[1].add(named.get("prefill_rank"))
+            if len(ranks[1]) >= ranks[0]:
+                _over_ranks.pop(room, None)
+                rt.on_over(room)
+        except Exception as err:  # noqa: BLE001 (the room stays open: its pages' next holders are refused)
+            say_once("status", "cannot take a prefill status", err)
+    return out
+
+
+_over_ranks: dict[int, list[Any]] = {}  # room -> [prefill ranks awaited, ranks whose terminal status came]
+
+
+def h_release_safe(original: Callable[..., Any], self: Any, bootstrap_room: int, *args: Any, **kwargs: Any) -> Any:
+    """0.5.23's deferred release asks whether every prefill rank acknowledged the abort of a room
+    (CommonKVManager.is_abort_release_safe): True means no chunk of it is still in flight."""
+    out = original(self, bootstrap_room, *args, **kwargs)
+    rt = _rt
+    if out is True and rt is not None:
+        rt.on_over(int(bootstrap_room))
+    return out
+
+
 # --- forward pass ----------------------------------------------------------------------------------
+def refuse(req: Any, msg: str, at_commit: bool = False) -> None:
+    """Enforce: at the commit, SGLang's own abort of a transfer (disaggregation/utils.py prepare_abort:
+    finished_reason FINISH_ABORT, status 500); in a batch, finish_with_error."""
+    if not at_commit:
+        finish_with_error(req, msg)
+        return
+    try:
+        from sglang.srt.disaggregation.utils import prepare_abort
+
+        prepare_abort(req, msg, status_code=500)
+    except ImportError:  # a stand-in Req where schedule_batch does not import (the tests' CPU venvs)
+        req.finished_reason = SimpleNamespace(message=msg, status_code=500, err_type="KVIntegrityError")
+
+
+def fail_closed(reqs: list[Any], why: str, exc: BaseException | None = None, at_commit: bool = False) -> None:
+    """The ledger is missing or its check raised: enforce refuses each request, observe alarms;
+    the reason is logged once. Never raises."""
+    try:
+        say_once(why.split(":")[0], f"guard fails closed: {why}", exc)
+        rt = _rt
+        mode = rt.guard if rt is not None else (_cfg.guard if _cfg is not None else "observe")
+        if mode == "off":
+            return
+        for req in reqs:
+            room, rid = _req_ids(req)
+            if rt is not None:
+                try:
+                    rt._alert(Violation(room, rid, 0, [], "guard_error"))
+                except Exception as err:  # noqa: BLE001 (the alert file cannot be written)
+                    say_once("alert", "cannot write the guard's alert", err)
+            if mode == "enforce":
+                refuse(req, refusal(Violation(room, rid, 0, [], "guard_error")) + f" ({why})", at_commit)
+    except Exception as err:  # noqa: BLE001
+        say_once("fail_closed", "the fail-closed path raised", err)
+
+
 def finish_with_error(req: Any, msg: str) -> None:
     """Enforce: the request ends with an error; SGLang's check_finished() turns to_finish into the
     finish reason before the batch's output is streamed (managers/schedule_batch.py Req.check_finished)."""
@@ -234,12 +418,24 @@ def h_run_batch(original: Callable[..., Any], self: Any, batch: Any, *args: Any,
     """Before the forward pass: each request's attended slots (its req_to_token row up to seq_lens,
     less the slots this batch writes) and the slots it writes. Only the row positions the runtime has
     not yet checked are read (Runtime.unchecked): in steady decode that is none, and the step costs
-    the ledger's update of out_cache_loc alone, for the whole batch at once."""
+    the ledger's update of out_cache_loc alone, for the whole batch at once. A missing ledger or an
+    error in the check fails closed (fail_closed); nothing the guard raises reaches the scheduler loop."""
+    try:
+        _guard_batch(self, batch)
+    except Exception as err:  # noqa: BLE001
+        reqs = getattr(batch, "reqs", None) or []
+        fail_closed(list(reqs), f"the guard's check raised {type(err).__name__}: {err}", err)
+    return original(self, batch, *args, **kwargs)
+
+
+def _guard_batch(self: Any, batch: Any) -> None:
     rt = _rt
     reqs = getattr(batch, "reqs", None) if batch is not None else None
+    mode = getattr(batch, "forward_mode", None) if reqs else None
+    decode = bool(mode.is_decode()) if mode is not None and hasattr(mode, "is_decode") else False
+    if rt is None and reqs and decode and _cfg is not None:
+        fail_closed(list(reqs), f"no ledger ({_broken[0] if _broken else 'never made'})")
     if rt is not None and reqs:
-        mode = getattr(batch, "forward_mode", None)
-        decode = bool(mode.is_decode()) if mode is not None and hasattr(mode, "is_decode") else False
         # the host copy where the release keeps one (no device sync for the lengths)
         lens = getattr(batch, "seq_lens_cpu", None)
         seq = _np(batch.seq_lens if lens is None else lens)
@@ -271,9 +467,7 @@ def h_run_batch(original: Callable[..., Any], self: Any, batch: Any, *args: Any,
             out = np.concatenate(outs)
         for k, v in rt.on_batch(decode, rooms, seq, atts, out, out_n):
             if rt.guard == "enforce":
-                finish_with_error(reqs[k], f"KV integrity guard: {v.slots} attended slots hold another "
-                                  f"request's KV ({v.kind})")  # fmt: skip
-    return original(self, batch, *args, **kwargs)
+                finish_with_error(reqs[k], refusal(v))
 
 
 def configure(cfg: config_mod.Config) -> None:

@@ -36,6 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from forensics.sglang import alerts
+from forensics.sglang.landing import Landings
 from forensics.sglang.recorder import Recorder
 
 NONE = -1
@@ -66,7 +67,10 @@ class Violation:
     rid: str
     slots: int
     sources: list[int]
-    kind: str  # stale (content older than the allocation) or foreign_write (written after it)
+    # stale (content older than the allocation), foreign_write (written after it), in_flight (a page
+    # another room's unfinished transfer may still write), unproven (prefill's transferred length never
+    # arrived), guard_error (no ledger, or its check raised: fail-closed)
+    kind: str
 
 
 @dataclass
@@ -111,6 +115,8 @@ class Runtime:
         # past it; a write into a room's slots by someone else (a landing) drops the entry
         self.seen: dict[int, int] = {}
         self.peers: dict[str, Runtime] = {}  # in-process receivers (tests, single-host setups)
+        self.land = Landings()  # decode: what the transfer protocol says of each room (landing.py)
+        self.unproven: set[int] = set()  # rooms committed without the transferred length
         self.lock = threading.Lock()  # the transfer threads of a prefill node call in beside the scheduler
 
     # --- arrays -------------------------------------------------------------------------------------
@@ -151,6 +157,8 @@ class Runtime:
         s = self._page_slots(slots)
         self._grow(int(s.max()))
         held = self.holder[s]
+        if self.land.dest:
+            self._settle(s, held)
         if self.rec is not None:
             for room in np.unique(held[held >= 0]).tolist():
                 for a, b in runs(np.sort(s[held == room])):
@@ -172,6 +180,8 @@ class Runtime:
         if owner is not None:
             self.row_room[row] = NONE
             self.seen.pop(owner[0], None)
+            self.land.contended.pop(owner[0], None)
+            self.unproven.discard(owner[0])
 
     def unchecked(self, rooms: list[int], end: np.ndarray) -> np.ndarray:
         """The first row position of each room a batch attending positions [0, end) must still check."""
@@ -265,10 +275,59 @@ class Runtime:
             self.writer[slots] = room
             self.wtick[slots] = self.tick
 
+    # --- what the transfer protocol tells a decode node (landing.py) --------------------------------
+    def on_publish(self, room: int, pos0: int, slots: np.ndarray) -> None:
+        """Decode sends prefill its destination: these slots, row positions pos0 on."""
+        if slots.size:
+            with self.lock:
+                self._grow(int(self._page_slots(slots).max()))
+                self.land.publish(room, pos0, slots, self.ps)
+
+    def on_over(self, room: int) -> None:
+        """The room's transfer writes no more (a prefill's terminal status, the drain ack)."""
+        with self.lock:
+            self.land.over(room)
+
+    def on_commit(self, room: int, length: int | None) -> None:
+        """Decode commits the room's Success: prefill wrote its destination's pages up to row position
+        `length` (the prompt tokens it computed; None: it did not say, and nothing counts as written)."""
+        with self.lock:
+            self.land.over(room)
+            dest = self.land.take(room)
+            if dest is None:
+                return
+            pos0, slots = dest
+            if length is None:
+                self.unproven.add(room)
+                return
+            self.unproven.discard(room)
+            done = slots[: max(0, length - pos0)]
+            if done.size:
+                s = self._page_slots(done)  # a transfer moves whole pages
+                self._grow(int(s.max()))
+                self._dirty(s, room)
+                self.tick += 1
+                self.writer[s] = room
+                self.wtick[s] = self.tick
+
+    def _settle(self, s: np.ndarray, held: np.ndarray) -> None:
+        """Slots freed by a room whose transfer never committed: it may have written any of them."""
+        for room in np.unique(held[held >= 0]).tolist():
+            if self.land.take(room) is not None:
+                mine = s[held == room]
+                self.tick += 1
+                self.writer[mine] = room
+                self.wtick[mine] = self.tick
+
     # --- forward pass -------------------------------------------------------------------------------
     def check(self, room: int, attended: np.ndarray) -> Violation | None:
-        """Before a decode batch: the attended slots (less the ones this batch writes) must hold KV the
-        room wrote since it allocated them, or a prefix shared to it."""
+        """Before a forward pass over the room's KV (its transfer's commit, then each batch's new
+        positions): the attended slots (less the ones the batch writes) must hold KV the room wrote
+        since it allocated them, or a prefix shared to it, and no unfinished transfer may reach them."""
+        if room in self.land.contended or (attended.size and self.land.open_in(attended, self.ps)):
+            return Violation(room, "", int(attended.size), self.land.contended.get(room, [])[:10], "in_flight")
+        if room in self.unproven:
+            return Violation(room, "", int(attended.size), [], "unproven")
         if attended.size == 0:
             return None
         self._grow(int(attended.max()))
@@ -285,6 +344,17 @@ class Runtime:
         return Violation(
             room, "", int(bad.sum()), np.unique(w[bad]).tolist()[:10], "foreign_write" if late.any() else "stale"
         )
+
+    def admit(self, room: int, rid: str, attended: np.ndarray) -> Violation | None:
+        """A transferred request is about to join the running batch (its commit): the guard's first
+        check of its prompt, before any forward pass over it."""
+        if self.guard == "off":
+            return None
+        v = self.check(room, attended)
+        if v is not None:
+            v.rid = rid
+            self._alert(v)
+        return v
 
     def on_batch(
         self,
