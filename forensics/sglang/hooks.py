@@ -82,7 +82,7 @@ def _ensure(alloc: Any) -> Runtime | None:
             install(from_config(_cfg, _ps(alloc), int(getattr(alloc, "size", 0) or 0) + 2 * _ps(alloc) + 1))
         except Exception as err:  # noqa: BLE001 (an allocation must never fail for the plugin's sake)
             _broken.append(f"{type(err).__name__}: {err}")
-            say_once("ledger", f"no ledger ({_broken[0]}): the guard fails closed on every decode batch", err)
+            say_once("no ledger", f"no ledger ({_broken[0]}): the guard fails closed on every decode batch", err)
         rt = _rt
     if rt is not None and rt.ps != _ps(alloc) and rt.stats.allocated_pages == 0:
         rt.ps = _ps(alloc)
@@ -385,7 +385,7 @@ def fail_closed(reqs: list[Any], why: str, exc: BaseException | None = None, at_
     """The ledger is missing or its check raised: enforce refuses each request, observe alarms;
     the reason is logged once. Never raises."""
     try:
-        say_once(why.split(":")[0], f"guard fails closed: {why}", exc)
+        say_once(why.split(" (")[0].split(":")[0], f"guard fails closed: {why}", exc)  # once per reason
         rt = _rt
         mode = rt.guard if rt is not None else (_cfg.guard if _cfg is not None else "observe")
         if mode == "off":

@@ -312,5 +312,6 @@ def run(seed: int, ps: int, guard: str, requests: int, deferred: bool, long_rate
     finally:
         proc.join(10)
         hooks.install(None)
-    return {"leaked": d.leaked, "refused": d.refused, "checked": d.checked, "placeholders": placeholders,
+    return {"leaked": d.leaked, "refused": d.refused, "flagged": set(d.rt.alerted), "checked": d.checked,
+            "placeholders": placeholders,
             "aborted": aborted, "stats": d.rt.stats}  # fmt: skip
