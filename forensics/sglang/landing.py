@@ -23,6 +23,8 @@ Success commit may have written any of its pages: they are counted as its writes
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 # columns of MetadataBuffers.cached_tokens[idx] (int32, 16 wide) the plugin uses: SGLang uses 0-6
@@ -81,5 +83,47 @@ class Landings:
         if not self.open_pages or slots.size == 0:
             return False
         pages = slots // ps
-        self._grow(int(pages.max()))
-        return bool(self.open_n[pages].any())
+        n = self.open_n  # read once: publish may grow it (under the runtime's lock) meanwhile
+        return bool(n[pages[pages < len(n)]].any())
+
+
+# --- on the runtime's ledger (rt: forensics.sglang.runtime.Runtime; not imported: it imports this) -----
+def publish(rt: Any, room: int, pos0: int, slots: np.ndarray) -> None:
+    """Decode sends prefill its destination: these slots, row positions pos0 on."""
+    if slots.size:
+        with rt.lock:
+            rt._grow(int(rt._page_slots(slots).max()))
+            rt.land.publish(room, pos0, slots, rt.ps)
+
+
+def commit(rt: Any, room: int, length: int | None) -> None:
+    """Decode commits the room's Success: prefill wrote its destination's pages up to row position
+    `length` (the prompt tokens it computed; None: it did not say, and nothing counts as written)."""
+    with rt.lock:
+        rt.land.over(room)
+        dest = rt.land.take(room)
+        if dest is None:
+            return
+        pos0, slots = dest
+        if length is None:
+            rt.unproven.add(room)
+            return
+        rt.unproven.discard(room)
+        done = slots[: max(0, length - pos0)]
+        if done.size:
+            s = rt._page_slots(done)  # a transfer moves whole pages
+            rt._grow(int(s.max()))
+            rt._dirty(s, room)
+            rt.tick += 1
+            rt.writer[s] = room
+            rt.wtick[s] = rt.tick
+
+
+def settle(rt: Any, s: np.ndarray, held: np.ndarray) -> None:
+    """Slots freed by a room whose transfer never committed: it may have written any of them."""
+    for room in np.unique(held[held >= 0]).tolist():
+        if rt.land.take(room) is not None:
+            mine = s[held == room]
+            rt.tick += 1
+            rt.writer[mine] = room
+            rt.wtick[mine] = rt.tick

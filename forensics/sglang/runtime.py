@@ -13,16 +13,16 @@ by another room is a violation: the placeholder path (slots allocated, only the 
 the rest still hold their previous owner's KV) and a late transfer into slots another request holds.
 A slot nobody ever wrote holds zeros, no one's data: it is not counted as an exposure.
 
-Limitation: the ledger learns of a transfer landing in a decode node's slots only in-process (the
-sender's on_transfer calls the receiver's on_landed through `peers`: the tests, the simulator driver, a
-single-host setup). Across hosts the decode process sees no landing of its own (Mooncake writes the
-slots by RDMA; the decode side only polls the transfer's status), so a late transfer from another host
-into slots a request now holds is not seen by the guard there; the prefill node's transfer events in
-the page files still let `forensics investigate` find it afterwards. The placeholder case (slots
-allocated, only the first page transferred: the rest still hold an earlier request's KV written by
-this node's own decode steps) is seen locally.
-The guard alerts once per room (later decode steps of a flagged room are still flagged to enforce, not
-alerted again).
+What a decode node learns of a transfer is what the protocol delivers (forensics.sglang.landing): the
+destination it publishes, the Success commit with the prompt length the plugin on prefill writes into
+the metadata row (those pages count as the room's writes; without it the room is `unproven`), and the
+end of an aborted room's transfer. The guard first checks a request at its commit, before any forward
+pass (admit); a page an unfinished transfer may still write refuses its next holder (`in_flight`).
+In-process landings (`peers`: the tests' simulator driver) still reach on_landed.
+Limitation: on 0.5.11 prefill's final status for an aborted room reaches no hook: its pages refuse their
+next holders until the process restarts. A refusal found only at a later batch (in-process landings,
+fail-closed) still runs that batch, its output dropped (finish_with_error).
+The guard alerts once per room (a flagged room's later batches are flagged to enforce, not alerted).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from forensics.sglang import alerts
+from forensics.sglang import alerts, landing
 from forensics.sglang.landing import Landings
 from forensics.sglang.recorder import Recorder
 
@@ -67,10 +67,7 @@ class Violation:
     rid: str
     slots: int
     sources: list[int]
-    # stale (content older than the allocation), foreign_write (written after it), in_flight (a page
-    # another room's unfinished transfer may still write), unproven (prefill's transferred length never
-    # arrived), guard_error (no ledger, or its check raised: fail-closed)
-    kind: str
+    kind: str  # stale, foreign_write, in_flight, unproven, guard_error (alerts.why says each)
 
 
 @dataclass
@@ -158,7 +155,7 @@ class Runtime:
         self._grow(int(s.max()))
         held = self.holder[s]
         if self.land.dest:
-            self._settle(s, held)
+            landing.settle(self, s, held)
         if self.rec is not None:
             for room in np.unique(held[held >= 0]).tolist():
                 for a, b in runs(np.sort(s[held == room])):
@@ -275,49 +272,16 @@ class Runtime:
             self.writer[slots] = room
             self.wtick[slots] = self.tick
 
-    # --- what the transfer protocol tells a decode node (landing.py) --------------------------------
+    # --- what the transfer protocol tells a decode node (landing.py does the work) ------------------
     def on_publish(self, room: int, pos0: int, slots: np.ndarray) -> None:
-        """Decode sends prefill its destination: these slots, row positions pos0 on."""
-        if slots.size:
-            with self.lock:
-                self._grow(int(self._page_slots(slots).max()))
-                self.land.publish(room, pos0, slots, self.ps)
+        landing.publish(self, room, pos0, slots)
 
     def on_over(self, room: int) -> None:
-        """The room's transfer writes no more (a prefill's terminal status, the drain ack)."""
         with self.lock:
             self.land.over(room)
 
     def on_commit(self, room: int, length: int | None) -> None:
-        """Decode commits the room's Success: prefill wrote its destination's pages up to row position
-        `length` (the prompt tokens it computed; None: it did not say, and nothing counts as written)."""
-        with self.lock:
-            self.land.over(room)
-            dest = self.land.take(room)
-            if dest is None:
-                return
-            pos0, slots = dest
-            if length is None:
-                self.unproven.add(room)
-                return
-            self.unproven.discard(room)
-            done = slots[: max(0, length - pos0)]
-            if done.size:
-                s = self._page_slots(done)  # a transfer moves whole pages
-                self._grow(int(s.max()))
-                self._dirty(s, room)
-                self.tick += 1
-                self.writer[s] = room
-                self.wtick[s] = self.tick
-
-    def _settle(self, s: np.ndarray, held: np.ndarray) -> None:
-        """Slots freed by a room whose transfer never committed: it may have written any of them."""
-        for room in np.unique(held[held >= 0]).tolist():
-            if self.land.take(room) is not None:
-                mine = s[held == room]
-                self.tick += 1
-                self.writer[mine] = room
-                self.wtick[mine] = self.tick
+        landing.commit(self, room, length)
 
     # --- forward pass -------------------------------------------------------------------------------
     def check(self, room: int, attended: np.ndarray) -> Violation | None:

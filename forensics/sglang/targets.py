@@ -36,21 +36,18 @@ from typing import Any
 from forensics.sglang.hooks import (
     h_add_transfer,
     h_alloc,
-    h_commit,
     h_free,
     h_free_group_end,
     h_free_pages,
     h_passthrough,
     h_pre_alloc,
-    h_prefill_status,
-    h_release_safe,
     h_rows_alloc,
     h_rows_free,
     h_rows_write,
     h_run_batch,
-    h_set_buf,
     h_update_status,
 )
+from forensics.sglang.protocol import h_commit, h_prefill_status, h_release_safe, h_set_buf
 
 log = logging.getLogger("forensics.sglang")
 

@@ -94,6 +94,7 @@ def test_a_raising_check_never_reaches_the_scheduler_loop(plugin: Any, guard: st
 
 
 def test_a_raising_commit_check_refuses_at_the_commit(plugin: Any) -> None:
+    from forensics.sglang import protocol
     from forensics.sglang.runtime import Runtime
 
     hooks, config, tmp = plugin
@@ -102,5 +103,5 @@ def test_a_raising_commit_check_refuses_at_the_commit(plugin: Any) -> None:
     hooks.install(rt)
     req = SimpleNamespace(rid="r1", bootstrap_room=31, req_pool_idx=0, finished_reason=None, origin_input_ids=[1])
     q = SimpleNamespace(metadata_buffers=None, scheduler=None)
-    hooks.h_commit(lambda s, d: None, q, SimpleNamespace(req=req, metadata_buffer_index=0))
+    protocol.h_commit(lambda s, d: None, q, SimpleNamespace(req=req, metadata_buffer_index=0))
     assert req.finished_reason is not None and "kv-forensics" in str(req.finished_reason)

@@ -150,11 +150,11 @@ class Decode:
 
     def commit(self, room: int) -> bool:
         """The receiver polled Success: DecodeTransferQueue._commit_transfer_to_req (hooked)."""
-        from forensics.sglang import hooks
+        from forensics.sglang import protocol
 
         req = self.reqs[room]
         dr = SimpleNamespace(req=req, metadata_buffer_index=req.metadata_buffer_index)
-        hooks.h_commit(lambda q, d: None, self.queue, dr)
+        protocol.h_commit(lambda q, d: None, self.queue, dr)
         self.checked.add(room)
         self._truth_check(req, req.n)
         if req.finished_reason is not None:  # pop_transferred: a FINISH_ABORT after the commit
