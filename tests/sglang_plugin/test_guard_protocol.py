@@ -76,3 +76,36 @@ def test_late_chunks_after_an_immediate_release_are_refused() -> None:
     r = guard_mp.run(seed=11, ps=1, guard="enforce", requests=160, deferred=False, abort_rate=0.3, late_rate=1.0)
     assert r["leaked"] and r["leaked"] <= r["refused"]
     assert r["stats"].by_kind.get("in_flight", 0) > 0
+
+
+def test_the_drain_ack_and_a_stale_metadata_row() -> None:
+    """0.5.23's deferred release asks its manager whether prefill acknowledged the abort
+    (CommonKVManager.is_abort_release_safe, hooked): True ends the room's open transfer. A metadata row
+    left by an earlier room (another room's record, or none) gives no length: the request is unproven."""
+    import numpy as np
+
+    from forensics.sglang import hooks, protocol
+    from forensics.sglang.landing import COL_LEN, COL_MARK, COL_ROOM, MARK, room32
+    from forensics.sglang.runtime import Runtime
+    from tests.support.guard_mp import _manager, _metadata_buffers
+    from tests.support.sglang_drive import apply_hooks
+
+    apply_hooks()
+    hooks.configure(None)  # type: ignore[arg-type]
+    rt = Runtime("decode-0", 1, None, "enforce")
+    hooks.install(rt)
+    try:
+        rt.on_publish(5, 0, np.arange(10, 20))
+        assert rt.land.open_in(np.array([12]), 1)
+        m = _manager()
+        if m is not None:
+            m._deferred_abort_ack_tracker = {}
+            assert m.is_abort_release_safe(5, 1) is False and rt.land.open_in(np.array([12]), 1)
+            assert m.is_abort_release_safe(5, 0) is True and not rt.land.open_in(np.array([12]), 1)
+        bufs = _metadata_buffers(4)
+        row = bufs.cached_tokens[2]
+        row[COL_ROOM], row[COL_LEN], row[COL_MARK] = room32(99), 7, MARK  # room 99's record
+        assert protocol.carried_length(bufs, 2, 99) == 7
+        assert protocol.carried_length(bufs, 2, 5) is None and protocol.carried_length(bufs, 1, 5) is None
+    finally:
+        hooks.install(None)
