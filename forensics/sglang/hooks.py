@@ -192,11 +192,11 @@ def h_pre_alloc(original: Callable[..., Any], self: Any, req: Any, *args: Any, *
         room = _req_ids(req)[0]
         sched = getattr(self, "scheduler", None)
         if room >= 0 and out is not None and not getattr(sched, "enable_hisparse", False):  # hisparse: host pages
-            # the returned slots are the transfer's destination (pop_preallocated sends their pages to
-            # prefill), written into the row from total_prefix_len (0.5.23) or prefix_len (0.5.11) on
+            # the returned slots are the transfer's destination if the receiver's send_metadata sends
+            # their pages (pop_preallocated), in the row from total_prefix_len (0.5.23) or prefix_len on
             named = dict(zip(("prefix_indices", "prefix_len", "total_prefix_len"), args, strict=False)) | kwargs
             pos0 = named.get("total_prefix_len") or named.get("prefix_len") or 0
-            rt.on_publish(room, int(pos0), _np(out))
+            rt.on_stage(room, int(pos0), _np(out))
     return out
 
 

@@ -1,8 +1,9 @@
 """What a decode process learns of each transfer from the transfer protocol alone (#48).
 
 Mooncake writes a decode node's KV slots by RDMA: the decode process sees no write. What reaches it:
-- the destination it publishes itself (DecodePreallocQueue._pre_alloc returns the slots whose pages
-  the receiver sends prefill; they sit in the request's row from a first position on);
+- the destination it publishes itself (DecodePreallocQueue._pre_alloc returns the slots, in the
+  request's row from a first position on, whose pages the receiver's send_metadata then sends prefill;
+  a _pre_alloc no send follows, a retracted request's resume or a host-staged one, publishes nothing);
 - the room's conclusion: Success when the transfer queue commits it (DecodeTransferQueue.
   _commit_transfer_to_req, both releases: prefill reports Success only after its last chunk landed),
   a prefill rank's terminal status for the room (CommonKVManager.apply_prefill_status, 0.5.23, also
@@ -54,17 +55,23 @@ class Landings:
             new[: len(self.open_n)] = self.open_n
             self.open_n = new
 
-    def publish(self, room: int, pos0: int, slots: np.ndarray, ps: int) -> None:
+    def stage(self, room: int, pos0: int, slots: np.ndarray) -> None:
+        """The room's pre-allocation: the destination its receiver may send."""
+        self.dest[room] = (pos0, slots)
+
+    def publish(self, room: int, ps: int) -> None:
         """The room's destination is sent to prefill: its pages may be written from now on."""
         self.over(room)
-        pages = np.unique(slots // ps)
+        staged = self.dest.get(room)
+        if staged is None:
+            return
+        pages = np.unique(staged[1] // ps)
         self._grow(int(pages.max()) if pages.size else 0)
         if pages.size and self.open_n[pages].any():
             hit = set(pages[self.open_n[pages] > 0].tolist())
             self.contended[room] = sorted(r for r, p in self.open_pages.items() if hit.intersection(p.tolist()))
         else:
             self.contended.pop(room, None)
-        self.dest[room] = (pos0, slots)
         self.open_pages[room] = pages
         np.add.at(self.open_n, pages, 1)
 
@@ -88,12 +95,18 @@ class Landings:
 
 
 # --- on the runtime's ledger (rt: forensics.sglang.runtime.Runtime; not imported: it imports this) -----
-def publish(rt: Any, room: int, pos0: int, slots: np.ndarray) -> None:
-    """Decode sends prefill its destination: these slots, row positions pos0 on."""
+def stage(rt: Any, room: int, pos0: int, slots: np.ndarray) -> None:
+    """Decode pre-allocates the room's destination: these slots, row positions pos0 on."""
     if slots.size:
         with rt.lock:
             rt._grow(int(rt._page_slots(slots).max()))
-            rt.land.publish(room, pos0, slots, rt.ps)
+            rt.land.stage(room, pos0, slots)
+
+
+def publish(rt: Any, room: int) -> None:
+    """Decode sends prefill the room's destination."""
+    with rt.lock:
+        rt.land.publish(room, rt.ps)
 
 
 def commit(rt: Any, room: int, length: int | None) -> None:

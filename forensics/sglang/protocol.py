@@ -25,6 +25,20 @@ from forensics.sglang.hooks import (
 from forensics.sglang.landing import COL_LEN, COL_MARK, COL_ROOM, MARK, room32
 
 
+def h_send_metadata(original: Callable[..., Any], self: Any, *args: Any, **kwargs: Any) -> Any:
+    """Decode's receiver sends prefill the destination pages (CommonKVReceiver.send_metadata; 0.5.11's
+    Mooncake receiver has its own): from now on the room's transfer may write the pages _pre_alloc
+    staged. Opened before the call: prefill may write as soon as the message arrives."""
+    rt = hooks.runtime()
+    room = getattr(self, "bootstrap_room", None)
+    if rt is not None and room is not None:
+        try:
+            rt.on_publish(int(room))
+        except Exception as err:  # noqa: BLE001 (the room is then not open: its commit is refused)
+            say_once("publish", "cannot open a published destination", err)
+    return original(self, *args, **kwargs)
+
+
 def carried_length(metadata_buffers: Any, idx: int, room: int) -> int | None:
     """The prompt tokens prefill computed for `room`, as its plugin wrote them into the metadata row
     (forensics.sglang.landing); None: the row carries no such record for this room."""

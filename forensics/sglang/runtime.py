@@ -273,8 +273,11 @@ class Runtime:
             self.wtick[slots] = self.tick
 
     # --- what the transfer protocol tells a decode node (landing.py does the work) ------------------
-    def on_publish(self, room: int, pos0: int, slots: np.ndarray) -> None:
-        landing.publish(self, room, pos0, slots)
+    def on_stage(self, room: int, pos0: int, slots: np.ndarray) -> None:
+        landing.stage(self, room, pos0, slots)
+
+    def on_publish(self, room: int) -> None:
+        landing.publish(self, room)
 
     def on_over(self, room: int) -> None:
         with self.lock:

@@ -95,7 +95,9 @@ def test_the_drain_ack_and_a_stale_metadata_row() -> None:
     rt = Runtime("decode-0", 1, None, "enforce")
     hooks.install(rt)
     try:
-        rt.on_publish(5, 0, np.arange(10, 20))
+        rt.on_stage(5, 0, np.arange(10, 20))
+        assert not rt.land.open_in(np.array([12]), 1)  # staged only: a resume's _pre_alloc sends nothing
+        rt.on_publish(5)
         assert rt.land.open_in(np.array([12]), 1)
         m = _manager()
         if m is not None:

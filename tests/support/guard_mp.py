@@ -10,8 +10,9 @@ message: a "kv" message writes the driver's own truth of the slots (the plugin n
 "aux" message copies prefill's metadata row into decode's buffer, a "status" message is the room's
 KVPoll. Stand-ins, because decode.py does not import on these CPU hosts (schedule_batch needs openai):
 DecodePreallocQueue._pre_alloc and DecodeTransferQueue._commit_transfer_to_req are small functions
-doing what theirs do to the row, the allocator and the metadata row, called through the plugin's hooks;
-a decode step is Scheduler.run_batch's hook with a batch of one request.
+doing what theirs do to the row, the allocator and the metadata row, the receiver's send_metadata a
+no-op, each called through the plugin's hook; a decode step is Scheduler.run_batch's hook with a batch
+of one request.
 
 The truth: per slot, the room whose KV it holds (-1: never written). A request leaks when a slot it
 attends holds another room's KV when it is checked (its commit) or when a decode step runs.
@@ -133,6 +134,12 @@ class Decode:
         req.metadata_buffer_index = self.free_idx.pop()
         self.reqs[room] = req
         return loc.numpy().astype(np.int64)
+
+    def send_metadata(self, room: int) -> None:
+        """The receiver sends prefill the destination pages (CommonKVReceiver.send_metadata, hooked)."""
+        from forensics.sglang import protocol
+
+        protocol.h_send_metadata(lambda r, *a: None, SimpleNamespace(bootstrap_room=room), None)
 
     def release(self, room: int) -> None:
         from forensics.sglang import hooks
@@ -282,6 +289,7 @@ def run(seed: int, ps: int, guard: str, requests: int, deferred: bool, long_rate
                 computed = 1 if rng.random() < long_rate else n  # a placeholder computes one token
                 if computed == 1 and n > 1:
                     placeholders.add(room)
+                d.send_metadata(room)
                 here.send(("meta", room, loc.tolist(), d.reqs[room].metadata_buffer_index, computed))
                 waiting.append(room)
                 continue
