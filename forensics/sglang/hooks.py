@@ -13,13 +13,15 @@ import logging
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 
+from forensics.sglang import alerts
 from forensics.sglang import config as config_mod
 from forensics.sglang.recorder import Recorder
-from forensics.sglang.runtime import Runtime
+from forensics.sglang.runtime import Runtime, Violation
 
 log = logging.getLogger("forensics.sglang")
 
@@ -62,10 +64,24 @@ def _ps(alloc: Any) -> int:
     return int(getattr(alloc, "page_size", 1) or 1)
 
 
+_broken: list[str] = []  # why the ledger could not be made (the guard then fails closed)
+_said: set[str] = set()  # the fail-closed reasons already logged (each once)
+
+
+def say_once(key: str, msg: str, exc: BaseException | None = None) -> None:
+    if key not in _said:
+        _said.add(key)
+        log.error("kv-forensics: %s", msg, exc_info=exc)
+
+
 def _ensure(alloc: Any) -> Runtime | None:
     rt = _rt
-    if rt is None and _cfg is not None:  # the first allocator call: the ledger sized to its pool
-        install(from_config(_cfg, _ps(alloc), int(getattr(alloc, "size", 0) or 0) + 2 * _ps(alloc) + 1))
+    if rt is None and _cfg is not None and not _broken:  # the first allocator call: the ledger sized to its pool
+        try:
+            install(from_config(_cfg, _ps(alloc), int(getattr(alloc, "size", 0) or 0) + 2 * _ps(alloc) + 1))
+        except Exception as err:  # noqa: BLE001 (an allocation must never fail for the plugin's sake)
+            _broken.append(f"{type(err).__name__}: {err}")
+            say_once("no ledger", f"no ledger ({_broken[0]}): the guard fails closed on every decode batch", err)
         rt = _rt
     if rt is not None and rt.ps != _ps(alloc) and rt.stats.allocated_pages == 0:
         rt.ps = _ps(alloc)
@@ -173,7 +189,20 @@ def h_pre_alloc(original: Callable[..., Any], self: Any, req: Any, *args: Any, *
         n = len(req.origin_input_ids) if getattr(req, "origin_input_ids", None) is not None else 0
         if n:
             rt.on_row_write(row, _np(self.req_to_token_pool.req_to_token[row, :n]))
+        room = _req_ids(req)[0]
+        sched = getattr(self, "scheduler", None)
+        if room >= 0 and out is not None and not getattr(sched, "enable_hisparse", False):  # hisparse: host pages
+            # the returned slots are the transfer's destination if the receiver's send_metadata sends
+            # their pages (pop_preallocated), in the row from total_prefix_len (0.5.23) or prefix_len on
+            named = dict(zip(("prefix_indices", "prefix_len", "total_prefix_len"), args, strict=False)) | kwargs
+            pos0 = named.get("total_prefix_len") or named.get("prefix_len") or 0
+            rt.on_stage(room, int(pos0), _np(out))
     return out
+
+
+def refusal(v: Any) -> str:
+    """The error a refused request ends with: the plugin, and why."""
+    return f"kv-forensics KV integrity guard refused this request: {alerts.why(v)}"
 
 
 _pending: dict[int, list[tuple[str, np.ndarray]]] = {}
@@ -219,6 +248,42 @@ def h_update_status(original: Callable[..., Any], self: Any, bootstrap_room: int
 
 
 # --- forward pass ----------------------------------------------------------------------------------
+def refuse(req: Any, msg: str, at_commit: bool = False) -> None:
+    """Enforce: at the commit, SGLang's own abort of a transfer (disaggregation/utils.py prepare_abort:
+    finished_reason FINISH_ABORT, status 500); in a batch, finish_with_error."""
+    if not at_commit:
+        finish_with_error(req, msg)
+        return
+    try:
+        from sglang.srt.disaggregation.utils import prepare_abort
+
+        prepare_abort(req, msg, status_code=500)
+    except ImportError:  # a stand-in Req where schedule_batch does not import (the tests' CPU venvs)
+        req.finished_reason = SimpleNamespace(message=msg, status_code=500, err_type="KVIntegrityError")
+
+
+def fail_closed(reqs: list[Any], why: str, exc: BaseException | None = None, at_commit: bool = False) -> None:
+    """The ledger is missing or its check raised: enforce refuses each request, observe alarms;
+    the reason is logged once. Never raises."""
+    try:
+        say_once(why.split(" (")[0].split(":")[0], f"guard fails closed: {why}", exc)  # once per reason
+        rt = _rt
+        mode = rt.guard if rt is not None else (_cfg.guard if _cfg is not None else "observe")
+        if mode == "off":
+            return
+        for req in reqs:
+            room, rid = _req_ids(req)
+            if rt is not None:
+                try:
+                    rt._alert(Violation(room, rid, 0, [], "guard_error"))
+                except Exception as err:  # noqa: BLE001 (the alert file cannot be written)
+                    say_once("alert", "cannot write the guard's alert", err)
+            if mode == "enforce":
+                refuse(req, refusal(Violation(room, rid, 0, [], "guard_error")) + f" ({why})", at_commit)
+    except Exception as err:  # noqa: BLE001
+        say_once("fail_closed", "the fail-closed path raised", err)
+
+
 def finish_with_error(req: Any, msg: str) -> None:
     """Enforce: the request ends with an error; SGLang's check_finished() turns to_finish into the
     finish reason before the batch's output is streamed (managers/schedule_batch.py Req.check_finished)."""
@@ -234,12 +299,24 @@ def h_run_batch(original: Callable[..., Any], self: Any, batch: Any, *args: Any,
     """Before the forward pass: each request's attended slots (its req_to_token row up to seq_lens,
     less the slots this batch writes) and the slots it writes. Only the row positions the runtime has
     not yet checked are read (Runtime.unchecked): in steady decode that is none, and the step costs
-    the ledger's update of out_cache_loc alone, for the whole batch at once."""
+    the ledger's update of out_cache_loc alone, for the whole batch at once. A missing ledger or an
+    error in the check fails closed (fail_closed); nothing the guard raises reaches the scheduler loop."""
+    try:
+        _guard_batch(self, batch)
+    except Exception as err:  # noqa: BLE001
+        reqs = getattr(batch, "reqs", None) or []
+        fail_closed(list(reqs), f"the guard's check raised {type(err).__name__}: {err}", err)
+    return original(self, batch, *args, **kwargs)
+
+
+def _guard_batch(self: Any, batch: Any) -> None:
     rt = _rt
     reqs = getattr(batch, "reqs", None) if batch is not None else None
+    mode = getattr(batch, "forward_mode", None) if reqs else None
+    decode = bool(mode.is_decode()) if mode is not None and hasattr(mode, "is_decode") else False
+    if rt is None and reqs and decode and _cfg is not None:
+        fail_closed(list(reqs), f"no ledger ({_broken[0] if _broken else 'never made'})")
     if rt is not None and reqs:
-        mode = getattr(batch, "forward_mode", None)
-        decode = bool(mode.is_decode()) if mode is not None and hasattr(mode, "is_decode") else False
         # the host copy where the release keeps one (no device sync for the lengths)
         lens = getattr(batch, "seq_lens_cpu", None)
         seq = _np(batch.seq_lens if lens is None else lens)
@@ -271,9 +348,7 @@ def h_run_batch(original: Callable[..., Any], self: Any, batch: Any, *args: Any,
             out = np.concatenate(outs)
         for k, v in rt.on_batch(decode, rooms, seq, atts, out, out_n):
             if rt.guard == "enforce":
-                finish_with_error(reqs[k], f"KV integrity guard: {v.slots} attended slots hold another "
-                                  f"request's KV ({v.kind})")  # fmt: skip
-    return original(self, batch, *args, **kwargs)
+                finish_with_error(reqs[k], refusal(v))
 
 
 def configure(cfg: config_mod.Config) -> None:

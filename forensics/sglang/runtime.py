@@ -13,16 +13,16 @@ by another room is a violation: the placeholder path (slots allocated, only the 
 the rest still hold their previous owner's KV) and a late transfer into slots another request holds.
 A slot nobody ever wrote holds zeros, no one's data: it is not counted as an exposure.
 
-Limitation: the ledger learns of a transfer landing in a decode node's slots only in-process (the
-sender's on_transfer calls the receiver's on_landed through `peers`: the tests, the simulator driver, a
-single-host setup). Across hosts the decode process sees no landing of its own (Mooncake writes the
-slots by RDMA; the decode side only polls the transfer's status), so a late transfer from another host
-into slots a request now holds is not seen by the guard there; the prefill node's transfer events in
-the page files still let `forensics investigate` find it afterwards. The placeholder case (slots
-allocated, only the first page transferred: the rest still hold an earlier request's KV written by
-this node's own decode steps) is seen locally.
-The guard alerts once per room (later decode steps of a flagged room are still flagged to enforce, not
-alerted again).
+What a decode node learns of a transfer is what the protocol delivers (forensics.sglang.landing): the
+destination it publishes, the Success commit with the prompt length the plugin on prefill writes into
+the metadata row (those pages count as the room's writes; without it the room is `unproven`), and the
+end of an aborted room's transfer. The guard first checks a request at its commit, before any forward
+pass (admit); a page an unfinished transfer may still write refuses its next holder (`in_flight`).
+In-process landings (`peers`: the tests' simulator driver) still reach on_landed.
+Limitation: on 0.5.11 prefill's final status for an aborted room reaches no hook: its pages refuse their
+next holders until the process restarts. A refusal found only at a later batch (in-process landings,
+fail-closed) still runs that batch, its output dropped (finish_with_error).
+The guard alerts once per room (a flagged room's later batches are flagged to enforce, not alerted).
 """
 
 from __future__ import annotations
@@ -35,7 +35,8 @@ from pathlib import Path
 
 import numpy as np
 
-from forensics.sglang import alerts
+from forensics.sglang import alerts, landing
+from forensics.sglang.landing import Landings
 from forensics.sglang.recorder import Recorder
 
 NONE = -1
@@ -66,7 +67,7 @@ class Violation:
     rid: str
     slots: int
     sources: list[int]
-    kind: str  # stale (content older than the allocation) or foreign_write (written after it)
+    kind: str  # stale, foreign_write, in_flight, unproven, guard_error (alerts.why says each)
 
 
 @dataclass
@@ -111,6 +112,8 @@ class Runtime:
         # past it; a write into a room's slots by someone else (a landing) drops the entry
         self.seen: dict[int, int] = {}
         self.peers: dict[str, Runtime] = {}  # in-process receivers (tests, single-host setups)
+        self.land = Landings()  # decode: what the transfer protocol says of each room (landing.py)
+        self.unproven: set[int] = set()  # rooms committed without the transferred length
         self.lock = threading.Lock()  # the transfer threads of a prefill node call in beside the scheduler
 
     # --- arrays -------------------------------------------------------------------------------------
@@ -151,6 +154,8 @@ class Runtime:
         s = self._page_slots(slots)
         self._grow(int(s.max()))
         held = self.holder[s]
+        if self.land.dest:
+            landing.settle(self, s, held)
         if self.rec is not None:
             for room in np.unique(held[held >= 0]).tolist():
                 for a, b in runs(np.sort(s[held == room])):
@@ -172,6 +177,8 @@ class Runtime:
         if owner is not None:
             self.row_room[row] = NONE
             self.seen.pop(owner[0], None)
+            self.land.contended.pop(owner[0], None)
+            self.unproven.discard(owner[0])
 
     def unchecked(self, rooms: list[int], end: np.ndarray) -> np.ndarray:
         """The first row position of each room a batch attending positions [0, end) must still check."""
@@ -265,10 +272,29 @@ class Runtime:
             self.writer[slots] = room
             self.wtick[slots] = self.tick
 
+    # --- what the transfer protocol tells a decode node (landing.py does the work) ------------------
+    def on_stage(self, room: int, pos0: int, slots: np.ndarray) -> None:
+        landing.stage(self, room, pos0, slots)
+
+    def on_publish(self, room: int) -> None:
+        landing.publish(self, room)
+
+    def on_over(self, room: int) -> None:
+        with self.lock:
+            self.land.over(room)
+
+    def on_commit(self, room: int, length: int | None) -> None:
+        landing.commit(self, room, length)
+
     # --- forward pass -------------------------------------------------------------------------------
     def check(self, room: int, attended: np.ndarray) -> Violation | None:
-        """Before a decode batch: the attended slots (less the ones this batch writes) must hold KV the
-        room wrote since it allocated them, or a prefix shared to it."""
+        """Before a forward pass over the room's KV (its transfer's commit, then each batch's new
+        positions): the attended slots (less the ones the batch writes) must hold KV the room wrote
+        since it allocated them, or a prefix shared to it, and no unfinished transfer may reach them."""
+        if room in self.land.contended or (attended.size and self.land.open_in(attended, self.ps)):
+            return Violation(room, "", int(attended.size), self.land.contended.get(room, [])[:10], "in_flight")
+        if room in self.unproven:
+            return Violation(room, "", int(attended.size), [], "unproven")
         if attended.size == 0:
             return None
         self._grow(int(attended.max()))
@@ -285,6 +311,17 @@ class Runtime:
         return Violation(
             room, "", int(bad.sum()), np.unique(w[bad]).tolist()[:10], "foreign_write" if late.any() else "stale"
         )
+
+    def admit(self, room: int, rid: str, attended: np.ndarray) -> Violation | None:
+        """A transferred request is about to join the running batch (its commit): the guard's first
+        check of its prompt, before any forward pass over it."""
+        if self.guard == "off":
+            return None
+        v = self.check(room, attended)
+        if v is not None:
+            v.rid = rid
+            self._alert(v)
+        return v
 
     def on_batch(
         self,

@@ -16,7 +16,15 @@ Targets, and where each lives (python/sglang/srt/...):
 - transfer completion, failure, abort: update_status(room, KVPoll) on the manager
   (mooncake/conn.py up to 0.5.4, disaggregation/common/conn.py CommonKVManager from 0.5.11);
 - the reads of a forward pass: managers/scheduler.py Scheduler.run_batch (batch.reqs, their
-  req_to_token rows up to seq_lens, batch.out_cache_loc).
+  req_to_token rows up to seq_lens, batch.out_cache_loc);
+- what the transfer protocol tells decode (forensics.sglang.landing): the transferred length prefill
+  writes into the metadata row (disaggregation/utils.py MetadataBuffers.set_buf, both releases), the
+  destination decode sends (common/conn.py CommonKVReceiver.send_metadata; 0.5.11's
+  MooncakeKVReceiver has its own), the
+  commit of a Success (disaggregation/decode.py DecodeTransferQueue._commit_transfer_to_req, both), a
+  prefill rank's terminal status and the abort's drain ack (disaggregation/common/conn.py
+  CommonKVManager.apply_prefill_status and is_abort_release_safe, 0.5.23; 0.5.11 handles the status
+  message inside MooncakeKVManager.start_decode_thread's closure, which no hook reaches).
 A target a release lacks is skipped and named in the log (APPLIED lists what took, MISSING the rest).
 """
 
@@ -41,6 +49,7 @@ from forensics.sglang.hooks import (
     h_run_batch,
     h_update_status,
 )
+from forensics.sglang.protocol import h_commit, h_prefill_status, h_release_safe, h_send_metadata, h_set_buf
 
 log = logging.getLogger("forensics.sglang")
 
@@ -77,6 +86,12 @@ TARGETS: list[tuple[tuple[str, ...], str, Callable[..., Any]]] = [
     ),  # fmt: skip
     (("sglang.srt.disaggregation.mooncake.conn",), "MooncakeKVManager.update_status", h_update_status),
     (("sglang.srt.managers.scheduler",), "Scheduler.run_batch", h_run_batch),
+    (("sglang.srt.disaggregation.utils",), "MetadataBuffers.set_buf", h_set_buf),
+    (("sglang.srt.disaggregation.decode",), "DecodeTransferQueue._commit_transfer_to_req", h_commit),
+    (("sglang.srt.disaggregation.common.conn",), "CommonKVReceiver.send_metadata", h_send_metadata),
+    (("sglang.srt.disaggregation.mooncake.conn",), "MooncakeKVReceiver.send_metadata", h_send_metadata),
+    (("sglang.srt.disaggregation.common.conn",), "CommonKVManager.apply_prefill_status", h_prefill_status),
+    (("sglang.srt.disaggregation.common.conn",), "CommonKVManager.is_abort_release_safe", h_release_safe),
 ]
 
 
