@@ -62,31 +62,70 @@ def _ps(alloc: Any) -> int:
     return int(getattr(alloc, "page_size", 1) or 1)
 
 
+off_reason: str | None = None  # why this process records nothing (its folder could not be made), or None
+_faults: set[str] = set()  # hooks whose recording raised (said once each in the engine's log)
+
+
+def _make(ps: int, slots: int) -> Runtime | None:
+    """The process's runtime from the settings, made at the first hooked call that needs it (an
+    allocator's, or a request's row: the scheduler takes a request's row before its first slots). A
+    folder that cannot be made turns the plugin off for the process, said once: the engine runs on."""
+    global off_reason
+    if _cfg is None or off_reason is not None:
+        return None
+    try:
+        install(from_config(_cfg, ps, slots))
+    except Exception as err:  # noqa: BLE001 (an unwritable or missing folder, a full disk)
+        off_reason = f"{_cfg.dir}: {type(err).__name__}: {err}"
+        log.error("kv-forensics: no page events and no guard in this process (%s); the engine runs without them",
+                  off_reason)  # fmt: skip
+        return None
+    return _rt
+
+
+def _current() -> Runtime | None:
+    """The runtime for a hook that sees no allocator (rows, transfers): made now if none is yet."""
+    return _rt if _rt is not None or _cfg is None else _make(_cfg.page_size or 1, 1 << 16)
+
+
 def _ensure(alloc: Any) -> Runtime | None:
     rt = _rt
     if rt is None and _cfg is not None:  # the first allocator call: the ledger sized to its pool
-        install(from_config(_cfg, _ps(alloc), int(getattr(alloc, "size", 0) or 0) + 2 * _ps(alloc) + 1))
-        rt = _rt
+        rt = _make(_ps(alloc), int(getattr(alloc, "size", 0) or 0) + 2 * _ps(alloc) + 1)
     if rt is not None and rt.ps != _ps(alloc) and rt.stats.allocated_pages == 0:
         rt.ps = _ps(alloc)
     return rt
 
 
+def _fault(where: str, err: BaseException) -> None:
+    """A hook's recording raised: SGLang's call has run or runs anyway; the engine's log says so once."""
+    if where not in _faults:
+        _faults.add(where)
+        log.error("kv-forensics: recording in %s failed (%s: %s); the engine goes on, events may be missing",
+                  where, type(err).__name__, err, exc_info=err)  # fmt: skip
+
+
 # --- allocators ------------------------------------------------------------------------------------
 def h_alloc(original: Callable[..., Any], self: Any, *args: Any, **kwargs: Any) -> Any:
     out = original(self, *args, **kwargs)
-    rt = _ensure(self)
-    if rt is not None and out is not None:
-        rt.on_alloc(_np(out))
+    try:
+        rt = _ensure(self)
+        if rt is not None and out is not None:
+            rt.on_alloc(_np(out))
+    except Exception as err:  # noqa: BLE001 (the slots are the engine's: they are handed back whatever happens)
+        _fault("alloc", err)
     return out
 
 
 def h_free(original: Callable[..., Any], self: Any, free_index: Any, *args: Any, **kwargs: Any) -> Any:
     # free_group_end calls free() again with the slots the group collected: those were logged when the
     # scheduler freed them (ownership ends at the call), so the inner call logs nothing
-    rt = _ensure(self)
-    if rt is not None and not getattr(_local, "in_group_end", False):
-        rt.on_free(_np(free_index))
+    try:
+        rt = _ensure(self)
+        if rt is not None and not getattr(_local, "in_group_end", False):
+            rt.on_free(_np(free_index))
+    except Exception as err:  # noqa: BLE001
+        _fault("free", err)
     return original(self, free_index, *args, **kwargs)
 
 
@@ -102,10 +141,13 @@ def h_free_pages(original: Callable[..., Any], self: Any, page_ids: Any, *args: 
     """0.5.23's paged free by page id: free_segment (a request's release, the radix cache's evictions)
     calls it instead of free(); inside a free group it only collects, and free_group_end releases the
     collected pages without calling it again."""
-    rt = _ensure(self)
-    if rt is not None:
-        pages, ps = _np(page_ids), _ps(self)
-        rt.on_free((pages[:, None] * ps + np.arange(ps)).ravel())
+    try:
+        rt = _ensure(self)
+        if rt is not None:
+            pages, ps = _np(page_ids), _ps(self)
+            rt.on_free((pages[:, None] * ps + np.arange(ps)).ravel())
+    except Exception as err:  # noqa: BLE001
+        _fault("free_page_ids", err)
     return original(self, page_ids, *args, **kwargs)
 
 
@@ -129,50 +171,103 @@ def _req_ids(req: Any) -> tuple[int, str]:
 
 def h_rows_alloc(original: Callable[..., Any], self: Any, *args: Any, **kwargs: Any) -> Any:
     out = original(self, *args, **kwargs)
-    rt = _rt
-    reqs = args[0] if args else kwargs.get("reqs")
-    if rt is not None and out is not None and isinstance(reqs, list):
-        for req, row in zip(reqs, out, strict=False):
-            rt.bind_row(int(row), *_req_ids(req))
+    try:
+        reqs = args[0] if args else kwargs.get("reqs")
+        rt = _current() if out is not None and isinstance(reqs, list) else None
+        if rt is not None:
+            for req, row in zip(reqs, out, strict=False):  # type: ignore[arg-type]
+                rt.bind_row(int(row), *_req_ids(req))
+    except Exception as err:  # noqa: BLE001
+        _fault("ReqToTokenPool.alloc", err)
     return out
 
 
 def h_rows_write(original: Callable[..., Any], self: Any, indices: Any, values: Any) -> Any:
     out = original(self, indices, values)
-    rt = _rt
-    if rt is None:
+    if getattr(_local, "in_cache_indices", False):  # write_cache_indices reads its rows back once, after
         return out
+    try:
+        _rows_written(indices, values)
+    except Exception as err:  # noqa: BLE001
+        _fault("ReqToTokenPool.write", err)
+    return out
+
+
+def _rows_written(indices: Any, values: Any) -> None:
+    rt = _current()
+    if rt is None:
+        return
     if isinstance(indices, tuple) and len(indices) == 2 and isinstance(indices[0], int | np.integer):
         rt.on_row_write(int(indices[0]), _np(values))
     elif isinstance(indices, tuple) and len(indices) == 2:  # (rows, positions) of a batch: one slot each
         rows, vals = _np(indices[0]), _np(values)
         if rows.size == vals.size:
             rt.on_rows_write_batch(rows, vals)
-    return out
 
 
 def h_rows_free(original: Callable[..., Any], self: Any, arg: Any, *args: Any, **kwargs: Any) -> Any:
-    rt = _rt
-    if rt is not None:
-        row = arg if isinstance(arg, int | np.integer) else row_of(arg)  # free(req) from 0.5.11 on, free(row) before
-        if isinstance(row, int | np.integer):
-            rt.unbind_row(int(row))
+    try:
+        rt = _current()
+        if rt is not None:
+            row = (
+                arg if isinstance(arg, int | np.integer) else row_of(arg)
+            )  # free(req) from 0.5.11 on, free(row) before
+            if isinstance(row, int | np.integer):
+                rt.unbind_row(int(row))
+    except Exception as err:  # noqa: BLE001
+        _fault("ReqToTokenPool.free", err)
     return original(self, arg, *args, **kwargs)
 
 
 # --- disaggregation --------------------------------------------------------------------------------
 def h_pre_alloc(original: Callable[..., Any], self: Any, req: Any, *args: Any, **kwargs: Any) -> Any:
     """Decode pre-allocation: the row gets the request's slots before any KV lands in them."""
-    rt = _rt
-    if rt is not None and row_of(req) is not None:
-        rt.bind_row(int(row_of(req)), *_req_ids(req))  # type: ignore[arg-type]
+    rt = None
+    try:
+        rt = _current()
+        if rt is not None and row_of(req) is not None:
+            rt.bind_row(int(row_of(req)), *_req_ids(req))  # type: ignore[arg-type]
+    except Exception as err:  # noqa: BLE001
+        _fault("_pre_alloc", err)
     out = original(self, req, *args, **kwargs)
-    if rt is not None and row_of(req) is not None:
-        row = int(row_of(req))  # type: ignore[arg-type]
-        rt.bind_row(row, *_req_ids(req))
-        n = len(req.origin_input_ids) if getattr(req, "origin_input_ids", None) is not None else 0
-        if n:
-            rt.on_row_write(row, _np(self.req_to_token_pool.req_to_token[row, :n]))
+    try:
+        rt = rt or _current()
+        if rt is not None and row_of(req) is not None:
+            row = int(row_of(req))  # type: ignore[arg-type]
+            rt.bind_row(row, *_req_ids(req))
+            n = len(req.origin_input_ids) if getattr(req, "origin_input_ids", None) is not None else 0
+            if n:
+                rt.on_row_write(row, _np(self.req_to_token_pool.req_to_token[row, :n]))
+    except Exception as err:  # noqa: BLE001
+        _fault("_pre_alloc", err)
+    return out
+
+
+def h_cache_indices(original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """An extend batch's rows as a GPU server writes them (mem_cache/allocation.py write_cache_indices,
+    0.5.23): with a Triton-capable attention backend SGLang fills the rows with its kernel
+    write_req_to_token_pool_triton, not ReqToTokenPool.write, so the row hook never sees them (a prefill
+    node then logs no alloc and no free). The rows are read back once the call returns, request by
+    request, prefix and new slots alike (a CPU server's inner write() calls are left to this too).
+    A module-level function: the hook takes no `self` (the registry passes the call's own arguments)."""
+    _local.in_cache_indices = True
+    try:
+        out = original(*args, **kwargs)
+    finally:
+        _local.in_cache_indices = False
+    try:
+        rt = _current()
+        if rt is not None:
+            names = ("out_cache_loc", "req_pool_indices_tensor", "req_pool_indices_cpu", "prefix_lens_tensor",
+                     "prefix_lens_cpu", "seq_lens_tensor", "seq_lens_cpu", "extend_lens_tensor", "extend_lens_cpu",
+                     "prefix_tensors", "req_to_token_pool")  # fmt: skip
+            a = dict(zip(names, args, strict=False)) | kwargs
+            pool, rows, lens = a["req_to_token_pool"], _np(a["req_pool_indices_cpu"]), _np(a["seq_lens_cpu"])
+            table = pool.req_to_token
+            for row, n in zip(rows.tolist(), lens.tolist(), strict=True):
+                rt.on_row_write(row, _np(table[row, :n]))
+    except Exception as err:  # noqa: BLE001
+        _fault("write_cache_indices", err)
     return out
 
 
@@ -277,5 +372,6 @@ def h_run_batch(original: Callable[..., Any], self: Any, batch: Any, *args: Any,
 
 
 def configure(cfg: config_mod.Config) -> None:
-    global _cfg
-    _cfg = cfg
+    global _cfg, off_reason
+    _cfg, off_reason = cfg, None
+    _faults.clear()
