@@ -278,38 +278,52 @@ FAILED, SUCCESS = 0, 4
 
 def h_add_transfer(original: Callable[..., Any], self: Any, bootstrap_room: int, kv_indices: Any, index_slice: Any,
                    *args: Any, **kwargs: Any) -> Any:  # fmt: skip
-    """Prefill send: the chunk's destination pages, per decode session, waiting for the transfer's
-    status (recorded before the call: the transfer worker may conclude the room before it returns).
-    A room the manager drops unsent (unknown or already Failed: add_transfer_request's own check) and a
-    dummy rank's empty destination record nothing."""
-    rt = _rt
-    room = int(bootstrap_room)
-    status = getattr(self, "request_status", {}).get(room)
-    if rt is not None and status is not None and status != FAILED:
-        peers = _cfg.peers if _cfg is not None else {}
-        for session, info in getattr(self, "transfer_infos", {}).get(room, {}).items():
-            dst = getattr(info, "dst_kv_indices", None)
-            pages = _np(dst[index_slice]) if dst is not None else _EMPTY
-            if pages.size:
-                host = f"{getattr(info, 'endpoint', session)}:{getattr(info, 'dst_port', '')}"
-                _pending.setdefault(room, []).append((peers.get(host, host), pages))
+    """Prefill send: the chunk's destination pages, per decode session, are recorded as SENT (a
+    transfer row with src "sent": from now on the transfer engine may write them) and wait for the
+    room's status (recorded before the call: the transfer worker may conclude the room before it
+    returns). A room the manager drops unsent (unknown or already Failed: add_transfer_request's own
+    check) and a dummy rank's empty destination record nothing."""
+    try:
+        rt = _current()
+        room = int(bootstrap_room)
+        status = getattr(self, "request_status", {}).get(room)
+        if rt is not None and status is not None and status != FAILED:
+            peers = _cfg.peers if _cfg is not None else {}
+            for session, info in getattr(self, "transfer_infos", {}).get(room, {}).items():
+                dst = getattr(info, "dst_kv_indices", None)
+                pages = _np(dst[index_slice]) if dst is not None else _EMPTY
+                if pages.size:
+                    host = f"{getattr(info, 'endpoint', session)}:{getattr(info, 'dst_port', '')}"
+                    slots = (pages[:, None] * rt.ps + np.arange(rt.ps)).ravel()
+                    peer = peers.get(host, host)
+                    _pending.setdefault(room, []).append((peer, slots))
+                    rt.on_send(room, peer, slots, "sent")
+    except Exception as err:  # noqa: BLE001
+        _fault("add_transfer_request", err)
     return original(self, bootstrap_room, kv_indices, index_slice, *args, **kwargs)
 
 
 def h_update_status(original: Callable[..., Any], self: Any, bootstrap_room: int, status: Any) -> Any:
-    """Success on the prefill side: the chunks landed (a transfer row per destination run); Failed
-    (a transfer error or an abort), or a Success the manager refuses because the room already failed
-    (update_status keeps Failed): the pending chunks go, unrecorded."""
+    """Success on the prefill side: the chunks landed (a transfer row per destination run). Failed (a
+    transfer error, or decode's abort: mooncake/conn.py _handle_abort_notification marks the room Failed
+    while the transfer worker may be in the middle of a chunk's writes, which still land), or a Success
+    the manager refuses because the room already failed (update_status keeps Failed): the chunks sent
+    are recorded again with src "failed": possibly landed, at any moment from their send on."""
     out = original(self, bootstrap_room, status)
-    rt = _rt
-    room = int(bootstrap_room)
-    if rt is not None and status in (SUCCESS, FAILED) and room in _pending:
-        chunks = _pending.pop(room)
-        table: Any = getattr(self, "request_status", None)
-        now = table.get(room, status) if hasattr(table, "get") else status  # absent: the room is cleared
-        if status == SUCCESS and now == SUCCESS:
-            for peer, pages in chunks:
-                rt.on_transfer(room, peer, (pages[:, None] * rt.ps + np.arange(rt.ps)).ravel())
+    try:
+        rt = _current()
+        room = int(bootstrap_room)
+        if rt is not None and status in (SUCCESS, FAILED) and room in _pending:
+            chunks = _pending.pop(room)
+            table: Any = getattr(self, "request_status", None)
+            now = table.get(room, status) if hasattr(table, "get") else status  # absent: the room is cleared
+            for peer, slots in chunks:
+                if status == SUCCESS and now == SUCCESS:
+                    rt.on_transfer(room, peer, slots)
+                else:
+                    rt.on_send(room, peer, slots, "failed")
+    except Exception as err:  # noqa: BLE001
+        _fault("update_status", err)
     return out
 
 

@@ -262,6 +262,13 @@ class Runtime:
         if rt is not None:
             rt.on_landed(room, slots)
 
+    def on_send(self, room: int, peer: str, slots: np.ndarray, status: str) -> None:
+        """Sender side: the KV of `room` handed to the transfer engine for `peer`'s slots ("sent"), or
+        its room ended Failed after that ("failed"): possibly landed, never proven (section 4)."""
+        if self.rec is not None:
+            for a, b in runs(slots):
+                self.rec.ev("transfer", room, a, b, peer=peer, src=status)
+
     def on_landed(self, room: int, slots: np.ndarray) -> None:
         """Receiver side: a transfer of `room` wrote these slots (whoever holds them now)."""
         with self.lock:

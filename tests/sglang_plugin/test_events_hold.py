@@ -29,14 +29,13 @@ PS = 16
 
 
 @pytest.fixture
-def sg() -> Any:
+def any_sg() -> Any:
+    """The installed release, its hooks applied (0.5.11: forensics.sglang.cpu's stand-in rows)."""
     from forensics.sglang import hooks
     from forensics.sglang.cpu import import_sglang
     from tests.support.sglang_drive import apply_hooks
 
     s = import_sglang()
-    if not s.rows.__module__.startswith("sglang") or not s.sglang.__version__.startswith("0.5.23"):
-        pytest.skip(f"SGLang {s.sglang.__version__}: the real ReqToTokenPool and allocation module of 0.5.23")
     apply_hooks()
     hooks.install(None)
     yield s
@@ -44,12 +43,27 @@ def sg() -> Any:
     hooks.configure(None)  # type: ignore[arg-type]
 
 
+@pytest.fixture
+def sg(any_sg: Any) -> Any:
+    """0.5.23: the real ReqToTokenPool, the torch-native paged allocator and mem_cache/allocation.py."""
+    if not any_sg.rows.__module__.startswith("sglang") or not any_sg.sglang.__version__.startswith("0.5.23"):
+        pytest.skip(f"SGLang {any_sg.sglang.__version__}: the real ReqToTokenPool and allocation module of 0.5.23")
+    return any_sg
+
+
 def _req(room: int) -> Any:
     from types import SimpleNamespace
 
     from tests.support.sglang_drive import _Kv
 
-    return SimpleNamespace(rid=f"r{room}", bootstrap_room=room, kv=_Kv())
+    r = SimpleNamespace(rid=f"r{room}", bootstrap_room=room, kv=_Kv(), req_pool_idx=None)
+    from forensics.sglang.cpu import import_sglang
+
+    if not import_sglang().rows.__module__.startswith("sglang"):  # the stand-in keeps the row on the Req
+        del r.kv
+    else:
+        del r.req_pool_idx
+    return r
 
 
 def _events(out: Path) -> list[dict[str, Any]]:
@@ -62,7 +76,8 @@ def _paged(sg: Any, pages: int = 64) -> Any:
     return a
 
 
-def test_a_nodes_first_request_is_attributed(sg: Any, tmp_path: Path) -> None:
+def test_a_nodes_first_request_is_attributed(any_sg: Any, tmp_path: Path) -> None:
+    sg = any_sg
     from forensics.sglang import config, hooks
 
     hooks.configure(config.load({"KVF_SGLANG_DIR": str(tmp_path), "KVF_SGLANG_NODE": "decode-0"}))
@@ -169,8 +184,9 @@ def test_rows_a_gpu_server_writes_by_kernel_are_attributed(
 
 
 def test_an_output_folder_that_cannot_be_made_leaves_the_allocator_working(
-    sg: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    any_sg: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
+    sg = any_sg
     from forensics.sglang import config, hooks
 
     blocker = tmp_path / "not-a-folder"
