@@ -74,35 +74,71 @@ def say_once(key: str, msg: str, exc: BaseException | None = None) -> None:
         log.error("kv-forensics: %s", msg, exc_info=exc)
 
 
+off_reason: str | None = None  # why this process records nothing (its folder could not be made), or None
+_faults: set[str] = set()  # hooks whose recording raised (said once each in the engine's log)
+
+
+def _make(ps: int, slots: int) -> Runtime | None:
+    """The process's runtime from the settings, made at the first hooked call that needs it (an
+    allocator's, or a request's row: the scheduler takes a request's row before its first slots). A
+    folder that cannot be made turns the plugin off for the process, said once: the engine runs on."""
+    global off_reason
+    if _cfg is None or off_reason is not None:
+        return None
+    try:
+        install(from_config(_cfg, ps, slots))
+    except Exception as err:  # noqa: BLE001 (an unwritable or missing folder, a full disk)
+        off_reason = f"{_cfg.dir}: {type(err).__name__}: {err}"
+        _broken.append(f"{type(err).__name__}: {err}")
+        say_once("no ledger", f"no page events and no ledger in this process ({off_reason}): the engine runs "
+                 "without them, and the guard fails closed on every decode request", err)  # fmt: skip
+        return None
+    return _rt
+
+
+def _current() -> Runtime | None:
+    """The runtime for a hook that sees no allocator (rows, transfers): made now if none is yet."""
+    return _rt if _rt is not None or _cfg is None else _make(_cfg.page_size or 1, 1 << 16)
+
+
 def _ensure(alloc: Any) -> Runtime | None:
     rt = _rt
-    if rt is None and _cfg is not None and not _broken:  # the first allocator call: the ledger sized to its pool
-        try:
-            install(from_config(_cfg, _ps(alloc), int(getattr(alloc, "size", 0) or 0) + 2 * _ps(alloc) + 1))
-        except Exception as err:  # noqa: BLE001 (an allocation must never fail for the plugin's sake)
-            _broken.append(f"{type(err).__name__}: {err}")
-            say_once("no ledger", f"no ledger ({_broken[0]}): the guard fails closed on every decode batch", err)
-        rt = _rt
+    if rt is None and _cfg is not None:  # the first allocator call: the ledger sized to its pool
+        rt = _make(_ps(alloc), int(getattr(alloc, "size", 0) or 0) + 2 * _ps(alloc) + 1)
     if rt is not None and rt.ps != _ps(alloc) and rt.stats.allocated_pages == 0:
         rt.ps = _ps(alloc)
     return rt
 
 
+def _fault(where: str, err: BaseException) -> None:
+    """A hook's recording raised: SGLang's call has run or runs anyway; the engine's log says so once."""
+    if where not in _faults:
+        _faults.add(where)
+        log.error("kv-forensics: recording in %s failed (%s: %s); the engine goes on, events may be missing",
+                  where, type(err).__name__, err, exc_info=err)  # fmt: skip
+
+
 # --- allocators ------------------------------------------------------------------------------------
 def h_alloc(original: Callable[..., Any], self: Any, *args: Any, **kwargs: Any) -> Any:
     out = original(self, *args, **kwargs)
-    rt = _ensure(self)
-    if rt is not None and out is not None:
-        rt.on_alloc(_np(out))
+    try:
+        rt = _ensure(self)
+        if rt is not None and out is not None:
+            rt.on_alloc(_np(out))
+    except Exception as err:  # noqa: BLE001 (the slots are the engine's: they are handed back whatever happens)
+        _fault("alloc", err)
     return out
 
 
 def h_free(original: Callable[..., Any], self: Any, free_index: Any, *args: Any, **kwargs: Any) -> Any:
     # free_group_end calls free() again with the slots the group collected: those were logged when the
     # scheduler freed them (ownership ends at the call), so the inner call logs nothing
-    rt = _ensure(self)
-    if rt is not None and not getattr(_local, "in_group_end", False):
-        rt.on_free(_np(free_index))
+    try:
+        rt = _ensure(self)
+        if rt is not None and not getattr(_local, "in_group_end", False):
+            rt.on_free(_np(free_index))
+    except Exception as err:  # noqa: BLE001
+        _fault("free", err)
     return original(self, free_index, *args, **kwargs)
 
 
@@ -118,10 +154,13 @@ def h_free_pages(original: Callable[..., Any], self: Any, page_ids: Any, *args: 
     """0.5.23's paged free by page id: free_segment (a request's release, the radix cache's evictions)
     calls it instead of free(); inside a free group it only collects, and free_group_end releases the
     collected pages without calling it again."""
-    rt = _ensure(self)
-    if rt is not None:
-        pages, ps = _np(page_ids), _ps(self)
-        rt.on_free((pages[:, None] * ps + np.arange(ps)).ravel())
+    try:
+        rt = _ensure(self)
+        if rt is not None:
+            pages, ps = _np(page_ids), _ps(self)
+            rt.on_free((pages[:, None] * ps + np.arange(ps)).ravel())
+    except Exception as err:  # noqa: BLE001
+        _fault("free_page_ids", err)
     return original(self, page_ids, *args, **kwargs)
 
 
@@ -145,58 +184,111 @@ def _req_ids(req: Any) -> tuple[int, str]:
 
 def h_rows_alloc(original: Callable[..., Any], self: Any, *args: Any, **kwargs: Any) -> Any:
     out = original(self, *args, **kwargs)
-    rt = _rt
-    reqs = args[0] if args else kwargs.get("reqs")
-    if rt is not None and out is not None and isinstance(reqs, list):
-        for req, row in zip(reqs, out, strict=False):
-            rt.bind_row(int(row), *_req_ids(req))
+    try:
+        reqs = args[0] if args else kwargs.get("reqs")
+        rt = _current() if out is not None and isinstance(reqs, list) else None
+        if rt is not None:
+            for req, row in zip(reqs, out, strict=False):  # type: ignore[arg-type]
+                rt.bind_row(int(row), *_req_ids(req))
+    except Exception as err:  # noqa: BLE001
+        _fault("ReqToTokenPool.alloc", err)
     return out
 
 
 def h_rows_write(original: Callable[..., Any], self: Any, indices: Any, values: Any) -> Any:
     out = original(self, indices, values)
-    rt = _rt
-    if rt is None:
+    if getattr(_local, "in_cache_indices", False):  # write_cache_indices reads its rows back once, after
         return out
+    try:
+        _rows_written(indices, values)
+    except Exception as err:  # noqa: BLE001
+        _fault("ReqToTokenPool.write", err)
+    return out
+
+
+def _rows_written(indices: Any, values: Any) -> None:
+    rt = _current()
+    if rt is None:
+        return
     if isinstance(indices, tuple) and len(indices) == 2 and isinstance(indices[0], int | np.integer):
         rt.on_row_write(int(indices[0]), _np(values))
     elif isinstance(indices, tuple) and len(indices) == 2:  # (rows, positions) of a batch: one slot each
         rows, vals = _np(indices[0]), _np(values)
         if rows.size == vals.size:
             rt.on_rows_write_batch(rows, vals)
-    return out
 
 
 def h_rows_free(original: Callable[..., Any], self: Any, arg: Any, *args: Any, **kwargs: Any) -> Any:
-    rt = _rt
-    if rt is not None:
-        row = arg if isinstance(arg, int | np.integer) else row_of(arg)  # free(req) from 0.5.11 on, free(row) before
-        if isinstance(row, int | np.integer):
-            rt.unbind_row(int(row))
+    try:
+        rt = _current()
+        if rt is not None:
+            row = (
+                arg if isinstance(arg, int | np.integer) else row_of(arg)
+            )  # free(req) from 0.5.11 on, free(row) before
+            if isinstance(row, int | np.integer):
+                rt.unbind_row(int(row))
+    except Exception as err:  # noqa: BLE001
+        _fault("ReqToTokenPool.free", err)
     return original(self, arg, *args, **kwargs)
 
 
 # --- disaggregation --------------------------------------------------------------------------------
 def h_pre_alloc(original: Callable[..., Any], self: Any, req: Any, *args: Any, **kwargs: Any) -> Any:
     """Decode pre-allocation: the row gets the request's slots before any KV lands in them."""
-    rt = _rt
-    if rt is not None and row_of(req) is not None:
-        rt.bind_row(int(row_of(req)), *_req_ids(req))  # type: ignore[arg-type]
+    rt = None
+    try:
+        rt = _current()
+        if rt is not None and row_of(req) is not None:
+            rt.bind_row(int(row_of(req)), *_req_ids(req))  # type: ignore[arg-type]
+    except Exception as err:  # noqa: BLE001
+        _fault("_pre_alloc", err)
     out = original(self, req, *args, **kwargs)
-    if rt is not None and row_of(req) is not None:
-        row = int(row_of(req))  # type: ignore[arg-type]
-        rt.bind_row(row, *_req_ids(req))
-        n = len(req.origin_input_ids) if getattr(req, "origin_input_ids", None) is not None else 0
-        if n:
-            rt.on_row_write(row, _np(self.req_to_token_pool.req_to_token[row, :n]))
-        room = _req_ids(req)[0]
-        sched = getattr(self, "scheduler", None)
-        if room >= 0 and out is not None and not getattr(sched, "enable_hisparse", False):  # hisparse: host pages
-            # the returned slots are the transfer's destination if the receiver's send_metadata sends
-            # their pages (pop_preallocated), in the row from total_prefix_len (0.5.23) or prefix_len on
-            named = dict(zip(("prefix_indices", "prefix_len", "total_prefix_len"), args, strict=False)) | kwargs
-            pos0 = named.get("total_prefix_len") or named.get("prefix_len") or 0
-            rt.on_stage(room, int(pos0), _np(out))
+    try:
+        rt = rt or _current()
+        if rt is not None and row_of(req) is not None:
+            row = int(row_of(req))  # type: ignore[arg-type]
+            rt.bind_row(row, *_req_ids(req))
+            n = len(req.origin_input_ids) if getattr(req, "origin_input_ids", None) is not None else 0
+            if n:
+                rt.on_row_write(row, _np(self.req_to_token_pool.req_to_token[row, :n]))
+            room = _req_ids(req)[0]
+            sched = getattr(self, "scheduler", None)
+            if room >= 0 and out is not None and not getattr(sched, "enable_hisparse", False):  # hisparse: host pages
+                # the returned slots are the transfer's destination if the receiver's send_metadata sends
+                # their pages (pop_preallocated), in the row from total_prefix_len (0.5.23) or prefix_len on
+                named = dict(zip(("prefix_indices", "prefix_len", "total_prefix_len"), args, strict=False)) | kwargs
+                pos0 = named.get("total_prefix_len") or named.get("prefix_len") or 0
+                rt.on_stage(room, int(pos0), _np(out))
+    except Exception as err:  # noqa: BLE001
+        _fault("_pre_alloc", err)
+    return out
+
+
+def h_cache_indices(original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """An extend batch's rows as a GPU server writes them (mem_cache/allocation.py write_cache_indices,
+    0.5.23): with a Triton-capable attention backend SGLang fills the rows with its kernel
+    write_req_to_token_pool_triton, not ReqToTokenPool.write, so the row hook never sees them (a prefill
+    node then logs no alloc and no free). The rows are read back once the call returns, request by
+    request, prefix and new slots alike (a CPU server's inner write() calls are left to this too).
+    A module-level function: the hook takes no `self` (the registry passes the call's own arguments)."""
+    _local.in_cache_indices = True
+    try:
+        out = original(*args, **kwargs)
+    finally:
+        _local.in_cache_indices = False
+    try:
+        rt = _current()
+        if rt is not None:
+            names = ("out_cache_loc", "req_pool_indices_tensor", "req_pool_indices_cpu", "prefix_lens_tensor",
+                     "prefix_lens_cpu", "seq_lens_tensor", "seq_lens_cpu", "extend_lens_tensor", "extend_lens_cpu",
+                     "prefix_tensors", "req_to_token_pool")  # fmt: skip
+            a = dict(zip(names, args, strict=False)) | kwargs
+            pool, rows, lens = a["req_to_token_pool"], _np(a["req_pool_indices_cpu"]), _np(a["seq_lens_cpu"])
+            table = pool.req_to_token
+            for row, n in zip(rows.tolist(), lens.tolist(), strict=True):
+                rt.on_row_write(row, _np(table[row, :n]))
+    except Exception as err:  # noqa: BLE001
+        _fault("write_cache_indices", err)
     return out
 
 
@@ -212,38 +304,52 @@ FAILED, SUCCESS = 0, 4
 
 def h_add_transfer(original: Callable[..., Any], self: Any, bootstrap_room: int, kv_indices: Any, index_slice: Any,
                    *args: Any, **kwargs: Any) -> Any:  # fmt: skip
-    """Prefill send: the chunk's destination pages, per decode session, waiting for the transfer's
-    status (recorded before the call: the transfer worker may conclude the room before it returns).
-    A room the manager drops unsent (unknown or already Failed: add_transfer_request's own check) and a
-    dummy rank's empty destination record nothing."""
-    rt = _rt
-    room = int(bootstrap_room)
-    status = getattr(self, "request_status", {}).get(room)
-    if rt is not None and status is not None and status != FAILED:
-        peers = _cfg.peers if _cfg is not None else {}
-        for session, info in getattr(self, "transfer_infos", {}).get(room, {}).items():
-            dst = getattr(info, "dst_kv_indices", None)
-            pages = _np(dst[index_slice]) if dst is not None else _EMPTY
-            if pages.size:
-                host = f"{getattr(info, 'endpoint', session)}:{getattr(info, 'dst_port', '')}"
-                _pending.setdefault(room, []).append((peers.get(host, host), pages))
+    """Prefill send: the chunk's destination pages, per decode session, are recorded as SENT (a
+    transfer row with src "sent": from now on the transfer engine may write them) and wait for the
+    room's status (recorded before the call: the transfer worker may conclude the room before it
+    returns). A room the manager drops unsent (unknown or already Failed: add_transfer_request's own
+    check) and a dummy rank's empty destination record nothing."""
+    try:
+        rt = _current()
+        room = int(bootstrap_room)
+        status = getattr(self, "request_status", {}).get(room)
+        if rt is not None and status is not None and status != FAILED:
+            peers = _cfg.peers if _cfg is not None else {}
+            for session, info in getattr(self, "transfer_infos", {}).get(room, {}).items():
+                dst = getattr(info, "dst_kv_indices", None)
+                pages = _np(dst[index_slice]) if dst is not None else _EMPTY
+                if pages.size:
+                    host = f"{getattr(info, 'endpoint', session)}:{getattr(info, 'dst_port', '')}"
+                    slots = (pages[:, None] * rt.ps + np.arange(rt.ps)).ravel()
+                    peer = peers.get(host, host)
+                    _pending.setdefault(room, []).append((peer, slots))
+                    rt.on_send(room, peer, slots, "sent")
+    except Exception as err:  # noqa: BLE001
+        _fault("add_transfer_request", err)
     return original(self, bootstrap_room, kv_indices, index_slice, *args, **kwargs)
 
 
 def h_update_status(original: Callable[..., Any], self: Any, bootstrap_room: int, status: Any) -> Any:
-    """Success on the prefill side: the chunks landed (a transfer row per destination run); Failed
-    (a transfer error or an abort), or a Success the manager refuses because the room already failed
-    (update_status keeps Failed): the pending chunks go, unrecorded."""
+    """Success on the prefill side: the chunks landed (a transfer row per destination run). Failed (a
+    transfer error, or decode's abort: mooncake/conn.py _handle_abort_notification marks the room Failed
+    while the transfer worker may be in the middle of a chunk's writes, which still land), or a Success
+    the manager refuses because the room already failed (update_status keeps Failed): the chunks sent
+    are recorded again with src "failed": possibly landed, at any moment from their send on."""
     out = original(self, bootstrap_room, status)
-    rt = _rt
-    room = int(bootstrap_room)
-    if rt is not None and status in (SUCCESS, FAILED) and room in _pending:
-        chunks = _pending.pop(room)
-        table: Any = getattr(self, "request_status", None)
-        now = table.get(room, status) if hasattr(table, "get") else status  # absent: the room is cleared
-        if status == SUCCESS and now == SUCCESS:
-            for peer, pages in chunks:
-                rt.on_transfer(room, peer, (pages[:, None] * rt.ps + np.arange(rt.ps)).ravel())
+    try:
+        rt = _current()
+        room = int(bootstrap_room)
+        if rt is not None and status in (SUCCESS, FAILED) and room in _pending:
+            chunks = _pending.pop(room)
+            table: Any = getattr(self, "request_status", None)
+            now = table.get(room, status) if hasattr(table, "get") else status  # absent: the room is cleared
+            for peer, slots in chunks:
+                if status == SUCCESS and now == SUCCESS:
+                    rt.on_transfer(room, peer, slots)
+                else:
+                    rt.on_send(room, peer, slots, "failed")
+    except Exception as err:  # noqa: BLE001
+        _fault("update_status", err)
     return out
 
 
@@ -352,5 +458,7 @@ def _guard_batch(self: Any, batch: Any) -> None:
 
 
 def configure(cfg: config_mod.Config) -> None:
-    global _cfg
-    _cfg = cfg
+    global _cfg, off_reason
+    _cfg, off_reason = cfg, None
+    _faults.clear()
+    _broken.clear()

@@ -7,8 +7,12 @@ step's allocations or writes, one per request): the slot arrays the ledger has a
 as they are, so a decode step of 256 requests costs two appends, not 512 tuples. The writer thread
 expands the entries into the rows of the bundle's page table (contract.page_columns), the same rows
 one event at a time would give. When the deque already holds `queue` events an event is dropped, its
-seq number is still used up, and the drop is counted and logged: the file then shows a seq jump,
-which `forensics investigate` reports as a gap and reasons around (it never blocks the scheduler).
+seq number is still used up, and the drop is counted: the file then shows a seq jump, which
+`forensics investigate` reports as a gap and reasons around (it never blocks the scheduler). The
+engine's log says so once, at the first drop (logging.error, with the counts), and again at close with
+the totals. A write that fails (a full disk, a folder gone) loses the events it held the same way: a
+seq gap, counted, said once; the thread goes on with a new file. Should the thread end anyway, the
+events after it are dropped and counted like those of a full queue, never queued where nobody reads.
 """
 
 from __future__ import annotations
@@ -64,6 +68,9 @@ class Recorder:
         self.clock = clock
         self.seq = seq_base
         self.dropped = 0
+        self.failed_writes = 0  # drains whose write raised (their events dropped, a seq gap)
+        self.dead = False  # the writer thread ended before close(): every later event is dropped
+        self._said = False  # the engine's log has had the first loss (one error line, not one per gap)
         self.gaps: list[tuple[int, int]] = []  # (first, last) seq of each run of dropped events
         self.written = 0
         self.files: list[Path] = []
@@ -79,7 +86,7 @@ class Recorder:
     def ev(self, op: str, room: int, a: int, b: int, peer: str | None = None, src: str | None = None) -> None:
         with self._lock:
             self.seq += 1
-            if self.queued - self.taken >= self.limit:
+            if self.dead or self.queued - self.taken >= self.limit:
                 self._drop(self.seq)
                 return
             self.queued += 1
@@ -95,7 +102,7 @@ class Recorder:
         with self._lock:
             base = self.seq
             self.seq += n
-            k = max(0, min(n, self.limit - (self.queued - self.taken)))
+            k = 0 if self.dead else max(0, min(n, self.limit - (self.queued - self.taken)))
             if k:
                 if k < n:
                     starts, ends = starts[:k], ends[:k]
@@ -105,26 +112,44 @@ class Recorder:
             if k < n:
                 self._drop(base + k + 1, base + n)
 
-    def _drop(self, seq: int, last: int | None = None) -> None:
+    def _drop(self, seq: int, last: int | None = None, why: str = "") -> None:
         last = seq if last is None else last
         self.dropped += last - seq + 1
         if self.gaps and self.gaps[-1][1] == seq - 1:
             self.gaps[-1] = (self.gaps[-1][0], last)
         else:
             self.gaps.append((seq, last))
-            log.warning(
-                "kv-forensics: page event queue full (%d events) on %s: events from seq %d on are dropped; "
-                "the files show a seq gap there",
-                self.limit,
+        if not self._said:
+            self._said = True
+            why = why or ("the writer thread has stopped" if self.dead else f"the queue is full ({self.limit} events)")
+            log.error(
+                "kv-forensics: page events lost on %s (%s): seq %d..%d, %d events dropped so far; the page "
+                "files show a seq gap there (investigate makes the range's readers indeterminate). Later "
+                "losses are counted, not logged again (totals at shutdown)",
                 self.node,
+                why,
                 seq,
+                last,
+                self.dropped,
             )
 
     # --- writer thread -----------------------------------------------------------------------------
     def _run(self) -> None:
-        while not self._stop.wait(self.flush_s):
+        try:
+            while not self._stop.wait(self.flush_s):
+                self.drain()
             self.drain()
-        self.drain()
+        except BaseException:  # not a write's failure (drain keeps those): the thread is ending
+            log.exception("kv-forensics: the page writer thread of %s stopped", self.node)
+        finally:
+            if not self._stop.is_set():
+                with self._lock:  # from now on ev/ev_cols drop (counted, a seq gap), nothing queues
+                    self.dead = True
+                    rest = list(self.q)
+                    self.q.clear()
+                    self.taken = self.queued
+                    for e in rest:
+                        self._drop(e[0], e[0] + e[1] - 1, "the writer thread has stopped")
 
     def drain(self) -> int:
         out: list[Entry] = []
@@ -136,7 +161,15 @@ class Recorder:
         cols = columns(out)
         n = len(cols[0])
         self.taken += n
-        self._write(cols)
+        try:
+            self._write(cols)
+        except Exception as err:  # noqa: BLE001 (a full disk, a folder removed: the events are lost, said)
+            self.failed_writes += 1
+            self._abandon_file()
+            seqs = cols[0].tolist()
+            with self._lock:
+                for a, b in _spans(seqs):
+                    self._drop(a, b, f"a write failed: {type(err).__name__}: {err}")
         return n
 
     def _open(self) -> None:
@@ -148,6 +181,14 @@ class Recorder:
         if self.fmt == "jsonl":
             self._fh = path.open("a", encoding="utf-8")
 
+    def _abandon_file(self) -> None:
+        """After a failed write: the file is closed as far as it can be, the next write opens another."""
+        try:
+            self._close_file()
+        except Exception:  # noqa: BLE001 (the file's own failure: nothing more to save in it)
+            self._fh = self._pq = None
+        self._in_file = self.rotate
+
     def _write(self, cols: list[np.ndarray]) -> None:
         i, n = 0, len(cols[0])
         while i < n:
@@ -157,11 +198,11 @@ class Recorder:
             part = [c[i : i + k] for c in cols]
             i += k
             self._in_file += k
-            self.written += k
             if self.fmt == "jsonl":
                 self._write_jsonl(part)
             else:
                 self._write_parquet(part)
+            self.written += k
 
     def _write_jsonl(self, cols: list[np.ndarray]) -> None:
         assert self._fh is not None
@@ -199,9 +240,22 @@ class Recorder:
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join()
-        else:
+        elif not self.dead:
             self.drain()
-        self._close_file()
+        try:
+            self._close_file()
+        except Exception:  # noqa: BLE001 (its last write failed: the seq gap and the count say so)
+            self._fh = self._pq = None
+        if self.dropped:
+            log.error(
+                "kv-forensics: %s lost %d page events in %d seq gaps (%d failed writes); %d written to %s",
+                self.node,
+                self.dropped,
+                len(self.gaps),
+                self.failed_writes,
+                self.written,
+                self.dir,
+            )
 
 
 def columns(entries: list[Entry]) -> list[np.ndarray]:
@@ -225,6 +279,17 @@ def columns(entries: list[Entry]) -> list[np.ndarray]:
         order = np.argsort(seq, kind="stable")
         cols = [c[order] for c in cols]
     return cols
+
+
+def _spans(seqs: list[int]) -> list[tuple[int, int]]:
+    """Runs of consecutive numbers in a rising list, as (first, last)."""
+    out: list[tuple[int, int]] = []
+    for x in seqs:
+        if out and out[-1][1] == x - 1:
+            out[-1] = (out[-1][0], x)
+        else:
+            out.append((x, x))
+    return out
 
 
 def _one(v: Any) -> int:

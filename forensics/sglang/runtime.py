@@ -146,6 +146,8 @@ class Runtime:
             return
         s = self._page_slots(slots)
         self._grow(int(s.max()))
+        if self.ps > 1:  # alloc_extend / alloc_decode hand out the rest of a request's last page too:
+            s = s[self.holder[s] == NONE]  # that page is the request's already, only new pages are fresh
         self.fresh[s] = True
 
     def on_free(self, slots: np.ndarray) -> None:
@@ -234,15 +236,19 @@ class Runtime:
         rr = self.row_room
         rooms = np.where(rows < len(rr), rr[np.minimum(rows, len(rr) - 1)], NONE)
         fr = self.fresh[slots] & (rooms != NONE)
-        if self.ps == 1 and fr.any():
-            s, rm = slots[fr], rooms[fr]
+        if fr.any() and (self.ps == 1 or np.unique(slots[fr] // self.ps).size == int(fr.sum())):
+            # each fresh slot opens a page of its own (a decode step: one slot per request): the pages
+            # taken at once, an alloc event per page, as on_row_write gives them one by one
+            s, rm, ps = slots[fr], rooms[fr], self.ps
+            first = s - s % ps
+            full = (first[:, None] + np.arange(ps)).ravel() if ps > 1 else s
             self.tick += 1
-            self.fresh[s] = False
-            self.holder[s] = rm
-            self.atick[s] = self.tick
+            self.fresh[full] = False
+            self.holder[full] = np.repeat(rm, ps) if ps > 1 else rm
+            self.atick[full] = self.tick
             self.stats.allocated_pages += int(s.size)
             if self.rec is not None:
-                self.rec.ev_cols("alloc", rm, s, s + 1)
+                self.rec.ev_cols("alloc", rm, first, first + ps)
             rest = ~fr
         else:
             rest = np.ones(slots.size, bool)
@@ -262,6 +268,13 @@ class Runtime:
         rt = self.peers.get(peer)
         if rt is not None:
             rt.on_landed(room, slots)
+
+    def on_send(self, room: int, peer: str, slots: np.ndarray, status: str) -> None:
+        """Sender side: the KV of `room` handed to the transfer engine for `peer`'s slots ("sent"), or
+        its room ended Failed after that ("failed"): possibly landed, never proven (section 4)."""
+        if self.rec is not None:
+            for a, b in runs(slots):
+                self.rec.ev("transfer", room, a, b, peer=peer, src=status)
 
     def on_landed(self, room: int, slots: np.ndarray) -> None:
         """Receiver side: a transfer of `room` wrote these slots (whoever holds them now)."""
@@ -361,10 +374,16 @@ class Runtime:
             if rec is not None:  # a run per request and stretch of consecutive slots, as runs() gives
                 src = "decode" if decode else "prefill"
                 if out_n is None:  # outs may be a view of the batch's tensor: the recorder keeps a copy
-                    rec.ev_cols("write", wrooms, outs.copy(), outs + 1, src=src)
+                    s = outs.copy()
+                    rec.ev_cols("write", wrooms, s, s + 1, src=src)
+                    # the next steps attend what this one writes (its reader is set above, so no
+                    # later batch logs it): bound from now until the room frees it, as a read says
+                    rec.ev_cols("read", wrooms, s, s + 1)
                 else:
                     who_run, starts, ends = runs_of(outs, who)
                     rec.ev_cols("write", room_arr[who_run], starts, ends, src=src)
+                    if decode:  # several tokens a step (speculative decoding): read from now on, as above
+                        rec.ev_cols("read", room_arr[who_run], starts, ends)
         for k in todo:
             room, att = rooms[k], atts[k][1]
             self._grow(int(att.max()))

@@ -15,6 +15,9 @@ Targets, and where each lives (python/sglang/srt/...):
   transfer_infos[room][session].dst_kv_indices[index_slice]);
 - transfer completion, failure, abort: update_status(room, KVPoll) on the manager
   (mooncake/conn.py up to 0.5.4, disaggregation/common/conn.py CommonKVManager from 0.5.11);
+- an extend batch's rows as a GPU server writes them: mem_cache/allocation.py write_cache_indices
+  (0.5.23; a module function: with a Triton-capable backend it fills the rows by a kernel, not by
+  ReqToTokenPool.write), mem_cache/common.py write_cache_indices (0.5.11);
 - the reads of a forward pass: managers/scheduler.py Scheduler.run_batch (batch.reqs, their
   req_to_token rows up to seq_lens, batch.out_cache_loc);
 - what the transfer protocol tells decode (forensics.sglang.landing): the transferred length prefill
@@ -38,6 +41,7 @@ from typing import Any
 from forensics.sglang.hooks import (
     h_add_transfer,
     h_alloc,
+    h_cache_indices,
     h_free,
     h_free_group_end,
     h_free_pages,
@@ -78,6 +82,7 @@ TARGETS: list[tuple[tuple[str, ...], str, Callable[..., Any]]] = [
     (("sglang.srt.disaggregation.decode",), "DecodeReqToTokenPool.write", h_rows_write),
     (("sglang.srt.disaggregation.decode",), "DecodeReqToTokenPool.free", h_rows_free),
     (("sglang.srt.disaggregation.decode",), "DecodePreallocQueue._pre_alloc", h_pre_alloc),
+    (("sglang.srt.mem_cache.allocation", "sglang.srt.mem_cache.common"), "write_cache_indices", h_cache_indices),
     (("sglang.srt.disaggregation.mooncake.conn",), "MooncakeKVManager.add_transfer_request", h_add_transfer),
     (
         ("sglang.srt.disaggregation.common.conn", "sglang.srt.disaggregation.mooncake.conn"),
@@ -96,8 +101,9 @@ TARGETS: list[tuple[tuple[str, ...], str, Callable[..., Any]]] = [
 
 
 def resolve(modules: tuple[str, ...], attr: str, import_modules: bool = True) -> str | None:
-    """The dotted path of `attr` in the first module that defines it itself (not by import)."""
-    cls, meth = attr.split(".")
+    """The dotted path of `attr` (Class.method, or a module's function) in the first module that
+    defines it itself (not by import)."""
+    cls, meth = attr.split(".") if "." in attr else ("", attr)
     for m in modules:
         try:
             mod = importlib.import_module(m) if import_modules else __import__("sys").modules.get(m)
@@ -105,6 +111,11 @@ def resolve(modules: tuple[str, ...], attr: str, import_modules: bool = True) ->
             missing = getattr(err, "name", None) if isinstance(err, ModuleNotFoundError) else None
             if not (missing and (m == missing or m.startswith(missing + "."))):  # else: not in this release
                 WHY.setdefault(attr, f"{m}: {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}")
+            continue
+        if not cls:
+            f = getattr(mod, meth, None) if mod is not None else None
+            if f is not None and getattr(f, "__module__", None) == m:
+                return f"{m}.{attr}"
             continue
         c = getattr(mod, cls, None) if mod is not None else None
         if c is not None and c.__module__ == m and meth in c.__dict__:

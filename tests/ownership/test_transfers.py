@@ -24,6 +24,7 @@ CREATE OR REPLACE TABLE ref_links AS
 WITH x AS (
     SELECT node AS sender, peer AS receiver, seq AS xseq, ts AS xts, room, start, "end"
     FROM page_events WHERE op = 'transfer' AND peer IN (SELECT node FROM telemetry_nodes)
+      AND coalesce(src, '') NOT IN ('sent', 'failed')
 ), r AS (
     SELECT x.sender, x.xseq, min(p.seq) AS rseq, arg_min(p.ts, p.seq) AS rts
     FROM x JOIN page_events p ON p.node = x.receiver AND p.room = x.room AND p.op IN ('read', 'share')
@@ -58,7 +59,8 @@ def random_events(con: duckdb.DuckDBPyConnection, seed: int, stored: str = "rand
         """CREATE TABLE page_events AS SELECT * FROM (
            SELECT unnest($node) AS node, unnest($seq) AS seq,
                   TIMESTAMPTZ '2026-01-01 00:00:00+00' + to_microseconds(unnest($us)) AS ts, unnest($op) AS op,
-                  unnest($room) AS room, unnest($start) AS start, unnest($end) AS "end", unnest($peer) AS peer)
+                  unnest($room) AS room, unnest($start) AS start, unnest($end) AS "end", unnest($peer) AS peer,
+                  NULL::VARCHAR AS src)
            ORDER BY """
         + stored,
         {

@@ -3,9 +3,11 @@ CPU in 0.5.23: the transfer engine is fetched in MooncakeKVManager.__init__ only
 without its __init__ (which starts the Mooncake engine, its zmq sockets and threads) and given the
 tables its methods read; the status message to the decode node (zmq) is a stub. SGLang's real
 add_transfer_request, CommonKVManager.update_status, conclude_transfer and the decode's abort handler
-run, hooked as a server hooks them: a completed send writes the transfer rows (the destination pages'
-slots, the peer by its endpoint) and lands in the receiver's ledger; an abort mid-transfer, a Success
-the manager refuses after a failure and a dummy rank write none. Not run here: the transfer worker's
+run, hooked as a server hooks them: each chunk handed to the manager is a transfer row with src "sent"
+(the destination pages' slots, the peer by its endpoint); a completed room writes its landed rows and
+lands in the receiver's ledger; an abort mid-transfer writes its chunks again with src "failed"
+(possibly landed); a chunk the manager drops after the abort, a Success it refuses after a failure and
+a dummy rank write none. Not run here: the transfer worker's
 RDMA writes (the engine needs RDMA devices)."""
 
 from __future__ import annotations
@@ -115,10 +117,15 @@ def test_sends_aborts_and_refused_successes_through_the_real_manager(cluster: An
     assert hooks._pending == {}
     pre.rec.close()
     rows = [json.loads(x) for f in pre.rec.files for x in f.read_text().splitlines()]
-    assert [(r["op"], r["room"], r["start"], r["end"], r["peer"]) for r in rows] == [
-        ("transfer", 101, 5 * PS, 7 * PS, "decode-0"),  # chunk 1: destination pages 5, 6
-        ("transfer", 101, 7 * PS, 8 * PS, "decode-0"),  # chunk 2: pages 7 and 9
-        ("transfer", 101, 9 * PS, 10 * PS, "decode-0"),
+    assert [(r["op"], r["room"], r["start"], r["end"], r["peer"], r.get("src")) for r in rows] == [
+        ("transfer", 101, 5 * PS, 7 * PS, "decode-0", "sent"),  # chunk 1 sent: destination pages 5, 6
+        ("transfer", 101, 7 * PS, 8 * PS, "decode-0", "sent"),  # chunk 2 sent: pages 7 and 9
+        ("transfer", 101, 9 * PS, 10 * PS, "decode-0", "sent"),
+        ("transfer", 101, 5 * PS, 7 * PS, "decode-0", None),  # room 101 concluded: its chunks landed
+        ("transfer", 101, 7 * PS, 8 * PS, "decode-0", None),
+        ("transfer", 101, 9 * PS, 10 * PS, "decode-0", None),
+        ("transfer", 102, 20 * PS, 21 * PS, "decode-0", "sent"),  # room 102's first chunk sent
+        ("transfer", 102, 20 * PS, 21 * PS, "decode-0", "failed"),  # the abort: it may still land
     ]
     written = np.flatnonzero(dec.writer[: 12 * PS] == 101)
     assert written.tolist() == [*range(5 * PS, 8 * PS), *range(9 * PS, 10 * PS)]

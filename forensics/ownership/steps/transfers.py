@@ -13,6 +13,8 @@ shares, then allocs and frees). Each event finds the transfers of its room throu
 the rooms, compiled with numba: no sort of the events. This replaces three joins and per-transfer
 aggregates over every event, which ran out of memory at 1B events (90M transfers), and a sort of each
 chunk by room with a binary search per event (2.7x slower).
+Landed transfers only: a transfer row with src sent or failed records a send whose landing nothing
+proves (findings' room_flags makes the readers of its slots indeterminate).
 Reads: page_events, telemetry_nodes. Writes: transfer_links.
 """
 
@@ -102,6 +104,7 @@ def transfer_links(con: duckdb.DuckDBPyConnection) -> None:
             f"""CREATE OR REPLACE TEMP TABLE xfers AS
                SELECT node AS sender, peer AS receiver, seq AS xseq, ts AS xts, room, start, "end"
                FROM page_events WHERE op = 'transfer' AND peer IN (SELECT node FROM telemetry_nodes)
+                 AND coalesce(src, '') NOT IN ('sent', 'failed')
                {"ORDER BY receiver" if many else ""}"""
         )
     con.execute(

@@ -1,0 +1,95 @@
+"""A transfer is recorded when it is sent (a transfer row with src "sent"), and again with src "failed"
+when its room ends Failed (decode's abort mid-send: the chunk's RDMA writes may still land); a landed
+transfer keeps its plain row. A send with no landed row may have written its slots at any moment after
+its room took them on the receiver: the later readers of those slots are indeterminate, with the
+reason, never confirmed and never cleared; a send that landed is an ordinary transfer.
+
+Hand-made cases on decode-0's clock (prefill-0's runs 0.200 s behind): two calibration requests bound
+the pair; room S allocates [16,48) on decode-0, its chunk is sent, decode aborts S and frees the slots
+at once; room R takes the same slots, its own transfer lands, R reads."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.support.analysis import Findings
+from tests.support.bundlekit import Node, engine_log, gw, write_jsonl, write_pages
+
+S, R = 3, 4
+
+
+def _case(tmp_path: Path, s_status: str | None, sends_logged: bool = True) -> Findings:
+    """s_status: how S's send ends on prefill-0: "failed", None (never concluded) or "landed"."""
+    ev: dict[str, list[tuple]] = {"prefill-0": [], "decode-0": []}
+
+    def add(node: str, t: float, op: str, room: int, a: int, b: int, **kw: str) -> None:
+        ev[node].append((t, len(ev[node]), op, room, a, b, kw))
+
+    def prefill(room: int, t: float, dest: tuple[int, int], end: str | None = "landed") -> None:
+        a = 512 + 64 * room
+        add("prefill-0", t - 0.015, "alloc", room, a, a + 48)
+        add("prefill-0", t - 0.010, "write", room, a, a + dest[1] - dest[0], src="prefill")
+        if sends_logged:
+            add("prefill-0", t - 0.008, "transfer", room, *dest, peer="decode-0", src="sent")
+        if end == "landed":
+            add("prefill-0", t, "transfer", room, *dest, peer="decode-0")
+        elif end == "failed":
+            add("prefill-0", t, "transfer", room, *dest, peer="decode-0", src="failed")
+        add("prefill-0", t + 0.002, "free", room, a, a + 48)
+
+    for k, room in enumerate((91, 92)):  # calibration: landed transfers read by their rooms
+        d = 800 + 32 * k
+        add("decode-0", 0.500 + 0.2 * k, "alloc", room, d, d + 16)
+        prefill(room, 0.310 + 0.2 * k, (d, d + 10))
+        add("decode-0", 0.520 + 0.2 * k, "read", room, d, d + 10)
+        add("decode-0", 0.600 + 0.2 * k, "free", room, d, d + 16)
+    add("decode-0", 1.000, "alloc", S, 16, 48)
+    prefill(S, 0.805, (16, 46), s_status)  # sent at 0.797 (1.0 on decode's clock), concluded at 0.805
+    add("decode-0", 1.010, "free", S, 16, 48)  # the abort: freed at once
+    add("decode-0", 1.020, "alloc", R, 16, 48)
+    prefill(R, 0.840, (16, 46))
+    add("decode-0", 1.070, "read", R, 16, 46)
+    add("decode-0", 1.200, "free", R, 16, 48)
+    nodes = []
+    for name, evs in ev.items():
+        n = Node(name, 100 if name.startswith("prefill") else 1)
+        for t, _, op, room, a, b, kw in sorted(evs):
+            n.ev(op, room, a, b, t=t, **kw)
+        nodes.append(n)
+    b = tmp_path / "bundle"
+    gateway = [gw("A91", 91, "acct-cal"), gw("A92", 92, "acct-cal"), gw("S", S, "acct-s", status=499),
+               gw("R", R, "acct-r")]  # fmt: skip
+    write_jsonl(b / "gateway" / "gw.jsonl", gateway)
+    engine_log(b, "prefill-0", "prefill", 4096)
+    engine_log(b, "decode-0", "decode", 2048)
+    write_pages(b, *nodes)
+    return Findings(b)
+
+
+@pytest.mark.parametrize(("status", "why"), [("failed", "ended Failed after it was sent"),
+                                             (None, "was sent and never logged as landed")])  # fmt: skip
+def test_a_send_that_never_landed_makes_the_later_reader_indeterminate(
+    tmp_path: Path, status: str | None, why: str
+) -> None:
+    f = _case(tmp_path, status)
+    got = f.affected()
+    assert got["R"][0] == "indeterminate"
+    reason = f.rows("SELECT reason FROM affected_responses WHERE request_id = 'R'")[0][0]
+    assert f"a transfer from prefill-0 (room {S}) into [16,46) {why}" in reason
+    assert f.rows("SELECT count(*) FROM exposures WHERE status = 'confirmed'") == [(0,)]
+    # the sends are not landed transfers: only the landed rows are linked
+    assert f.rows("SELECT count(*) FROM transfer_links WHERE room = 3") == [(0,)]
+    assert {r for (r,) in f.rows("SELECT room FROM room_flags")} == {R}
+
+
+def test_a_send_that_landed_is_an_ordinary_transfer(tmp_path: Path) -> None:
+    """S's chunk landed before its abort was seen: an ordinary late transfer, ordered by the clock bounds
+    as before the sends were recorded (the same findings as without the send rows)."""
+    with_sends = _case(tmp_path / "a", "landed")
+    without = _case(tmp_path / "b", "landed", sends_logged=False)
+    q = "SELECT request_id, status, evidence, kinds, exposed_slots FROM affected_responses ORDER BY 1"
+    assert with_sends.rows(q) == without.rows(q)
+    assert with_sends.exposures() == without.exposures()
+    assert with_sends.rows("SELECT count(*) FROM room_flags") == [(0,)]
