@@ -135,6 +135,45 @@ def lost_tenant(
     return frozenset(lost), said
 
 
+def lost_accounts(con: duckdb.DuckDBPyConnection, f: InputFile, said: list[str]) -> None:
+    """A tenant field the format writes in every record is in none of this file's: its records read,
+    the accounts it would have given unknown (the records no earlier field gives one)."""
+    kept, unknown = con.execute(
+        "SELECT count(*), count(*) - count(account_id) FROM gateway_text WHERE file_id = ?", [f.file_id]
+    ).fetchone() or (0, 0)
+    f.damage.append(
+        Damage(
+            "missing_field",
+            f"{'; '.join(said)}: in none of its {kept:,} records, though its writer puts it in every record "
+            f"(null when unset): dropped or renamed on the way; {unknown:,} records read without their "
+            "accounts (no field before it names one)",
+            unknown,
+            "counted",
+        )
+    )
+
+
+def no_account(con: duckdb.DuckDBPyConnection, f: InputFile, tenant: tuple[str | tuple[str, ...], ...]) -> None:
+    """A file of a format that names accounts (`tenant`: where it takes them from) none of whose records
+    names one: the field was dropped or renamed on the way (or never logged), and every account of the
+    file is unknown. Said as damage: the records are read, their accounts are lost."""
+    kept, named = con.execute(
+        "SELECT count(*), count(account_id) FROM gateway_text WHERE file_id = ?", [f.file_id]
+    ).fetchone() or (0, 0)
+    if not tenant or not kept or named:
+        return
+    where = ", ".join(t if isinstance(t, str) else ".".join(t) for t in tenant)
+    f.damage.append(
+        Damage(
+            "missing_field",
+            f"no record names its account: the fields the account is taken from ({where}) are in none of its "
+            f"{kept:,} records, read without their accounts (the field may have been renamed or dropped on the way)",
+            kept,
+            "counted",
+        )
+    )
+
+
 def count_records(con: duckdb.DuckDBPyConnection, f: InputFile) -> int | None:
     """The records a gateway file holds, counted without reading them as any format: a table's rows, a
     JSON array's elements, a text file's non-blank lines. None when even that fails."""

@@ -24,12 +24,11 @@ import pyarrow as pa
 from forensics.db import arrow_view, ident, run_query, scalar, sql_literal
 from forensics.gateway_formats import GatewaySettings, Mapping
 from forensics.ingest import content
-from forensics.ingest.damage import field_missing, lost_tenant
+from forensics.ingest.damage import field_missing, lost_accounts, lost_tenant, no_account
 from forensics.ingest.formats import needs_zone, project
 from forensics.ingest.rawtext import JSON_OBJECT_LINES, load_lines, open_bytes
 from forensics.ingest.staged import validate_staged
 from forensics.intake import InputFile
-from forensics.intake.damage import Damage
 
 SAMPLE_LINES = 200  # lines looked at to find a file's first records (blank or broken lines among them)
 SAMPLE_RECORDS = 20  # records whose fields vote on the format: one malformed record does not decide it
@@ -232,48 +231,9 @@ def load_other_format(
     con.execute("DROP TABLE gw_values")
     type_and_keep(con, f, strict=False)
     if said:
-        _lost_accounts(con, f, said)
+        lost_accounts(con, f, said)
     else:
-        _no_account(con, f, tenant)
-
-
-def _lost_accounts(con: duckdb.DuckDBPyConnection, f: InputFile, said: list[str]) -> None:
-    """A tenant field the format writes in every record is in none of this file's: its records read,
-    the accounts it would have given unknown (the records no earlier field gives one)."""
-    kept, unknown = con.execute(
-        "SELECT count(*), count(*) - count(account_id) FROM gateway_text WHERE file_id = ?", [f.file_id]
-    ).fetchone() or (0, 0)
-    f.damage.append(
-        Damage(
-            "missing_field",
-            f"{'; '.join(said)}: in none of its {kept:,} records, though its writer puts it in every record "
-            f"(null when unset): dropped or renamed on the way; {unknown:,} records read without their "
-            "accounts (no field before it names one)",
-            unknown,
-            "counted",
-        )
-    )
-
-
-def _no_account(con: duckdb.DuckDBPyConnection, f: InputFile, tenant: tuple[str | tuple[str, ...], ...]) -> None:
-    """A file of a format that names accounts (`tenant`: where it takes them from) none of whose records
-    names one: the field was dropped or renamed on the way (or never logged), and every account of the
-    file is unknown. Said as damage: the records are read, their accounts are lost."""
-    kept, named = con.execute(
-        "SELECT count(*), count(account_id) FROM gateway_text WHERE file_id = ?", [f.file_id]
-    ).fetchone() or (0, 0)
-    if not tenant or not kept or named:
-        return
-    where = ", ".join(t if isinstance(t, str) else ".".join(t) for t in tenant)
-    f.damage.append(
-        Damage(
-            "missing_field",
-            f"no record names its account: the fields the account is taken from ({where}) are in none of its "
-            f"{kept:,} records, read without their accounts (the field may have been renamed or dropped on the way)",
-            kept,
-            "counted",
-        )
-    )
+        no_account(con, f, tenant)
 
 
 def type_and_keep(con: duckdb.DuckDBPyConnection, f: InputFile, strict: bool, stage: str = "TABLE") -> None:
