@@ -40,7 +40,7 @@ from types import SimpleNamespace
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from forensics.sglang import hooks  # noqa: E402
+from forensics.sglang import guard, hooks  # noqa: E402
 from forensics.sglang.cpu import import_sglang, standin_rows  # noqa: E402
 from forensics.sglang.recorder import Recorder  # noqa: E402
 from forensics.sglang.runtime import Runtime  # noqa: E402
@@ -119,7 +119,7 @@ def one(sg, cfg: str, a: argparse.Namespace, ps: int, tmp: Path) -> dict[str, fl
         for r in reqs:
             r.prefix_len = seqs[r.bootstrap_room]
         if rt is not None:
-            hooks.h_run_batch(lambda _s, _b: None, sched, batch)
+            guard.h_run_batch(lambda _s, _b: None, sched, batch)
         step_ns.append(time.perf_counter_ns() - t0)
         for r in reqs:
             seqs[r.bootstrap_room] += 1

@@ -10,18 +10,8 @@ from collections.abc import Callable
 from typing import Any
 
 from forensics.sglang import hooks
-from forensics.sglang.hooks import (
-    _EMPTY,
-    FAILED,
-    SUCCESS,
-    _np,
-    _req_ids,
-    fail_closed,
-    refusal,
-    refuse,
-    row_of,
-    say_once,
-)
+from forensics.sglang.guard import fail_closed, refusal, refuse
+from forensics.sglang.hooks import _EMPTY, FAILED, SUCCESS, _np, _req_ids, row_of, say_once
 from forensics.sglang.landing import COL_LEN, COL_MARK, COL_ROOM, MARK, room32
 
 

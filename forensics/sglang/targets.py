@@ -38,6 +38,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from forensics.sglang.guard import h_run_batch
 from forensics.sglang.hooks import (
     h_add_transfer,
     h_alloc,
@@ -50,7 +51,6 @@ from forensics.sglang.hooks import (
     h_rows_alloc,
     h_rows_free,
     h_rows_write,
-    h_run_batch,
     h_update_status,
 )
 from forensics.sglang.protocol import h_commit, h_prefill_status, h_release_safe, h_send_metadata, h_set_buf

@@ -40,9 +40,11 @@ def plugin(tmp_path: Path) -> Any:
 
 
 def _run(hooks: Any, batch: Any) -> list[str]:
+    from forensics.sglang import guard
+
     ran: list[str] = []
     sched = SimpleNamespace(req_to_token_pool=SimpleNamespace(req_to_token=np.zeros((4, 8), np.int64)))
-    hooks.h_run_batch(lambda s, b: ran.append("forward"), sched, batch)
+    guard.h_run_batch(lambda s, b: ran.append("forward"), sched, batch)
     return ran
 
 

@@ -172,6 +172,7 @@ class Decode:
 
     def decode_steps(self, room: int, steps: int) -> None:
         """Decode steps through Scheduler.run_batch's hook: each attends the row, writes one new slot."""
+        from forensics.sglang import guard as guard_hooks
         from forensics.sglang import hooks
 
         req = self.reqs[room]
@@ -189,7 +190,7 @@ class Decode:
             batch = SimpleNamespace(reqs=[req], forward_mode=_Mode(), seq_lens=np.array([seq]),
                                     out_cache_loc=self.sg.torch.tensor([slot]))  # fmt: skip
             self._truth_check(req, seq - 1)
-            hooks.h_run_batch(lambda s, b: None, SimpleNamespace(req_to_token_pool=self.rows), batch)
+            guard_hooks.h_run_batch(lambda s, b: None, SimpleNamespace(req_to_token_pool=self.rows), batch)
             if req.to_finish is not None:
                 self.refused.add(room)
                 break

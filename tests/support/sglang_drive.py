@@ -101,6 +101,7 @@ def run(out: Path, cfg: Any, guard: str = "observe", queue: int = 1 << 20, fmt: 
     stall: a node whose writer thread stalls (it drains its queue, of stall_queue events, only outside
     stall_window, a fraction of the simulated duration): the queue fills, events are dropped, the
     file shows a seq gap (the recorder's `gaps`, returned as "gaps")."""
+    from forensics.sglang import guard as guard_hooks
     from forensics.sglang import hooks
     from forensics.sglang.cpu import import_sglang
     from forensics.sglang.hooks import row_of
@@ -191,7 +192,7 @@ def run(out: Path, cfg: Any, guard: str = "observe", queue: int = 1 << 20, fmt: 
             batch = SimpleNamespace(reqs=[f], forward_mode=_Mode(decode), seq_lens=np.array([seq_len]),
                                     out_cache_loc=out if decode and new == 1 else None)  # fmt: skip
             sched = SimpleNamespace(req_to_token_pool=self.rows[name])
-            hooks.h_run_batch(lambda s, b: None, sched, batch)
+            guard_hooks.h_run_batch(lambda s, b: None, sched, batch)
             if f.to_finish is not None:
                 finished_with_error.add(i)
                 f.to_finish = None
