@@ -32,6 +32,7 @@ from forensics.engines.sglang import (
     POOL_PRIORITY,
     POOL_WARNING,
     PREFILL_ROLE,
+    READER,
     SWA_POOLS,
     TOKENIZER_CONTEXT,
     TRUNCATED,
@@ -155,4 +156,4 @@ def _mark_swa_halves(facts: Facts, swa_sizes: set[int]) -> None:
         ]
 
 
-ENGINE = Engine(NAME, "SGLang", MARKERS, KEYWORDS, STARTUP, parse, requests=True, reads=READS)
+ENGINE = Engine(NAME, "SGLang", MARKERS, KEYWORDS, STARTUP, parse, requests=READER, reads=READS)
