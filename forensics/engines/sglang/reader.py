@@ -41,8 +41,11 @@ def parse_message(msg: str, base: dict[str, Any], rows: EngineRows, rank: str | 
     """Add what `msg` says to rows; return its kind, or None for a line we do not read. A shape is tried
     only on a message holding one of its literals: every line its pattern matches holds one."""
     for literals, match, build in _TRIES:
-        if any(lit in msg for lit in literals) and (m := match(msg)):
-            return build(m, msg, base, rows, rank)
+        for lit in literals:  # a loop, not any(): this runs for every line of a log
+            if lit in msg:
+                if m := match(msg):
+                    return build(m, msg, base, rows, rank)
+                break
     return None
 
 
