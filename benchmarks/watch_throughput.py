@@ -2,7 +2,7 @@
 
 Simulates a cluster (forensics simulate), optionally interleaves each node's log with the batch lines a
 busy SGLang server writes between request lines (`Decode batch, #running-req: ...`, the format of
-forensics/engines/sglang.py, as SGLang's scheduler prints it; real servers log one every
+forensics/engines/sglang/, as SGLang's scheduler prints it; real servers log one every
 decode_log_interval steps), then runs
 `forensics watch DIR --once` as its own process pinned to one core (taskset) and reports lines per
 second of the whole process and its peak RSS.

@@ -9,6 +9,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+from zoneinfo import ZoneInfo
 
 EVIDENCE_TEXT_CHARS = 400
 
@@ -142,10 +143,36 @@ def to_int(text: str) -> int:
     return int(text.replace(",", "").replace("_", ""))
 
 
+@dataclass
+class EngineRows:
+    """What a line reader adds per line: its engine_lines row, the request, config and batch_stats rows
+    it gives, and (file_id, line, reason) of a rejected line."""
+
+    lines: list[dict[str, Any]] = field(default_factory=list)
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    config: list[dict[str, Any]] = field(default_factory=list)
+    batches: list[dict[str, Any]] = field(default_factory=list)  # batch_stats rows
+    rejected: list[tuple[int, int, str]] = field(default_factory=list)
+
+
+# one line (its bytes, with its newline), its node, file id, line number and the zone of its local times,
+# into the rows; False when the line is rejected (the reason is in rows.rejected)
+ReadLine = Callable[[bytes, str, int, int, ZoneInfo, EngineRows], bool]
+
+
+@dataclass(frozen=True)
+class LineReader:
+    """An engine's reader of its per-request lines, one line at a time (the reference its bulk readers
+    are held to): `text` a line of its text log, `json` a record of its JSON request log."""
+
+    text: ReadLine
+    json: ReadLine
+
+
 @dataclass(frozen=True)
 class Engine:
     """One engine as the registry (forensics.engines.ENGINES) knows it: how its logs name it, which of
-    its lines state its start-up facts, and whether ingest reads its per-request lines."""
+    its lines state its start-up facts, and the reader of its per-request lines, if it has any."""
 
     name: str  # the id in audit.json and node_config.engine
     label: str  # as its users call it
@@ -156,9 +183,9 @@ class Engine:
     keywords: tuple[str, ...]
     startup: re.Pattern[str]  # a line written once per server start: of several, the last start is read
     parse: Callable[[list[LogLine]], Facts]  # the start-up facts of one server's lines
-    # ingest reads its per-request lines (forensics.ingest.engine); else only its start-up facts
-    # (forensics.ingest.startup), and its requests are outside the analysis, said so per node
-    requests: bool = False
+    # the reader of its per-request lines, which ingest and the watcher read; None: ingest reads only its
+    # start-up facts (forensics.ingest.startup), and its requests are outside the analysis, said so per node
+    requests: LineReader | None = None
     # every line `parse` acts on and every line `startup` matches holds one of these (the tests of its
     # branches, narrower than keywords): past a long log's head the audit leaves the other single lines
     # unread (forensics.audit.lines.read_log); None when its parse has no such list

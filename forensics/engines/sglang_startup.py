@@ -32,6 +32,8 @@ from forensics.engines.sglang import (
     POOL_PRIORITY,
     POOL_WARNING,
     PREFILL_ROLE,
+    READER,
+    SHAPES,
     SWA_POOLS,
     TOKENIZER_CONTEXT,
     TRUNCATED,
@@ -57,13 +59,20 @@ VA_BOUND = 7  # a virtual pool's upper bound
 
 # a line holding none of these is dropped before parsing (after the first lines, kept for detection)
 KEYWORDS = ("tokens", "server", "warmup", "max_req_input_len", "Memory pool", "sglang")
-# the substrings parse's branches test (and STARTUP's, inside "server"): a line holding none is read by none
+# the start-up shapes parse reads, each tested by its literals (forensics.engines.sglang.shapes SHAPES:
+# every line a shape's pattern matches holds one)
+POOL_WORDS = SHAPES["kv_pool"].literals
+SWA_WORDS = SHAPES["swa_pools"].literals
+MAX_TOTAL_WORDS = SHAPES["max_total"].literals
+OVER_LIMIT_WORDS = SHAPES["overlength"].literals
+# the substrings parse's branches test (and STARTUP's, inside "server"): a line holding none is read by
+# none, and the audit's sieve leaves it out (forensics.audit.lines)
 READS = (
-    "#tokens",
-    "full_layer_tokens=",
-    "max_total_num_tokens=",
+    *POOL_WORDS,
+    *SWA_WORDS,
+    *MAX_TOTAL_WORDS,
     "server",
-    "Input length (",
+    *OVER_LIMIT_WORDS,
     "max_req_input_len=",
     "KV pool holds",
     "context length",
@@ -71,12 +80,16 @@ READS = (
 )
 
 
+def _holds(text: str, words: tuple[str, ...]) -> bool:
+    return any(w in text for w in words)
+
+
 def parse(lines: list[LogLine]) -> Facts:
     facts = Facts(NAME)
     swa_sizes: set[int] = set()
     for ln in lines:
         t = ln.text
-        if "#tokens" in t and (m := POOL.search(t)):
+        if _holds(t, POOL_WORDS) and (m := POOL.search(t)):
             ev = Evidence.of(ln)
             name = m.group("name").strip()
             kind, prio = pool_kind(name)
@@ -88,12 +101,12 @@ def parse(lines: list[LogLine]) -> Facts:
                 kind, prio = f"{kind} (second pool on this rank)", SECOND_POOL
             label = re.sub(r"\s*KV Cache$", "", name)
             facts.add_pool(ln.rank, Pool(f"{kind}: {label}" if label else kind, to_int(m["n"]), ev, prio))
-        elif "full_layer_tokens=" in t and (m := SWA_POOLS.search(t)):
+        elif _holds(t, SWA_WORDS) and (m := SWA_POOLS.search(t)):
             ev = Evidence.of(ln)
             facts.add_pool(ln.rank, Pool("full_layer_tokens", to_int(m[1]), ev, POOL_PRIORITY["full_layer_tokens"]))
             facts.add_pool(ln.rank, Pool("swa_layer_tokens", to_int(m[2]), ev, NEVER_BINDS))
             swa_sizes.add(to_int(m[2]))
-        elif "max_total_num_tokens=" in t and (m := MAX_TOTAL.search(t)):
+        elif _holds(t, MAX_TOTAL_WORDS) and (m := MAX_TOTAL.search(t)):
             ev = Evidence.of(ln)
             facts.add_pool(
                 ln.rank, Pool("max_total_num_tokens", to_int(m[1]), ev, POOL_PRIORITY["max_total_num_tokens"])
@@ -102,7 +115,7 @@ def parse(lines: list[LogLine]) -> Facts:
                 facts.set_context(to_int(c[1]), ev)
         elif "server_args=" in t:
             _server_args(facts, ln)
-        elif "Input length (" in t and (m := OVER_LIMIT.search(t)):
+        elif _holds(t, OVER_LIMIT_WORDS) and (m := OVER_LIMIT.search(t)):
             facts.max_input_seen.append((int(m[2]), Evidence.of(ln)))
         elif "max_req_input_len=" in t and (m := TRUNCATED.search(t)):
             facts.max_input_seen.append((int(m[1]), Evidence.of(ln)))
@@ -155,4 +168,4 @@ def _mark_swa_halves(facts: Facts, swa_sizes: set[int]) -> None:
         ]
 
 
-ENGINE = Engine(NAME, "SGLang", MARKERS, KEYWORDS, STARTUP, parse, requests=True, reads=READS)
+ENGINE = Engine(NAME, "SGLang", MARKERS, KEYWORDS, STARTUP, parse, requests=READER, reads=READS)

@@ -13,10 +13,11 @@ import duckdb
 
 from forensics.db import query_rows, run_query, thread_count, timed
 from forensics.engines import ENGINES
+from forensics.engines.facts import EngineRows
 from forensics.errors import InputError
 from forensics.ingest.bulk import load_engine_files
 from forensics.ingest.damage import store_input_damage
-from forensics.ingest.engine import EngineRows, store
+from forensics.ingest.engine import store
 from forensics.ingest.gateway import define_gateway, join_gateway, load_gateway_file, reject_repeated_records
 from forensics.ingest.pages import define_page_events, load_page_file
 from forensics.ingest.seqs import any_duplicate_seq, store_seq_jumps
@@ -136,7 +137,7 @@ def ingest_into(
     # engine by its start-up facts (forensics.ingest.startup)
     with timed("ingest/node_engines"):
         engines = node_engines([f for f in files if not (f.error or f.skipped)])
-    other = {node: name for node, name in engines.items() if not ENGINES[name].requests}
+    other = {node: name for node, name in engines.items() if ENGINES[name].requests is None}
     for f in files:
         if f.error or f.skipped:
             continue

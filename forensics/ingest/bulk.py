@@ -34,26 +34,12 @@ import duckdb
 import pyarrow as pa
 
 from forensics.db import sql_literal, timed
-from forensics.engines.sglang import (
-    BATCH_FIELDS,
-    BATCH_FLOATS,
-    BATCH_REQUIRED,
-    BULK_INT,
-    BULK_NUM,
-    PREFIX_BULK,
-    SHAPES,
-    TRIGGERS,
-)
+from forensics.engines.facts import EngineRows
+from forensics.engines.sglang.reader import READER as LINES
+from forensics.engines.sglang.rules import BATCH_FIELDS, BATCH_FLOATS, BATCH_REQUIRED
+from forensics.engines.sglang.shapes import BULK_INT, BULK_SHAPES, DURATIONS, SHAPES, re_escape
 from forensics.ingest import batch_lines, rawtext
-from forensics.ingest.engine import (
-    LINE_SCHEMA,
-    REQ_SCHEMA,
-    EngineRows,
-    parse_log,
-    parse_request_line,
-    parse_requests_jsonl,
-    parse_text_line,
-)
+from forensics.ingest.engine import LINE_SCHEMA, REQ_SCHEMA, parse_log, parse_requests_jsonl
 from forensics.intake import InputFile
 
 # KVF_ENGINE_READER=python reads every line with the per-line reader (the reference; the differential
@@ -66,67 +52,48 @@ def _lit(s: str) -> str:
     return sql_literal(s)
 
 
-# --- the patterns (RE2): each shape's bulk pattern (forensics.engines.sglang.SHAPES) admits a subset of
-# what its Python pattern reads, never more ---
-# the record prefix without its message: a match's groups tell where the message starts (its `(.*)$`
-# matches any rest of a line, which holds no newline; capturing it costs more than the rest of the pass)
-PREFIX_HEAD = PREFIX_BULK.removesuffix("(.*)$")
-assert PREFIX_HEAD != PREFIX_BULK
-
-
-def _bulk_pattern(shape: str) -> str:
-    pattern = SHAPES[shape].bulk
-    assert pattern is not None, shape  # every shape the SQL reads has one
-    return pattern
-
-
-BATCH_RE = _bulk_pattern("batch")
-TS_RE = _bulk_pattern("time_stats")
-RECV_RE = _bulk_pattern("received")
-FIN_RE = _bulk_pattern("finished")
-_NUM, _INT = BULK_NUM, BULK_INT
+# --- the patterns (RE2): each shape's bulk pattern (forensics.engines.sglang.shapes SHAPES) admits a
+# subset of what its Python pattern reads, never more; the SQL reaches each through its macro
+# (sglang_re_<shape>(), forensics.engines.sglang.shapes MACROS) ---
+_INT = BULK_INT
 
 
 def _json_int(j: str) -> str:
-    """SQL for `j` holding a JSON integer that fits int64, as engine._json_int decides in Python.
+    """SQL for `j` holding a JSON integer that fits int64, as rows.json_int decides in Python.
     DuckDB types a non-negative JSON integer UBIGINT and a negative one BIGINT (a UBIGINT over int64's
     range fails the cast)."""
     return f"(json_type({j}) IN ('BIGINT', 'UBIGINT') AND try_cast({j} AS BIGINT) IS NOT NULL)"
 
 
 JSON_TS_RE = r"^([0-9]{4}-[0-9]{2}-[0-9]{2})T([0-9]{2}:[0-9]{2}:[0-9]{2})(\.[0-9]{3}|\.[0-9]{6})?$"
-DURATIONS = (
-    "prealloc_duration",
-    "prealloc_queue_duration",
-    "bootstrap_duration",
-    "alloc_wait_duration",
-    "transfer_duration",
-    "queue_duration",
-    "bootstrap_queue_duration",
-    "forward_duration",
-)
 
 
 def _dur(name: str) -> str:
     """A duration of the tail in seconds (the first given, as DURATION's setdefault), NULL if absent."""
-    pat = rf"[:,] {name}=({_NUM})(ms)?(?:,|$)"
+    pat = f"sglang_re_{name}()"
     return (
-        f"CASE WHEN regexp_matches(tail, {_lit(pat)}) THEN regexp_extract(tail, {_lit(pat)}, 1)::DOUBLE / "
-        f"CASE WHEN regexp_extract(tail, {_lit(pat)}, 2) = 'ms' THEN 1000 ELSE 1 END END"
+        f"CASE WHEN regexp_matches(tail, {pat}) THEN regexp_extract(tail, {pat}, 1)::DOUBLE / "
+        f"CASE WHEN regexp_extract(tail, {pat}, 2) = 'ms' THEN 1000 ELSE 1 END END"
     )
 
 
-def _re_escape(s: str) -> str:
-    return "".join("\\" + c if c in r".^$*+?()[]{}|\\" else c for c in s)
+def _shape_case(name: str) -> str:
+    """The CASE branch that takes a message as the shape `name`: a message starting with one of its
+    literals is the shape's where its bulk pattern matches, else the per-line reader's (NULL). The
+    literals start the bulk pattern's lines and no other shape's: the branches' order does not matter."""
+    shape = SHAPES[name]
+    starts = " OR ".join(f"starts_with(msg, {_lit(lit)})" for lit in shape.literals)
+    ascii_ = "regexp_matches(msg, '^[ -~]*$') AND " if shape.ascii else ""
+    return f"WHEN {starts} THEN CASE WHEN {ascii_}regexp_matches(msg, sglang_re_{name}()) THEN {_lit(name)} END"
 
 
-TRIGGER_RE = "|".join(_re_escape(t) for t in TRIGGERS)
+_SHAPE_CASES = "\n        ".join(_shape_case(name) for name in BULK_SHAPES)
 
 # one row per line of eng_raw: the prefix read, the shape the SQL takes (NULL: the Python reader's)
 TEXT_LINES = f"""
 CREATE OR REPLACE TEMP TABLE eng_pre AS
 WITH h AS (
-    SELECT fidx, line, text, regexp_extract(text, {_lit(PREFIX_HEAD)}, ['ts', 'ms', 'rank']) AS p FROM eng_raw
+    SELECT fidx, line, text, regexp_extract(text, sglang_re_prefix(), ['ts', 'ms', 'rank']) AS p FROM eng_raw
 ), r AS (
     SELECT *, p.ts <> '' AS has_p FROM h
 ), t AS (
@@ -144,14 +111,8 @@ SELECT fidx, line, text, msg,
         WHEN contains(coalesce(text, ''), chr(0)) THEN NULL
         WHEN has_p AND (t0 IS NULL OR strftime(t0, '%Y-%m-%d %H:%M:%S') <> p.ts OR starts_with(p.ts, '0000')) THEN NULL
         WHEN NOT has_p AND starts_with(text, '[') AND regexp_matches(text, '[^\\x01-\\x7f]') THEN NULL
-        WHEN regexp_matches(msg, {_lit(BATCH_RE)}) THEN 'batch'
-        WHEN starts_with(msg, 'Req Time Stats(') OR starts_with(msg, 'ReqTimeStats(') THEN
-            CASE WHEN regexp_matches(msg, {_lit(TS_RE)}) THEN 'time_stats' END
-        WHEN starts_with(msg, 'Receive: obj=') THEN
-            CASE WHEN regexp_matches(msg, '^[ -~]*$') AND regexp_matches(msg, {_lit(RECV_RE)}) THEN 'received' END
-        WHEN starts_with(msg, 'Finish: obj=') THEN
-            CASE WHEN regexp_matches(msg, '^[ -~]*$') AND regexp_matches(msg, {_lit(FIN_RE)}) THEN 'finished' END
-        WHEN regexp_matches(msg, {_lit(TRIGGER_RE)}) THEN NULL
+        {_SHAPE_CASES}
+        WHEN regexp_matches(msg, sglang_re_triggers()) THEN NULL
         ELSE 'plain'
     END AS shape
 FROM t
@@ -165,7 +126,7 @@ _BATCH_INT = r"[0-9]+"
 _BATCH_FLOAT = r"[0-9]+(?:\.[0-9]+)?(?:e[+-]?[0-9]+)?|nan|inf"
 # a field the analysis does not read: a value without commas, not empty, not padded with spaces
 _BATCH_OTHER = r"[^ ,](?:[^,]*[^ ,])?"
-_BATCH_HEAD = re.compile(BATCH_RE)  # the sampled lines are those the SQL took as batch lines by it
+_BATCH_HEAD = re.compile(SHAPES["batch"].bulk or "")  # the sampled lines are those the SQL took as batch lines by it
 # the templates are found in rounds: each reads the lines left by the one before and takes its templates
 # from a sample of them (commonest first); what is left after the last goes to the Python reader
 BATCH_ROUNDS, BATCH_SAMPLE = 4, 1024
@@ -204,7 +165,7 @@ def batch_template(msg: str) -> tuple[str, str, dict[str, int], int | None] | No
         else:
             group += 1
             value, cols[col] = f"({_BATCH_FLOAT if col in BATCH_FLOATS else _BATCH_INT})", group
-        parts.append(f"{_re_escape(name)}: {value}")
+        parts.append(f"{re_escape(name)}: {value}")
     if any(c not in cols for c in BATCH_REQUIRED[kind]):
         return None
     return rf"^{m[1]} batch(?: \[([0-9]+)\])?[.,] " + ", ".join(parts) + "[, ]*$", kind, cols, graph
@@ -260,7 +221,6 @@ _ID_RE = _lit(_meta_key("id") + r"('[^']*'|None)(?:,|\})")
 _PT_RE = _lit(_meta_key("prompt_tokens") + r"(0|[1-9][0-9]*)(?:,|\})")
 _CT_RE = _lit(_meta_key("completion_tokens") + r"(" + _INT + r"|None)(?:,|\})")
 _FR_RE = _lit(_meta_key("finish_reason") + r"(\{[^{}]*\}|[^,{}]*)(?:,|\})")
-_ST_RE = _lit(rf"[:,] (?:start_time|entry_time)=({_NUM})")
 _DURS = ", ".join(f"{_dur(n)} AS {n}" for n in DURATIONS)
 
 # the Receive and Finish lines' fields (names as the Python reader's)
@@ -268,8 +228,8 @@ TEXT_REQUESTS = f"""
 CREATE OR REPLACE TEMP TABLE eng_req AS
 WITH m AS (
     SELECT fidx, line, ts, shape,
-        CASE shape WHEN 'received' THEN regexp_extract(msg, {_lit(RECV_RE)}, 1) ELSE regexp_extract(msg, {_lit(FIN_RE)}, 1) END AS obj,
-        CASE WHEN shape = 'finished' THEN regexp_extract(msg, {_lit(FIN_RE)}, 2) END AS meta
+        CASE shape WHEN 'received' THEN regexp_extract(msg, sglang_re_received(), 1) ELSE regexp_extract(msg, sglang_re_finished(), 1) END AS obj,
+        CASE WHEN shape = 'finished' THEN regexp_extract(msg, sglang_re_finished(), 2) END AS meta
     FROM eng_pre WHERE shape IN ('received', 'finished')
 ), f AS (
     SELECT *, regexp_extract_all(obj, '(?:^|, )rid=([^,]*)', 1) AS rids,
@@ -322,13 +282,13 @@ FROM fr
 TEXT_TIME_STATS = f"""
 CREATE OR REPLACE TEMP TABLE eng_ts AS
 WITH m AS (
-    SELECT fidx, line, ts, regexp_extract(msg, {_lit(TS_RE)}, ['rid', 'room', 'inp', 'out', 'type', 'tail']) AS g
+    SELECT fidx, line, ts, regexp_extract(msg, sglang_re_time_stats(), ['rid', 'room', 'inp', 'out', 'type', 'tail']) AS g
     FROM eng_pre WHERE shape = 'time_stats'
 ), d AS (
     SELECT fidx, line, ts, g.rid AS rid, g.room AS room, g.inp AS inp, g.out AS out, g.type AS type, g.tail AS tail FROM m
 ), v AS (
     SELECT *, {_DURS},
-        nullif(regexp_extract(tail, {_ST_RE}, 1), '')::DOUBLE AS st
+        nullif(regexp_extract(tail, sglang_re_start(), 1), '')::DOUBLE AS st
     FROM d
 )
 SELECT fidx, line, ts, trim(rid, '''"') AS rid,
@@ -652,7 +612,7 @@ def _python_lines(
     text = batch[0][0].source == "engine_log"
     loc = EngineRows()
     todo = con.execute("SELECT fidx, line, text FROM eng_pre WHERE shape IS NULL ORDER BY fidx, line").fetchall()
-    parse = parse_text_line if text else parse_request_line
+    parse = LINES.text if text else LINES.json
     marks = {"lines": 0, "requests": 0, "batches": 0}
     for fidx, lineno, line in todo:
         f, ends_nl = batch[fidx]

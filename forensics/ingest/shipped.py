@@ -1,5 +1,5 @@
 """Ingest stage, engine logs that came out of a log shipper (forensics.intake.shippers): each engine line
-inside the export goes through the same SGLang readers as a plain log's line (forensics.ingest.engine), with
+inside the export goes through the same SGLang line reader as a plain log's line (forensics.engines.sglang.reader), with
 its line number in the unwrapped stream; shipped_lines keeps the shipper's record, time and labels beside it.
 
 A file in an engine/<node>/ folder is that node's; a file directly under engine/ takes each line's node from
@@ -15,7 +15,8 @@ from zoneinfo import ZoneInfo
 import duckdb
 import pyarrow as pa
 
-from forensics.ingest.engine import EngineRows, parse_request_line, parse_text_line
+from forensics.engines.facts import EngineRows
+from forensics.engines.sglang.reader import READER
 from forensics.intake import InputFile
 from forensics.intake.shippers import node_of, unwrap
 
@@ -70,7 +71,7 @@ def parse_shipped(
                 )  # fmt: skip
                 continue
             nodes.add(node)
-            reader = parse_request_line if _is_request_record(s.raw) else parse_text_line
+            reader = READER.json if _is_request_record(s.raw) else READER.text
             if reader(s.raw, node, f.file_id, s.line, tz, rows):
                 f.rows_loaded += 1
             shipped.append(

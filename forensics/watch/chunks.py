@@ -5,15 +5,14 @@ and on a busy server nearly all of them are one line per finished request: the `
 line in text logs and the `request.finished` record of --log-requests JSON. A strict pattern finds
 those in the whole chunk in C (re.finditer over the bytes, multiline) and a Python step only reads
 their fields; every other line that holds a watched literal is parsed by the per-line reader of
-forensics.ingest.engine (parse_text_line, parse_request_line), the reference, as before. So the lines
+forensics.engines.sglang.reader (READER), the reference, as before. So the lines
 handed to the detector, their order and their numbers are the per-line path's.
 
 As in forensics.ingest.bulk, a strict pattern takes a line only where the per-line parser would give
 the same values for the fields the detector reads (ROW_KEYS, and the line's time resolution):
-  text: the time_stats shape's bulk pattern (forensics.engines.sglang.SHAPES, written here for Python's
-  engine: possessive where no backtracking could match, the rid greedy as it holds no comma) behind the
-  record prefix (PREFIX_BULK) or none; a rid of ASCII without NUL; room, lengths in int64; a time the
-  zone can hold;
+  text: the time_stats shape's bulk pattern (forensics.engines.sglang.shapes SHAPES, the same RE2 text
+  compiled by Python's re: shapes.line_pattern) behind the record prefix or none; a rid of ASCII
+  without NUL; room, lengths in int64; a time the zone can hold;
   JSON: `{"timestamp": .., "event": "request.finished", "rid": .., "obj": {..}, "out": {"meta_info": {..}}}`
   as SGLang's RequestLogger._log_json writes it (json.dumps: `, ` and `: `), strings of printable ASCII
   without quotes, escapes or brackets, values nested two deep at most; a non-empty rid; obj's
@@ -37,7 +36,11 @@ from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from forensics.ingest.engine import UTC, EngineRows, _local_to_utc, parse_request_line, parse_text_line
+from forensics.engines.facts import EngineRows
+from forensics.engines.sglang.reader import READER as LINES
+from forensics.engines.sglang.reader import local_to_utc
+from forensics.engines.sglang.rows import UTC
+from forensics.engines.sglang.shapes import SHAPES, line_pattern
 
 READER = os.environ.get("KVF_WATCH_READER", "bulk")
 
@@ -49,15 +52,9 @@ INT64 = 1 << 63
 # rows, config rows, the record prefix's time resolution in ms or None)
 Typed = tuple[int, bytes, list[dict[str, Any]], list[dict[str, Any]], int | None]
 
-# --- text: the time_stats shape (SHAPES["time_stats"].bulk) behind the record prefix (PREFIX_BULK) ---
-TIME_STATS_LINE = re.compile(
-    rb"^(?:\[([0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2})(\.[0-9]{1,6})?(?: [A-Z_]+[0-9]+)*+\] )?"
-    rb"(?:Req Time Stats|ReqTimeStats)\(rid=([^,\s()]++)(?:, bootstrap_room=(-?[0-9]++|None))?, "
-    rb"input[ _]len=([0-9]++), (?:cached_input_len=[0-9]++, )?output[ _]len=([0-9]++), (?:attempts=[0-9]++, )?"
-    rb"type=([A-Za-z0-9_]++)\)((?:[:,] [a-z_]++=[0-9]++(?:\.[0-9]++)?(?:ms)?+)*+)$",
-    re.M,
-)
-TEXT_HOT: tuple[bytes, ...] = (b"Req Time Stats(", b"ReqTimeStats(")
+# --- text: the time_stats shape's bulk pattern behind the record prefix or none (shapes.line_pattern) ---
+TIME_STATS_LINE = re.compile(line_pattern("time_stats"), re.M)
+TEXT_HOT: tuple[bytes, ...] = tuple(lit.encode() for lit in SHAPES["time_stats"].literals)
 # a duration of the tail, its first pair by that name (DURATION's setdefault): `name=12.34[ms]`, found by
 # ` name=` (in the tail a space only follows a pair's `, ` or `: `)
 FORWARD, QUEUE = b" forward_duration=", b" queue_duration="
@@ -86,7 +83,7 @@ _DETAILS: dict[bytes, str] = {}  # a finish_reason's text -> the detail the per-
 
 
 class _Times:
-    """A text line's record time as _local_to_utc gives it, each second of a chunk converted once."""
+    """A text line's record time as local_to_utc gives it, each second of a chunk converted once."""
 
     def __init__(self, tz: ZoneInfo) -> None:
         self.tz = tz
@@ -97,7 +94,7 @@ class _Times:
         if base is None:
             if len(self.seconds) > 4096:
                 self.seconds.clear()
-            base = self.seconds[second] = _local_to_utc(second.decode(), None, self.tz)
+            base = self.seconds[second] = local_to_utc(second.decode(), None, self.tz)
         return base.replace(microsecond=int(frac[1:].ljust(6, b"0"))) if frac else base
 
 
@@ -177,7 +174,7 @@ def _seconds(data: bytes, name: bytes, lo: int, hi: int) -> float | None:
 
 def _time_stats(m: re.Match[bytes], data: bytes, times: _Times) -> dict[str, Any] | None:
     """The detector's fields of a Req Time Stats line (parse_text_line, _time_stats), or None."""
-    second, frac, rid, room_t, inp_t, out_t, kind, _ = m.groups()
+    second, frac, _, rid, room_t, inp_t, out_t, kind, _ = m.groups()
     if not rid.isascii() or b"\x00" in rid:
         return None
     inp = int(inp_t)
@@ -194,7 +191,7 @@ def _time_stats(m: re.Match[bytes], data: bytes, times: _Times) -> dict[str, Any
             ts = times.at(second, frac)
         except (ValueError, OverflowError):
             return None
-    lo, hi = m.span(8)
+    lo, hi = m.span(9)
     return {
         "kind": "time_stats", "rid": rid.decode().strip("'\""), "room": room, "ts": ts, "input_len": inp,
         "detail": kind.decode(), "forward_s": _seconds(data, FORWARD, lo, hi), "queue_s": _seconds(data, QUEUE, lo, hi),
@@ -204,7 +201,7 @@ def _time_stats(m: re.Match[bytes], data: bytes, times: _Times) -> dict[str, Any
 def _per_line(raw: bytes, lineno: int, jsonl: bool, tz: ZoneInfo) -> Typed | None:
     """One line through the per-line parser, as the detector takes it (None: rejected or no rows)."""
     rows = EngineRows()
-    if not (parse_request_line if jsonl else parse_text_line)(raw, "", 0, lineno, tz, rows):
+    if not (LINES.json if jsonl else LINES.text)(raw, "", 0, lineno, tz, rows):
         return None
     if not rows.requests and not rows.config:
         return None

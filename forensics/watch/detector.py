@@ -1,7 +1,7 @@
 """Watch, detection: engine log lines fed one at a time, alerts out.
 
 Each line is parsed by the same functions `investigate` reads whole files with
-(forensics.ingest.engine.parse_text_line, parse_request_line), and the rules are the signatures the
+(forensics.engines.sglang.reader: READER, SGLang's line reader), and the rules are the signatures the
 findings use, applied as soon as their last line arrives:
 - placeholder_signature: prefill replaced the prompt with one token (its over-length line for the rid,
   or input length 1 for the room) and decode ran the same room at its full length: the response is
@@ -34,8 +34,9 @@ from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from forensics.engines.facts import EngineRows
 from forensics.engines.sglang import POOL_SOURCES, SHAPES, landing_offset, max_req_input_len, node_pool, rank_pool
-from forensics.ingest.engine import EngineRows, parse_request_line, parse_text_line
+from forensics.engines.sglang.reader import READER
 from forensics.watch import chunks
 
 # the line shapes the rules read (a cheap test before the parser: most lines of a busy server are batch
@@ -151,7 +152,7 @@ class Detector:
         if (JSON_MARKER not in raw) if jsonl else (TEXT_MARKERS.search(raw) is None):
             return []
         rows = EngineRows()
-        parse = parse_request_line if jsonl else parse_text_line
+        parse = READER.json if jsonl else READER.text
         if not parse(raw, node, 0, lineno, self.tz, rows):
             return []
         res_ms = rows.lines[0].get("ts_resolution_ms") if rows.lines else None

@@ -74,3 +74,37 @@ def test_bulk_prefix_reads_as_the_python_prefix() -> None:
                 p = PREFIX.match(text)
                 assert p is not None and (p["ts"], p["ms"] or "", p["rank"], p["msg"]) == b.groups("")
     assert n > 1000
+
+
+def test_bulk_shapes_are_told_apart_by_their_first_literal() -> None:
+    """The bulk reader's CASE takes a message as a bulk shape by the literal it starts with
+    (forensics.ingest.bulk _shape_case): every message a bulk pattern admits starts with one of the
+    shape's literals, and no literal of one bulk shape starts another's, so the branches' order is free."""
+    bulk = {kind: s for kind, s in SHAPES.items() if s.bulk}
+    for kind, shape in bulk.items():
+        for other, o in bulk.items():
+            if other != kind:
+                assert not any(a.startswith(b) or b.startswith(a) for a in shape.literals for b in o.literals)
+    n = 0
+    for msg in _messages():
+        for kind, shape in bulk.items():
+            if re.match(shape.bulk or "", msg):
+                n += 1
+                assert msg.startswith(shape.literals), (kind, msg[:120])
+    assert n > 1000
+
+
+def test_the_per_line_reader_tries_the_table_in_its_order() -> None:
+    """A message two shapes' patterns read is the first shape's: a logged request quoting a Req Time
+    Stats line is a request, as the table's order says."""
+    from forensics.engines.facts import EngineRows
+    from forensics.engines.sglang.reader import parse_message
+
+    msg = "Receive: obj=GenerateReqInput(rid='a', text='Req Time Stats(rid=x, input len=1, output len=2, type=decode)')"
+    assert SHAPES["time_stats"].pattern.search(msg) and list(SHAPES).index("received") < list(SHAPES).index(
+        "time_stats"
+    )
+    rows = EngineRows()
+    base = {"node": "n", "file_id": 1, "line": 1, "ts": None}
+    assert parse_message(msg, base, rows) == "received"
+    assert [r["kind"] for r in rows.requests] == ["received"]

@@ -11,7 +11,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from forensics.ingest.engine import EngineRows, parse_log
+from forensics.engines.facts import EngineRows
+from forensics.ingest.engine import parse_log
 from forensics.intake import InputFile
 from forensics.pipeline import ingest_bundle
 from forensics.simulate import build_config, simulate

@@ -7,12 +7,14 @@ added (CRLF, NUL, bad times, broken JSON)."""
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import importlib.util
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -222,13 +224,14 @@ def _python_reads(monkeypatch: pytest.MonkeyPatch, parser: str) -> list[bytes]:
     """The bulk reader set to read, and the raw lines it hands the per-line Python `parser` (appended as
     it goes)."""
     lines: list[bytes] = []
-    real = getattr(bulk, parser)
+    field = {"parse_text_line": "text", "parse_request_line": "json"}[parser]
+    real = getattr(bulk.LINES, field)
 
-    def counted(raw: bytes, *args: object, **kwargs: object) -> bool:
+    def counted(raw: bytes, *args: Any, **kwargs: Any) -> bool:
         lines.append(raw)
         return real(raw, *args, **kwargs)
 
-    monkeypatch.setattr(bulk, parser, counted)
+    monkeypatch.setattr(bulk, "LINES", dataclasses.replace(bulk.LINES, **{field: counted}))
     monkeypatch.setattr(bulk, "READER", "bulk")
     return lines
 

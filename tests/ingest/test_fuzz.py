@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from forensics.audit.lines import clean, logical_lines, split_prefix
 from forensics.engines import ENGINES
 from forensics.engines.facts import Facts, LogLine
+from forensics.engines.sglang import reader
 from forensics.ingest import engine
 from forensics.intake import InputFile
 from tests.support import DATA
@@ -111,7 +112,7 @@ def test_engine_message_parser(msg: str) -> None:
     rows = engine.EngineRows()
     base = {"node": "decode-0", "file_id": 1, "line": 1, "ts": None}
     try:
-        kind = engine._parse_message(msg, base, rows)
+        kind = reader.parse_message(msg, base, rows)
     except ValueError:  # out-of-range numbers: parse_log turns this into a rejected row
         return
     assert kind is None or isinstance(kind, str)

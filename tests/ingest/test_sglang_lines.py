@@ -13,8 +13,9 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from forensics.engines.facts import EngineRows
 from forensics.engines.sglang_reprs import py_value
-from forensics.ingest.engine import EngineRows, parse_log, parse_requests_jsonl
+from forensics.ingest.engine import parse_log, parse_requests_jsonl
 from forensics.intake import InputFile
 from forensics.pipeline import ingest_bundle
 from tests import support

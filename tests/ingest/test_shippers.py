@@ -11,7 +11,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from forensics.ingest.engine import EngineRows, parse_log
+from forensics.engines.facts import EngineRows
+from forensics.ingest.engine import parse_log
 from forensics.ingest.shipped import parse_shipped
 from forensics.intake import InputFile, discover
 from forensics.intake.shippers import recognise, unwrap

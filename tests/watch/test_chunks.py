@@ -19,7 +19,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from forensics.ingest.engine import EngineRows, parse_request_line, parse_text_line
+from forensics.engines.facts import EngineRows
+from forensics.engines.sglang.reader import parse_request_line, parse_text_line
 from forensics.simulate import build_config, simulate
 from forensics.watch import chunks, run
 from forensics.watch.detector import JSON_LITERALS, JSON_MARKER_RE, TEXT_LITERALS, TEXT_MARKERS, Detector

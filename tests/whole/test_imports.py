@@ -3,7 +3,8 @@ function, counts: a lazy import only hides a cycle from the interpreter, not fro
 - no cycle among the package's modules;
 - the compiled kernels (pure numpy/numba walks) import neither DuckDB nor the stages that drive them
   (of the package: errors, and keys for the op codes they walk);
-- the simulator, the audit and the CLI sit beside the pipeline: no analysis module imports them."""
+- the simulator, the audit and the CLI sit beside the pipeline: no analysis module imports them;
+- the watcher reads engine lines through the engines, not through ingest."""
 
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("forensics.findings",),
     ("forensics.report",),
     ("forensics.catalog",),  # the database's public views and comments, made at the end of a run
-    ("forensics.watch",),  # the live detector: the engine-line parsers of ingest, fed as files grow
+    ("forensics.watch",),  # the live detector: the engines' line readers, fed as files grow
     ("forensics.pipeline",),
     ("forensics.cli", "forensics.__main__"),
 )
@@ -121,6 +122,16 @@ def test_no_layer_imports_one_above_it() -> None:
     for mod, deps in _graph().items():
         upward = sorted(d for d in deps if _layer(d) > _layer(mod))
         assert not upward, f"{mod} imports {upward}, a layer above it"
+
+
+def test_watch_reads_lines_through_the_engines_not_ingest() -> None:
+    """The watcher's readers are derived from the engines' line shapes, as ingest's are: it imports the
+    engines, never ingest (whose private helpers it once borrowed)."""
+    graph = _graph()
+    watch = [m for m in graph if m.startswith("forensics.watch")]
+    assert "forensics.watch.chunks" in watch
+    for mod in watch:
+        assert not [d for d in graph[mod] if d.startswith("forensics.ingest")], mod
 
 
 def test_only_the_cli_imports_the_simulator() -> None:
