@@ -351,3 +351,4 @@ def configure(cfg: config_mod.Config) -> None:
     _cfg, off_reason = cfg, None
     _faults.clear()
     _broken.clear()
+    _said.clear()  # a process configured anew says each of its reasons anew
