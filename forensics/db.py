@@ -175,6 +175,27 @@ def bound(sql: str, params: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in params.items() if k in names}
 
 
+_SCRATCH = re.compile(r"^--\s*scratch:\s*(.*)$")
+
+
+def header(sql: str) -> list[str]:
+    """A query file's header: its leading comment lines."""
+    lines = sql.splitlines()
+    return lines[: next((i for i, line in enumerate(lines) if not line.startswith("--")), len(lines))]
+
+
+def scratch_tables(sql: str) -> list[str]:
+    """The tables a query file's `-- scratch: a, b` header line declares: temp tables its step is the
+    last to read, which the runner drops when the step ends (a step's tables outlive none of its
+    readers, and no file of a step is a lone DROP)."""
+    names: list[str] = []
+    for line in header(sql):
+        if m := _SCRATCH.match(line):
+            text = re.sub(r"\([^)]*\)", "", m.group(1))  # "(made by ...)": a note, not a name
+            names += [n.strip() for n in text.split(",") if n.strip()]
+    return names
+
+
 def _statements(stage: str, name: str, params: dict[str, Any]) -> list[str]:
     """The statements of a step (one per file), after checking that each parameter given is read."""
     texts = [path.read_text(encoding="utf-8") for path in step_files(stage, name)]
@@ -185,12 +206,15 @@ def _statements(stage: str, name: str, params: dict[str, Any]) -> list[str]:
 
 
 def run_query(con: duckdb.DuckDBPyConnection, stage: str, name: str, **params: Any) -> None:
-    """Run forensics/<stage>/queries/<name>.sql, or each file of the folder <name>/ in order. Values reach
-    the query files only as named parameters ($name), bound by DuckDB."""
+    """Run forensics/<stage>/queries/<name>.sql, or each file of the folder <name>/ in order, then drop
+    the tables its files declare scratch (scratch_tables). Values reach the query files only as named
+    parameters ($name), bound by DuckDB."""
     texts = _statements(stage, name, params)
     with timed(f"{stage}/{name}"):
         for sql in texts:
             con.execute(sql, bound(sql, params))
+        for table in (t for sql in texts for t in scratch_tables(sql)):
+            con.execute(f"DROP TABLE {ident(table)}")
 
 
 def query_rows(con: duckdb.DuckDBPyConnection, stage: str, name: str, **params: Any) -> list[dict[str, Any]]:
