@@ -5,6 +5,7 @@ the Arrow hand-over, the runner of the stages' query files, row fetching, and th
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import re
 import resource
@@ -178,18 +179,11 @@ def bound(sql: str, params: dict[str, Any]) -> dict[str, Any]:
 _SCRATCH = re.compile(r"^--\s*scratch:\s*(.*)$")
 
 
-def header(sql: str) -> list[str]:
-    """A query file's header: its leading comment lines."""
-    lines = sql.splitlines()
-    return lines[: next((i for i, line in enumerate(lines) if not line.startswith("--")), len(lines))]
-
-
 def scratch_tables(sql: str) -> list[str]:
-    """The tables a query file's `-- scratch: a, b` header line declares: temp tables its step is the
-    last to read, which the runner drops when the step ends (a step's tables outlive none of its
-    readers, and no file of a step is a lone DROP)."""
+    """The tables a query file's `-- scratch: a, b` header lines declare: temp tables its step is the
+    last to read, which the runner drops when the step ends (no file of a step is a lone DROP)."""
     names: list[str] = []
-    for line in header(sql):
+    for line in itertools.takewhile(lambda line: line.startswith("--"), sql.splitlines()):
         if m := _SCRATCH.match(line):
             text = re.sub(r"\([^)]*\)", "", m.group(1))  # "(made by ...)": a note, not a name
             names += [n.strip() for n in text.split(",") if n.strip()]
