@@ -237,12 +237,17 @@ def iter_rows(
             yield dict(zip(cols, r, strict=True))
 
 
-def run_steps(con: duckdb.DuckDBPyConnection, stage: str, steps: Sequence[str | Callable[[Any], None]]) -> None:
-    """Run a stage's steps in order: a name runs forensics/<stage>/queries/<name>.sql, a function gets `con`
-    (each timed under KVF_PROFILE)."""
+Step = str | tuple[str, dict[str, Any]] | Callable[[Any], None]
+
+
+def run_steps(con: duckdb.DuckDBPyConnection, stage: str, steps: Sequence[Step]) -> None:
+    """Run a stage's steps in order: a name runs forensics/<stage>/queries/<name>.sql, a pair (name,
+    params) runs it with those parameters, a function gets `con` (each timed under KVF_PROFILE)."""
     for step in steps:
         if isinstance(step, str):
             run_query(con, stage, step)
+        elif isinstance(step, tuple):
+            run_query(con, stage, step[0], **step[1])
         else:
             with timed(f"{stage}/{step.__name__}"):
                 step(con)

@@ -13,7 +13,21 @@ from typing import Any
 import duckdb
 
 from forensics.cohorts import Rule
+from forensics.db import Step, run_steps
 from forensics.intake import BundleConfig, InputFile, parse_utc
+from forensics.report.provenance import PROVENANCE_LIMIT
+
+# the report's tables, in data order (forensics/report/queries/); its other queries are the templates'
+# SELECTs (forensics.report.data), and notice_incident stores the context the report was rendered from
+REPORT_STEPS: tuple[Step, ...] = (
+    "report_affected",  # the responses the report counts, with their accounts and cohorts
+    "notice_requests",  # what notifications.csv counts and the notices list
+    "blast_sources",  # report_sources: blast_sources.csv, and the report's first rows and count
+    ("prov_recipients", {"prov_limit": PROVENANCE_LIMIT}),  # the recipients part 2 shows the provenance of
+    "prov_stale",  # ... their stale reads, with the events that explain each
+    "prov_foreign",  # ... their foreign writes
+    "prov_ranges",  # ... both merged into slot ranges
+)
 
 
 def render_report(
@@ -35,7 +49,8 @@ def render_report(
     from forensics.report.render import render
 
     when = parse_utc(as_of, "--as-of") if as_of else None
-    counts = write_blast_files(con, out)  # first: it makes report_sources, which gather reads
+    run_steps(con, "report", REPORT_STEPS)
+    counts = write_blast_files(con, out)
     ctx = gather(con, config=config, files=files, rules=rules, as_of=when)
     ctx["blast_files"] = counts
     render(ctx, out)

@@ -232,3 +232,16 @@ def test_the_runner_refuses_a_parameter_the_step_does_not_read() -> None:
 
     with pytest.raises(TypeError, match="reads no parameter nodes"):
         run_query(connect(":memory:"), "ownership", "node_own_rooms", node="a", nodes="b")
+
+
+def test_the_reports_tables_are_made_by_its_steps() -> None:
+    """forensics.report.REPORT_STEPS lists every report query that makes a table, in one place (save
+    notice_incident, which stores the context the report was rendered from); the other report queries
+    are the templates' SELECTs."""
+    from forensics.report import REPORT_STEPS
+
+    named = {s if isinstance(s, str) else s[0] for s in REPORT_STEPS if not callable(s)}
+    steps = {step: files for (stage, step), files in _steps().items() if stage == "report"}
+    making = {step for step, files in steps.items() if any(MADE.search(_body(f)) for f in files)}
+    assert making - named == {"notice_incident"}
+    assert named <= making
