@@ -7,6 +7,7 @@ forensics.report.notices the per-account notices (notices/) into the output fold
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ import duckdb
 
 from forensics.cohorts import Rule
 from forensics.db import Step, run_steps
-from forensics.intake import BundleConfig, InputFile, parse_utc
+from forensics.intake import BundleConfig, InputFile
 from forensics.report.provenance import PROVENANCE_LIMIT
 
 # the report's tables, in data order (forensics/report/queries/); its other queries are the templates'
@@ -37,21 +38,20 @@ def render_report(
     config: BundleConfig,
     files: list[InputFile],
     rules: list[Rule],
-    as_of: str | None = None,
+    as_of: datetime | None = None,
     notice_templates: list[Path] | None = None,
     **_: Any,
 ) -> dict[str, int]:
     """Write the report and the blast-radius CSVs; returns rows written per CSV. Deterministic:
-    no wall-clock time unless `as_of` (RFC 3339) is given."""
+    no wall-clock time unless `as_of` is given."""
     from forensics.report.blast import write_blast_files
     from forensics.report.data import gather
     from forensics.report.notices import store_incident, write_notices
     from forensics.report.render import render
 
-    when = parse_utc(as_of, "--as-of") if as_of else None
     run_steps(con, "report", REPORT_STEPS)
     counts = write_blast_files(con, out)
-    ctx = gather(con, config=config, files=files, rules=rules, as_of=when)
+    ctx = gather(con, config=config, files=files, rules=rules, as_of=as_of)
     ctx["blast_files"] = counts
     render(ctx, out)
     store_incident(con, ctx, config.disclosure)
