@@ -5,6 +5,7 @@ the Arrow hand-over, the runner of the stages' query files, row fetching, and th
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import re
 import resource
@@ -175,6 +176,20 @@ def bound(sql: str, params: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in params.items() if k in names}
 
 
+_SCRATCH = re.compile(r"^--\s*scratch:\s*(.*)$")
+
+
+def scratch_tables(sql: str) -> list[str]:
+    """The tables a query file's `-- scratch: a, b` header lines declare: temp tables its step is the
+    last to read, which the runner drops when the step ends (no file of a step is a lone DROP)."""
+    names: list[str] = []
+    for line in itertools.takewhile(lambda line: line.startswith("--"), sql.splitlines()):
+        if m := _SCRATCH.match(line):
+            text = re.sub(r"\([^)]*\)", "", m.group(1))  # "(made by ...)": a note, not a name
+            names += [n.strip() for n in text.split(",") if n.strip()]
+    return names
+
+
 def _statements(stage: str, name: str, params: dict[str, Any]) -> list[str]:
     """The statements of a step (one per file), after checking that each parameter given is read."""
     texts = [path.read_text(encoding="utf-8") for path in step_files(stage, name)]
@@ -185,12 +200,15 @@ def _statements(stage: str, name: str, params: dict[str, Any]) -> list[str]:
 
 
 def run_query(con: duckdb.DuckDBPyConnection, stage: str, name: str, **params: Any) -> None:
-    """Run forensics/<stage>/queries/<name>.sql, or each file of the folder <name>/ in order. Values reach
-    the query files only as named parameters ($name), bound by DuckDB."""
+    """Run forensics/<stage>/queries/<name>.sql, or each file of the folder <name>/ in order, then drop
+    the tables its files declare scratch (scratch_tables). Values reach the query files only as named
+    parameters ($name), bound by DuckDB."""
     texts = _statements(stage, name, params)
     with timed(f"{stage}/{name}"):
         for sql in texts:
             con.execute(sql, bound(sql, params))
+        for table in (t for sql in texts for t in scratch_tables(sql)):
+            con.execute(f"DROP TABLE {ident(table)}")
 
 
 def query_rows(con: duckdb.DuckDBPyConnection, stage: str, name: str, **params: Any) -> list[dict[str, Any]]:
@@ -219,12 +237,17 @@ def iter_rows(
             yield dict(zip(cols, r, strict=True))
 
 
-def run_steps(con: duckdb.DuckDBPyConnection, stage: str, steps: Sequence[str | Callable[[Any], None]]) -> None:
-    """Run a stage's steps in order: a name runs forensics/<stage>/queries/<name>.sql, a function gets `con`
-    (each timed under KVF_PROFILE)."""
+Step = str | tuple[str, dict[str, Any]] | Callable[[Any], None]
+
+
+def run_steps(con: duckdb.DuckDBPyConnection, stage: str, steps: Sequence[Step]) -> None:
+    """Run a stage's steps in order: a name runs forensics/<stage>/queries/<name>.sql, a pair (name,
+    params) runs it with those parameters, a function gets `con` (each timed under KVF_PROFILE)."""
     for step in steps:
         if isinstance(step, str):
             run_query(con, stage, step)
+        elif isinstance(step, tuple):
+            run_query(con, stage, step[0], **step[1])
         else:
             with timed(f"{stage}/{step.__name__}"):
                 step(con)

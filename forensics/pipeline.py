@@ -22,7 +22,7 @@ import forensics
 from forensics.catalog import publish
 from forensics.cohorts import assign_cohorts, exclusion_rules
 from forensics.cohorts.preview import preview, store_warnings
-from forensics.db import check_memory_limit, connect, thread_count, timed
+from forensics.db import connect, thread_count, timed
 from forensics.errors import InputError
 from forensics.findings import OUTPUTS, compute_findings, possible_pairs_plan, write_findings
 from forensics.findings import headline as findings_headline
@@ -31,7 +31,7 @@ from forensics.findings import tier_reliability as findings_tier_reliability
 from forensics.findings.damage import damage_line, damage_rows, lost_phrase
 from forensics.ingest import copy_in_place, in_place_note, ingest_gateway, ingest_into, node_summary
 from forensics.ingest.gateway import gateway_join_summary
-from forensics.intake import BundleConfig, InputFile, Window, load_bundle_config, parse_utc, sha256_file
+from forensics.intake import BundleConfig, InputFile, Window, sha256_file
 from forensics.outputs import (
     carry_over,
     check_swappable,
@@ -49,6 +49,7 @@ from forensics.ownership import Execution, NodeRun, rebuild_ownership
 from forensics.report.blast import BLAST_FILES
 from forensics.report.notices import check_notice_templates
 from forensics.report.render import PARTS as REPORT_PARTS
+from forensics.run import Run, load_run
 
 
 @dataclass
@@ -166,27 +167,19 @@ class InvestigationResult:
         return '{"evidence_damage": ' + json.dumps(self.damage, sort_keys=True, default=str) + ", " + rest[1:]
 
 
-def analyze(
-    con: duckdb.DuckDBPyConnection,
-    bundle: Path,
-    exclusions: Path | None = None,
-    execution: Execution | None = None,
-    window: Window | None = None,
-):
+def analyze(con: duckdb.DuckDBPyConnection, run: Run) -> tuple[list[InputFile], NodeRun]:
     """Ingest, label cohorts, rebuild ownership and compute findings into `con` (no files written).
-    Returns the input files, the bundle's config, the exclusion rules and file, and what the per-node
-    ownership work ran."""
+    Returns the input files and what the per-node ownership work ran."""
     with timed("ingest"):
-        files, config = ingest_into(con, bundle, window)
-    excl, rules = exclusion_rules(bundle, exclusions)
+        files, _ = ingest_into(con, run.bundle, run.window, run.config)
     with timed("cohorts"):
-        assign_cohorts(con, rules)
-        store_warnings(con, rules)  # the report and the summary name a client-settable rule's effect
+        assign_cohorts(con, list(run.rules))
+        store_warnings(con, list(run.rules))  # the report and the summary name a client-settable rule's effect
     with timed("ownership"):
-        ran = rebuild_ownership(con, execution)
+        ran = rebuild_ownership(con, run.execution)
     with timed("findings"):
         compute_findings(con)
-    return files, config, rules, excl, ran
+    return files, ran
 
 
 @dataclass(frozen=True)
@@ -217,7 +210,7 @@ OUT_NAMES = frozenset(
 )
 
 
-def check_out(out: Path, bundle: Path, force: bool = False) -> None:
+def check_out(out: Path, config: BundleConfig, force: bool = False) -> None:
     """Refuse an --out that holds another incident's outputs, or files that are not ours, unless
     `force`: writing over them would destroy evidence of another investigation."""
     if not out.exists():
@@ -235,7 +228,7 @@ def check_out(out: Path, bundle: Path, force: bool = False) -> None:
             "folder, or pass --force to write into it anyway"
         )
     previous = _manifest_incident(out / "manifest.json")
-    mine = load_bundle_config(bundle).incident.get("id")
+    mine = config.incident.get("id")
     if previous is not None and previous != (str(mine) if mine is not None else None):
         raise InputError(
             f"--out {out}: holds the outputs of incident {previous or '(no id)'} (manifest.json), not of "
@@ -255,17 +248,6 @@ def _manifest_incident(path: Path) -> str | None:
     return str(inc.get("id") or "") if isinstance(inc, dict) else ""
 
 
-def check_inputs(bundle: Path, exclusions: Path | None) -> None:
-    """The bundle folder, bundle.toml and the exclusions file, checked before --out is created: a run
-    that cannot start leaves no empty output folder behind."""
-    if not bundle.exists():
-        raise InputError(f"{bundle}: no such bundle folder")
-    if not bundle.is_dir():
-        raise InputError(f"{bundle}: not a folder (expected an evidence bundle folder, see the spec)")
-    load_bundle_config(bundle)
-    exclusion_rules(bundle, exclusions)
-
-
 def _first_missing(path: Path) -> Path | None:
     """The outermost folder of `path` that does not exist yet (what mkdir(parents=True) creates)."""
     missing = None
@@ -274,16 +256,6 @@ def _first_missing(path: Path) -> Path | None:
             break
         missing = p
     return missing
-
-
-def check_options(as_of: str | None, memory_limit: str | None, threads: int | None) -> datetime | None:
-    """Every option checked before any work starts (not after an hour of analysis)."""
-    when = parse_utc(as_of, "--as-of") if as_of else None
-    if memory_limit is not None:
-        check_memory_limit(memory_limit)
-    if threads is not None and threads < 1:
-        raise InputError(f"--threads must be at least 1, not {threads}")
-    return when
 
 
 def investigate(
@@ -305,18 +277,21 @@ def investigate(
     """The run builds its outputs in a folder beside --out (OUT.kvf-staging-<pid>) and swaps it in
     only when everything is written, the manifest's custody included: a run that fails or is stopped
     leaves --out as it was, byte for byte (a new --out is not created)."""
-    check_options(as_of, memory_limit, threads)
-    check_inputs(bundle, exclusions)
+    run = load_run(
+        bundle,
+        exclusions,
+        window=window,
+        as_of=as_of,
+        execution=execution or Execution(workers=0),
+        memory_limit=memory_limit,
+        threads=threads,
+    )
     check_notice_templates(notice_templates)
     # a symlinked --out stays a link: the folder it points to is the one replaced
     target = out.resolve() if out.is_symlink() else out
     recovered = recover(target)  # before check_out: it judges the folder an earlier swap left in place
-    check_out(target, bundle, force)
+    check_out(target, run.config, force)
     check_swappable(target)
-    execution = execution or Execution(workers=0)
-    # the run's threads and memory limit hold for the per-node tasks too (shared among their workers)
-    threads = threads or execution.threads
-    execution = replace(execution, memory_limit=execution.memory_limit or memory_limit, threads=threads)
     started = datetime.now(UTC)
     created = _first_missing(target.parent)
     staging = scratch_path(target, "staging")
@@ -324,19 +299,7 @@ def investigate(
         with private_files():
             staging.parent.mkdir(parents=True, exist_ok=True)
             staging.mkdir()
-            result = _investigate(
-                bundle,
-                staging,
-                exclusions,
-                as_of,
-                memory_limit,
-                threads,
-                execution,
-                window or Window(),
-                self_contained,
-                possible_pairs,
-                notice_templates,
-            )
+            result = _investigate(run, staging, self_contained, possible_pairs, notice_templates)
             if parquet:
                 result.counts.update(_export_parquet(staging))
             if force:
@@ -390,14 +353,8 @@ def _record_custody(out: Path, custody: Custody, started: datetime) -> None:
 
 
 def _investigate(
-    bundle: Path,
+    run: Run,
     out: Path,
-    exclusions: Path | None,
-    as_of: str | None,
-    memory_limit: str | None,
-    threads: int | None,
-    execution: Execution,
-    window: Window,
     self_contained: bool,
     possible_pairs: bool | None = None,
     notice_templates: list[Path] | None = None,
@@ -406,13 +363,13 @@ def _investigate(
     db_path = out / "incident.duckdb"
     for stale in (db_path, Path(str(db_path) + ".wal")):
         stale.unlink(missing_ok=True)
-    con = connect(db_path, memory_limit=memory_limit, threads=threads)
+    con = connect(db_path, memory_limit=run.memory_limit, threads=run.threads)
     run_threads = thread_count(con)
     try:
         work = out / ".kvf-work"  # per-node task files: scratch, removed after the analysis
         shutil.rmtree(work, ignore_errors=True)
         try:
-            files, config, rules, excl, ran = analyze(con, bundle, exclusions, replace(execution, workdir=work), window)
+            files, ran = analyze(con, replace(run, execution=replace(run.execution, workdir=work)))
         finally:
             shutil.rmtree(work, ignore_errors=True)
         plan = possible_pairs_plan(con, possible_pairs)
@@ -427,15 +384,21 @@ def _investigate(
 
         with timed("report"):
             render_report(
-                con, out, config=config, files=files, rules=rules, as_of=as_of, notice_templates=notice_templates
+                con,
+                out,
+                config=run.config,
+                files=files,
+                rules=list(run.rules),
+                as_of=run.as_of,
+                notice_templates=notice_templates,
             )
         manifest = {
             "evidence_damage": damage,  # every loss the evidence shows (evidence_damage.csv)
-            "incident": {"id": config.incident.get("id"), "report": config.report.describe()},
+            "incident": {"id": run.config.incident.get("id"), "report": run.config.report.describe()},
             "inputs": [f.manifest_entry() for f in files],
             "exclusions": {
-                "path": str(excl.name) if excl else None,
-                "sha256": sha256_file(excl)[0] if excl else None,
+                "path": str(run.exclusions.name) if run.exclusions else None,
+                "sha256": sha256_file(run.exclusions)[0] if run.exclusions else None,
             },
             "tool": {
                 "name": "kv-forensics",
@@ -450,7 +413,7 @@ def _investigate(
             "outputs": counts,
             "gateway_join": gateway_join_summary(con),
             "possible_sources": plan,
-            "window": window.describe() if window.active else None,
+            "window": run.window.describe() if run.window.active else None,
             "self_contained": self_contained,  # False: incident.duckdb reads the bundle's Parquet files in place
             "execution": ran.manifest(),
         }

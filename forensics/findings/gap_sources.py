@@ -25,28 +25,15 @@ import pyarrow as pa
 
 from forensics.db import arrow_view, run_query
 from forensics.ownership.kernels.envelope import envelope
+from forensics.paths import load_query
 
 
 def _holders(con: duckdb.DuckDBPyConnection) -> pa.Table:
     """(gap item, room) of the last writes before each lost gap, over the node's whole pool."""
-    gaps = con.execute("""SELECT row_number() OVER (ORDER BY g.node, g.prev_seq) - 1 AS item, g.node, g.prev_seq,
-            coalesce(t.own_max_end, 0) AS pool_end
-        FROM seq_gaps g JOIN telemetry_nodes t USING (node) WHERE g.kind = 'lost' ORDER BY item""").fetchnumpy()
+    gaps = con.execute(load_query("findings", "gap_items")).fetchnumpy()
     if not len(gaps["item"]):
         return pa.table({"item": np.empty(0, dtype=np.int64), "room": np.empty(0, dtype=np.int64)})
-    # the writes before each gap on its node: own writes at their seq, landed transfers just after the
-    # receiver event before them (no receiver event on their slots lies in their window unless ambiguous)
-    c = con.execute("""WITH gaps AS (
-            SELECT row_number() OVER (ORDER BY node, prev_seq) - 1 AS item, node, prev_seq
-            FROM seq_gaps WHERE kind = 'lost'
-        ), writes AS (
-            SELECT node, room, start, "end", 2 * seq AS pos FROM page_events WHERE op = 'write'
-            UNION ALL
-            SELECT receiver, room, start, "end", 2 * seq_lo + 1 FROM transfer_landing WHERE seq_lo IS NOT NULL
-        )
-        SELECT g.item, w.room, w.start, w."end", w.pos FROM gaps g JOIN writes w ON w.node = g.node
-        WHERE w.pos < 2 * g.prev_seq + 1 AND w."end" > w.start
-        ORDER BY g.item, w.pos, w.room, w.start""").fetchnumpy()
+    c = con.execute(load_query("findings", "gap_writes")).fetchnumpy()
     item = np.asarray(c["item"], dtype=np.int64)
     pool_end = np.asarray(gaps["pool_end"], dtype=np.int64)
     end = np.asarray(c["end"], dtype=np.int64)

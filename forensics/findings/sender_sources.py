@@ -15,7 +15,8 @@ S's holdings there overlaps [s, e) with its alloc before p and its possible land
     query and the read's (w, p) as the interval;
   - allocated before w, its landing possible after w: the same sweep with the read's w as the query.
 Both sweeps cost the events plus the pairs found: the rooms that held the read slots between their last
-proven write and the read, never every room with every room. sender_sources.sql keeps the pairs.
+proven write and the read, never every room with every room (the reads: sender_reads.sql; the
+holdings: sender_held.sql). sender_sources.sql keeps the pairs.
 """
 
 from __future__ import annotations
@@ -26,53 +27,7 @@ import pyarrow as pa
 
 from forensics.db import arrow_view, run_query
 from forensics.ownership.kernels.sweep import hits
-
-# the reads of the affected responses (a confirmed one too: its own transfer logged, the stale slots it
-# read may hold another room's unlogged transfer rather than the proven writer's KV) on receivers a
-# silent or lossy sender fed, with global keys (node base + position): the last proven write (or the
-# node's start) and the read
-READS = """WITH blind AS (  -- receivers whose senders may have lost transfers: a prefill node kept no
-                           -- page records (every receiver), or a sender to it lost events
-    SELECT DISTINCT receiver AS node FROM transfer_links
-    WHERE EXISTS (SELECT node FROM node_config WHERE role = 'prefill'
-                  UNION SELECT prefill_node FROM gateway WHERE prefill_node IS NOT NULL
-                  EXCEPT SELECT node FROM telemetry_nodes)
-       OR sender IN (SELECT node FROM seq_gaps WHERE kind = 'lost')
-    UNION
-    SELECT DISTINCT node FROM page_events WHERE op = 'read' AND EXISTS (
-        SELECT node FROM node_config WHERE role = 'prefill'
-        UNION SELECT prefill_node FROM gateway WHERE prefill_node IS NOT NULL
-        EXCEPT SELECT node FROM telemetry_nodes)
-), recipient AS (
-    SELECT DISTINCT r.node, r.room FROM affected_responses a JOIN room_requests r ON r.request_id = a.request_id
-    WHERE a.evidence = 'pages'
-    UNION
-    SELECT DISTINCT decode_node, room FROM affected_responses WHERE evidence = 'pages' AND room IS NOT NULL
-)
-SELECT p.node, p.room, p.seg_start, p.seg_end, x.base + coalesce(p.w_pos, -1) AS gw, x.base + p.pos AS gp
-FROM read_provenance p JOIN node_index x USING (node)
-WHERE p.node IN (SELECT node FROM blind) AND (p.node, p.room) IN (SELECT (node, room) FROM recipient)
-  AND p.seg_end > p.seg_start
-ORDER BY p.node, p.room, p.pos, p.seg_start"""
-
-# the holdings of rooms whose transfer may be invisible: (node, room, slots, alloc, the end of its landing)
-HELD = """WITH lossy AS (SELECT DISTINCT node FROM seq_gaps WHERE kind = 'lost'),
-readers AS (SELECT DISTINCT node, room FROM page_events WHERE op = 'read')
-SELECT h.node, h.room, h.seg_start, h.seg_end, x.base + key_pos(h.a_k) AS ga,
-       CASE WHEN (h.node, h.room) IN (SELECT (node, room) FROM readers) AND h.f_k IS NOT NULL
-            THEN x.base + key_pos(h.f_k) ELSE node_end(x.base) END AS gf
-FROM holdings h JOIN node_index x USING (node)
-WHERE h.seg_end > h.seg_start AND h.a_k IS NOT NULL
-  AND NOT EXISTS (SELECT 1 FROM transfer_links t WHERE t.receiver = h.node AND t.room = h.room
-                  AND t.sender NOT IN (SELECT node FROM lossy))
-UNION ALL  -- rooms the replay keeps no holdings of (they never read: aborted): each alloc, landing without end
-SELECT a.node, a.room, a.start, a."end", x.base + own_pos(a.seq), node_end(x.base)
-FROM page_events a JOIN node_index x USING (node)
-WHERE a.op = 'alloc' AND a.room IS NOT NULL AND a."end" > a.start
-  AND (a.node, a.room) NOT IN (SELECT (node, room) FROM holdings)
-  AND NOT EXISTS (SELECT 1 FROM transfer_links t WHERE t.receiver = a.node AND t.room = a.room
-                  AND t.sender NOT IN (SELECT node FROM lossy))
-ORDER BY 1, 2, 5, 3"""
+from forensics.paths import load_query
 
 
 def _i64(t: pa.Table, name: str) -> np.ndarray:
@@ -100,7 +55,7 @@ def _pairs(reads: pa.Table, held: pa.Table) -> pa.Table:
 def sender_sources(con: duckdb.DuckDBPyConnection) -> None:
     """sender_sources (node, recipient_room, source_room): per affected response on a receiver whose
     senders lost page events or kept none, every room whose invisible transfer may hold what it read."""
-    reads = con.sql(READS).to_arrow_table()
-    held = con.sql(HELD).to_arrow_table()
+    reads = con.sql(load_query("findings", "sender_reads")).to_arrow_table()
+    held = con.sql(load_query("findings", "sender_held")).to_arrow_table()
     with arrow_view(con, "sender_hits", _pairs(reads, held)):
         run_query(con, "findings", "sender_sources")

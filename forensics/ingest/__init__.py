@@ -120,9 +120,10 @@ def _check_gateway(bundle: Path, gateway: list[InputFile]) -> None:
 
 
 def ingest_into(
-    con: duckdb.DuckDBPyConnection, bundle: Path, window: Window | None = None
+    con: duckdb.DuckDBPyConnection, bundle: Path, window: Window | None = None, config: BundleConfig | None = None
 ) -> tuple[list[InputFile], BundleConfig]:
-    config = load_bundle_config(bundle)
+    """Every input file of `bundle` into `con`; `config`: its bundle.toml as the run read it (else read here)."""
+    config = load_bundle_config(bundle) if config is None else config
     window = window or Window()
     with timed("ingest/discover"):  # lists the files and hashes each (SHA-256)
         files = discover(bundle, window, threads=thread_count(con))

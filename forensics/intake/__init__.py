@@ -124,8 +124,10 @@ class ReportVersion:
         return {"version": self.version, "phase": self.phase, "supersedes": self.supersedes}
 
 
-@dataclass
+@dataclass(frozen=True)
 class BundleConfig:
+    """bundle.toml, read and checked once per run (load_bundle_config)."""
+
     incident: dict[str, Any]
     log_timezone: ZoneInfo
     remediation: dict[str, Any]

@@ -1,6 +1,6 @@
 """Blast radius files: who received others' data and whose data was exposed, to whom.
 
-Reads: report_affected (temp table made by the report stage's data module), exposures, coverage.
+Reads: report_affected, notice_requests, report_sources (made by the report's steps), exposures, coverage.
 Writes: notifications.csv (one row per customer account to notify, both directions), blast_matrix.csv
 (recipient cohort x source cohort), blast_nodes.csv, blast_hours.csv, blast_sources.csv, and
 shared_prefix.csv (cross-account prefix-cache sharing: a timing side channel, not a leak). CSV cells go
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import duckdb
 
-from forensics.db import bound, run_query
+from forensics.db import bound
 from forensics.outputs import write_csv
 from forensics.paths import load_query
 
@@ -28,10 +28,7 @@ BLAST_FILES = {
 
 
 def write_blast_files(con: duckdb.DuckDBPyConnection, out: Path) -> dict[str, int]:
-    """Also leaves the table report_sources, which the report reads (first rows and count)."""
-    run_query(con, "report", "report_affected")
-    run_query(con, "report", "notice_requests")  # what notifications.csv counts and the notices list
-    run_query(con, "report", "blast_sources")
+    """The blast-radius CSVs, from the tables of the report's steps (forensics.report.REPORT_STEPS)."""
     return {
         name: write_csv(con, sql, out / name, bound(sql, {"bucket": "hour"}))  # blast_hours.csv: by the hour
         for name, sql in ((name, load_query("report", query)) for name, query in BLAST_FILES.items())

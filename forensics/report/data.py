@@ -16,16 +16,15 @@ import duckdb
 
 import forensics
 from forensics.cohorts import Rule
-from forensics.db import query_rows, rows_of, run_query, scalar
+from forensics.db import query_rows, rows_of, scalar
 from forensics.engines import ENGINES
 from forensics.engines.sglang_startup import NAME as SGLANG
 from forensics.findings.damage import lost_phrase
 from forensics.intake import BundleConfig, InputFile
 from forensics.report import disclosure
 from forensics.report.charts import status_buckets
-from forensics.report.provenance import MAX_RANGES, provenance_blocks
+from forensics.report.provenance import MAX_RANGES, PROVENANCE_LIMIT, provenance_blocks
 
-PROVENANCE_LIMIT = 200
 MAX_TABLE_ROWS = 100  # long lists (sources, shared prefixes) are cut in the report, whole in their CSV
 
 
@@ -162,15 +161,12 @@ def gather(
     rules: list[Rule],
     as_of: datetime | None = None,
 ) -> dict[str, Any]:
-    """The templates' data. Reads the temp tables report_affected and report_sources, which
-    forensics.report.blast.write_blast_files made (render_report runs it first)."""
+    """The templates' data. Reads the tables of the report's steps (forensics.report.REPORT_STEPS:
+    report_affected, report_sources, the provenance's), which render_report runs first."""
     window = rows(con, "window")[0]
     span = window["span_hours"] or 0.0
     bucket = "hour" if span <= 72 else "day"
     hours = rows(con, "blast_hours", bucket=bucket)
-    run_query(con, "report", "prov_recipients", prov_limit=PROVENANCE_LIMIT)
-    for step in ("prov_stale", "prov_foreign", "prov_ranges"):
-        run_query(con, "report", step)
     totals = rows(con, "exclusion_totals")[0]
     warned = rows(con, "cohort_warnings")
     # source requests (report_sources, made with blast_sources.csv): the first rows and the count

@@ -14,6 +14,7 @@ from typing import Any
 from forensics.outputs import fmt_ts
 
 MAX_RANGES = 8  # per response: the rest is counted, and in exposures.csv / incident.duckdb
+PROVENANCE_LIMIT = 200  # recipients whose provenance part 2 shows (prov_recipients.sql)
 
 
 def _t(value: datetime | None) -> str:

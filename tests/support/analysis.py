@@ -8,12 +8,13 @@ from forensics.db import connect
 from forensics.intake import Window
 from forensics.ownership import Execution
 from forensics.pipeline import analyze
+from forensics.run import load_run
 
 
 class Findings:
     def __init__(self, bundle: Path, execution: Execution | None = None, window: Window | None = None):
         self.con = connect(":memory:")
-        analyze(self.con, bundle, execution=execution, window=window)
+        analyze(self.con, load_run(bundle, execution=execution, window=window))
 
     def rows(self, query: str) -> list[tuple]:
         return self.con.execute(query).fetchall()

@@ -36,6 +36,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("forensics.report",),
     ("forensics.catalog",),  # the database's public views and comments, made at the end of a run
     ("forensics.watch",),  # the live detector: the engines' line readers, fed as files grow
+    ("forensics.run",),  # one run's settings, read once: what the pipeline hands the stages
     ("forensics.pipeline",),
     ("forensics.cli", "forensics.__main__"),
 )

@@ -10,6 +10,7 @@ from pathlib import Path
 import duckdb
 
 from forensics.cli import app
+from forensics.db import scratch_tables
 from forensics.paths import PACKAGE, query_dir, query_files, step_files
 
 
@@ -52,16 +53,90 @@ def test_every_sql_file_has_a_header() -> None:
 
 def test_every_grain_says_what_one_row_is() -> None:
     """Not empty, not n/a, not the name of the table the file makes (that says which table, not what one
-    of its rows is); 'no rows' only for a file that drops its step's scratch."""
+    of its rows is)."""
     for sql in query_files():
         grain = _grain(sql)
         assert grain, f"{sql.name}: no grain before '; reads:'"
         assert not re.match(r"(n/?a|none|see\b|-)", grain, re.I), f"{sql.name}: grain {grain!r} says nothing"
         made = {m.lower() for m in MADE.findall(sql.read_text())}
         assert grain.lower() not in made, f"{sql.name}: grain {grain!r} names the table, not its row"
-        body = "\n".join(line for line in sql.read_text().splitlines() if not line.startswith("--")).strip()
-        drops = body.upper().startswith("DROP ")
-        assert grain.startswith("no rows") == drops, f"{sql.name}: 'no rows' is the grain of a DROP, and only of one"
+
+
+TEMP_MADE = re.compile(r"CREATE\s+(?:OR\s+REPLACE\s+)?TEMP\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)", re.I)
+
+
+def _body(sql: Path) -> str:
+    return "\n".join(line for line in sql.read_text().splitlines() if not line.startswith("--"))
+
+
+def _steps() -> dict[tuple[str, str], list[Path]]:
+    """Each step (stage, name) and its files: <name>.sql, or the files of the folder <name>/."""
+    steps: dict[tuple[str, str], list[Path]] = {}
+    for sql in query_files():
+        stage, step = sql.relative_to(PACKAGE).parts[0], sql.relative_to(PACKAGE).parts[2].removesuffix(".sql")
+        steps.setdefault((stage, step), []).append(sql)
+    return steps
+
+
+def test_no_query_file_is_a_lone_drop() -> None:
+    """A step's scratch is declared in its header (`-- scratch:`) and dropped by the runner."""
+    drops = [str(sql.relative_to(PACKAGE)) for sql in query_files() if _body(sql).strip().upper().startswith("DROP ")]
+    assert drops == []
+
+
+def test_declared_scratch_is_made_as_a_temp_table_and_ended_once() -> None:
+    """Each table a `-- scratch:` header names is a temp table its stage makes: by the step that declares
+    it (its files make it or read it), else, for one an earlier step hands on, by the stage's query files
+    or Python; and no two steps end the same table."""
+    ender: dict[str, tuple[str, str]] = {}
+    for (stage, step), files in _steps().items():
+        made_here = {t.lower() for f in files for t in TEMP_MADE.findall(_body(f))}
+        text_here = "\n".join(_body(f) for f in files)
+        stage_text = "\n".join(_body(f) for f in query_files() if f.relative_to(PACKAGE).parts[0] == stage)
+        made_in_stage = {t.lower() for t in TEMP_MADE.findall(stage_text + _stage_sources(stage))}
+        for table in (t for f in files for t in scratch_tables(f.read_text())):
+            assert table not in ender, f"{stage}/{step}: {table} is already scratch of {ender[table]}"
+            ender[table] = (stage, step)
+            assert table in made_in_stage, f"{stage}/{step}: scratch {table} is no temp table of {stage}"
+            if table not in made_here:
+                assert re.search(rf"\b{table}\b", text_here + _stage_sources(stage)), (stage, step, table)
+    assert {"conflict_keys", "landing_seqs", "assign_open"} <= set(ender)
+
+
+def test_a_step_leaves_no_undeclared_temp_table_behind() -> None:
+    """A temp table a step makes that nothing outside the step reads (no other query file, no Python of
+    the package) is declared scratch by the step: it would outlive its last reader otherwise."""
+    everything = {
+        p: _body(p) if p.suffix == ".sql" else p.read_text()
+        for p in PACKAGE.rglob("*.*")
+        if p.suffix in (".sql", ".py")
+    }
+    left = []
+    for (stage, step), files in _steps().items():
+        declared = {t for f in files for t in scratch_tables(f.read_text())}
+        for table in {t.lower() for f in files for t in TEMP_MADE.findall(_body(f))} - declared:
+            elsewhere = [p for p, text in everything.items() if p not in files and re.search(rf"\b{table}\b", text)]
+            if not elsewhere:
+                left.append(f"{stage}/{step}: {table}")
+    assert left == []
+
+
+def test_the_runner_drops_a_steps_scratch() -> None:
+    from forensics.db import connect, run_query
+
+    con = connect(":memory:")
+    con.execute("CREATE TEMP TABLE landing_window_hits (sender VARCHAR, xseq BIGINT)")
+    con.execute("CREATE TABLE transfer_landing (sender VARCHAR, xseq BIGINT, ambiguous BOOLEAN)")
+    con.execute("INSERT INTO transfer_landing VALUES ('p', 1, false), ('p', 2, false)")
+    con.execute("INSERT INTO landing_window_hits VALUES ('p', 2)")
+    run_query(con, "ownership", "landing_ambiguous")
+    assert con.execute("SELECT xseq, ambiguous FROM transfer_landing ORDER BY xseq").fetchall() == [
+        (1, False),
+        (2, True),
+    ]
+    assert con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'landing_window_hits'").fetchall() == [
+        (0,)
+    ]
 
 
 def test_step_files_are_numbered_01_up() -> None:
@@ -157,3 +232,16 @@ def test_the_runner_refuses_a_parameter_the_step_does_not_read() -> None:
 
     with pytest.raises(TypeError, match="reads no parameter nodes"):
         run_query(connect(":memory:"), "ownership", "node_own_rooms", node="a", nodes="b")
+
+
+def test_the_reports_tables_are_made_by_its_steps() -> None:
+    """forensics.report.REPORT_STEPS lists every report query that makes a table, in one place (save
+    notice_incident, which stores the context the report was rendered from); the other report queries
+    are the templates' SELECTs."""
+    from forensics.report import REPORT_STEPS
+
+    named = {s if isinstance(s, str) else s[0] for s in REPORT_STEPS if not callable(s)}
+    steps = {step: files for (stage, step), files in _steps().items() if stage == "report"}
+    making = {step for step, files in steps.items() if any(MADE.search(_body(f)) for f in files)}
+    assert making - named == {"notice_incident"}
+    assert named <= making

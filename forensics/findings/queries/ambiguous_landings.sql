@@ -1,5 +1,5 @@
 -- Transfers whose landing a receiver event touching the same slots may precede or follow (`ambiguous`,
--- landing_ambiguous/), with their place in the receiver's timeline: the order the timeline picks
+-- landing_ambiguous.sql), with their place in the receiver's timeline: the order the timeline picks
 -- (the landing first, at seq_lo) is one of the orders the evidence allows; order_alternatives names
 -- what the others would change. Numbered (item) for the last-writer search of their slots.
 -- grain: ambiguous transfer; reads: timeline_xfer, transfer_landing; params: none

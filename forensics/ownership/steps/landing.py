@@ -10,7 +10,7 @@ GROUP BY over every distinct stamp and two ASOF joins.
 Reads: page_events, landing_bounds, transfer_links. Writes: landing_seqs (link, seq_max, seq_min; link:
 the transfer's row in transfer_links, see ownership/queries/landing_bounds.sql).
 
-window_hits, once the windows are fixed (transfer_landing/): which transfers have a receiver event
+window_hits, once the windows are fixed (transfer_landing.sql): which transfers have a receiver event
 touching the same slots strictly inside their landing window (seq_lo, seq_hi), however wide. One pass
 over each receiver's events in seq order (forensics.ownership.kernels.windows: a segment tree of the
 highest seq on each slot). Reads: transfer_landing, page_events, telemetry_nodes. Writes:

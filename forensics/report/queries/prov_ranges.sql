@@ -3,6 +3,7 @@
 -- range. Ranges are numbered per response, stale ones first, by slot; the report prints the first
 -- few and counts the rest.
 -- grain: request_id, rn; reads: prov_stale_rows, prov_foreign_rows; params: none
+-- scratch: prov_stale_rows, prov_foreign_rows (prov_stale's and prov_foreign's, merged here)
 CREATE OR REPLACE TEMP TABLE prov_merged AS
 WITH segs AS (
     SELECT 0 AS kind_order, 'stale' AS kind, node, seg_start, seg_end, read_ts, read_start, read_end, source_room,

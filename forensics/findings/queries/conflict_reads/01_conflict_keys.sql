@@ -12,6 +12,7 @@
 --   order) gets `earlier` as a possible, unsettled writer.
 -- (`uncertain` keeps its own meaning: lost events or a landing the receiver's events cannot order.)
 -- conflict_rooms names every reader so touched with the reason (room_flags adds it).
+-- scratch: conflict_keys
 CREATE OR REPLACE TEMP TABLE conflict_keys AS
 WITH x AS (
     SELECT t.node, t.sender, t.xseq, kv_key(t.pos, t.sub) AS k, t.room FROM timeline_xfer t

@@ -1,5 +1,6 @@
 -- Step 3 of conflict_reads: makes conflict_new.
 -- grain: piece of a provenance row a conflict cuts, in each order of the two writes; reads: conflict_prov, read_provenance; params: none
+-- scratch: conflict_new
 CREATE OR REPLACE TEMP TABLE conflict_new AS
 WITH cuts AS (
     SELECT prov_row, cs AS c FROM conflict_prov UNION SELECT prov_row, ce FROM conflict_prov

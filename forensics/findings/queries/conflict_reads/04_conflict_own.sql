@@ -1,5 +1,6 @@
 -- Step 4 of conflict_reads: makes conflict_own.
 -- grain: read of the later room's own transfer x conflict, on their overlap; reads: room_state, conflict_keys; params: none
+-- scratch: conflict_own
 CREATE OR REPLACE TEMP TABLE conflict_own AS  -- reads of the `later` room's own transfer, on the overlap
 SELECT s.node, greatest(s.seg_start, c.ov_start) AS seg_start, least(s.seg_end, c.ov_end) AS seg_end, s.k, s.pos,
        s.op, s.room, s.ts, c.earlier_room AS w_room, c.earlier_k AS w_k, key_pos(c.earlier_k) AS w_pos, s.a_k,

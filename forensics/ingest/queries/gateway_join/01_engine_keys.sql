@@ -8,6 +8,7 @@
 -- or whose keys name more than one, is not joined: it is listed in gateway_unjoined with the reason, and
 -- stays a record (of a request whose room is unknown).
 -- grain: key, room: the ids the engines know each room by; reads: engine_requests, engine_spans; params: none
+-- scratch: engine_keys (join_hits, of this step, is its last reader)
 CREATE OR REPLACE TEMP TABLE engine_keys AS
 WITH rid_room AS (  -- a rid's room, from any of its lines on that node
     SELECT node, rid, any_value(room) AS room FROM engine_requests

@@ -6,6 +6,8 @@
 -- the findings name every candidate's account where such a room is an exposure's source or recipient,
 -- and the notifications tell each that it may be affected. candidates: how many records the room has.
 -- grain: room, node, candidate record; reads: assign_open, gateway, room_lines; params: none
+-- scratch: join_hits, room_lines, time_hits, time_joined (gateway_join's, read by this step)
+-- scratch: assign_edges, gateway_assigned, assign_open (forensics.ingest.gateway_assign read the first, made the others)
 CREATE OR REPLACE TABLE room_candidates AS
 WITH open AS (
     SELECT o.room, g.request_id, g.account_id, CASE WHEN o.length_used THEN 'time+length' ELSE 'time' END AS basis,

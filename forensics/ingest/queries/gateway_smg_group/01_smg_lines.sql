@@ -9,6 +9,7 @@
 -- renamed or dropped the field: its request cannot be told apart); lines of no request (start-up,
 -- workers) are counted by the caller.
 -- grain: one row per line, with its request id; reads: gw_records; params: none
+-- scratch: smg_lines
 CREATE OR REPLACE TEMP TABLE smg_lines AS
 SELECT row, parse_error, rec,
        coalesce(json_extract_string(rec, '$.span.request_id'), json_extract_string(rec, '$.fields.request_id'),

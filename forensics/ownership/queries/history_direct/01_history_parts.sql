@@ -4,6 +4,7 @@
 -- Every item is covered by the runs of its read (a screened read is flagged whenever the replay makes
 -- an item of it); history_check verifies it.
 -- grain: item piece; reads: history_items, screen_prov, page_events, timeline_xfer; params: none
+-- scratch: history_parts
 CREATE OR REPLACE TEMP TABLE history_parts AS
 SELECT i.item, i.node, greatest(p.s, i.s) AS s, least(p.e, i.e) AS e, p.w_k
 FROM history_items i JOIN screen_prov p ON p.node = i.node AND p.k = i.k AND p.s < i.e AND p.e > i.s;

@@ -2,6 +2,7 @@
 -- seq (k = seq * 2 * 2^20, as in timeline_view.sql), the transfers that landed in timeline_xfer by
 -- (pos, sub) (k = pos * 2^20 + sub, pos odd)
 -- grain: node, k (a write a history part names); reads: history_parts, page_events, timeline_xfer; params: none
+-- scratch: history_writers
 CREATE OR REPLACE TEMP TABLE history_writers AS
 WITH keys AS (SELECT DISTINCT node, w_k FROM history_parts WHERE w_k IS NOT NULL)
 SELECT e.node, own_key(e.seq) AS k, e.room, false AS ambiguous, e.ts

@@ -4,6 +4,7 @@
 -- grain: request_id, node, seg, read pos; reads: report_prov, read_provenance, page_events, timeline_xfer,
 --        room_requests;
 -- params: none
+-- scratch: prov_stale_reads
 CREATE OR REPLACE TEMP TABLE prov_stale_reads AS
 SELECT p.request_id, rp.*
 FROM report_prov p

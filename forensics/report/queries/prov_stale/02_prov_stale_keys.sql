@@ -4,6 +4,7 @@
 -- transfers that landed come from timeline_xfer. Keys and positions as in timeline_view.sql: own
 -- event k = seq * 2 * 2^20 (pos = 2 * seq); a landed transfer k = pos * 2^20 + sub (pos odd).
 -- grain: node, k (an event a stale read's row names); reads: prov_stale_reads; params: none
+-- scratch: prov_stale_keys
 CREATE OR REPLACE TEMP TABLE prov_stale_keys AS
 SELECT DISTINCT node, k FROM (
     SELECT node, k FROM prov_stale_reads UNION ALL SELECT node, w_k FROM prov_stale_reads

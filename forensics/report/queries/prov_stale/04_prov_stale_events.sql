@@ -1,5 +1,6 @@
 -- Step 4 of prov_stale: makes prov_stale_events.
 -- grain: node, k (an event, read whole); reads: page_events, prov_stale_seqs, timeline_xfer, prov_stale_keys; params: none
+-- scratch: prov_stale_events
 CREATE OR REPLACE TEMP TABLE prov_stale_events AS
 SELECT e.node, own_key(e.seq) AS k, own_pos(e.seq) AS pos, e.op, e.room, e.start, e."end", e.src,
        NULL::VARCHAR AS sender, e.ts, e.ts AS ts_hi

@@ -3,8 +3,9 @@
 -- It landed after every receiver event stamped at or before xts + lo and before every event stamped at
 -- or after xts + hi (receiver clock); an ordinary transfer also between its room's alloc and read.
 -- Between seq_lo and seq_hi the order is unknown: the landing is `ambiguous` when a receiver event
--- touching the same slots lies in there (set by landing_ambiguous/; false here). `conflict`: another
+-- touching the same slots lies in there (set by landing_ambiguous.sql; false here). `conflict`: another
 -- transfer into overlapping slots may have landed before or after it (set by forensics.conflicts).
+-- scratch: landing_seqs (made by forensics.ownership.steps.landing for this step)
 CREATE OR REPLACE TABLE transfer_landing AS
 WITH w AS (SELECT * FROM landing_bounds),
 placed AS (
