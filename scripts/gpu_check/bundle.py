@@ -142,10 +142,14 @@ def guard_figures(run: Path) -> dict[str, Any]:
         kinds = Counter(m.group(1) if (m := VIOLATION.search(a.get("summary", ""))) else "other" for a in alerts)
         prom = d / f"metrics-{node}.prom"
         metrics = [ln for ln in prom.read_text().splitlines() if ln and not ln.startswith("#")] if prom.exists() else []
-        out[node] = {"alerts": len(alerts), "by_kind": dict(sorted(kinds.items())),
-                     "rooms": sorted({int(a["room"]) for a in alerts if a.get("room") is not None}),
-                     "rids": sorted({r for a in alerts for r in a.get("request_ids") or []}),
-                     "metrics": metrics, "metrics_file": prom.exists()}  # fmt: skip
+        out[node] = {
+            "alerts": len(alerts),
+            "by_kind": dict(sorted(kinds.items())),
+            "rooms": sorted({int(a["room"]) for a in alerts if a.get("room") is not None}),
+            "rids": sorted({r for a in alerts for r in a.get("request_ids") or []}),
+            "metrics": metrics,
+            "metrics_file": prom.exists(),
+        }
     return out
 
 
@@ -166,18 +170,28 @@ def figures(run: Path, out: Path) -> str:
         ]
     exp = Counter(r.get("kind", "") for r in _csv(out / "exposures.csv"))
     st = Counter((r.get("status", ""), r.get("evidence", "")) for r in aff.values())
-    lines += ["", "forensics investigate (" + str(out) + "):",
-              f"  affected responses: {len(aff)} ("
-              + (", ".join(f"{n} {s} by {e}" for (s, e), n in sorted(st.items())) or "none") + ")",
-              "  exposures by kind: " + (", ".join(f"{k} {v}" for k, v in sorted(exp.items())) or "none"),
-              f"  hazards: {len(_csv(out / 'hazards.csv'))}"]  # fmt: skip
+    lines += [
+        "",
+        "forensics investigate (" + str(out) + "):",
+        f"  affected responses: {len(aff)} ("
+        + (", ".join(f"{n} {s} by {e}" for (s, e), n in sorted(st.items())) or "none")
+        + ")",
+        "  exposures by kind: " + (", ".join(f"{k} {v}" for k, v in sorted(exp.items())) or "none"),
+        f"  hazards: {len(_csv(out / 'hazards.csv'))}",
+    ]
     for r in _csv(out / "coverage.csv"):
-        lines.append(f"  coverage {r.get('node')}: page telemetry {r.get('page_telemetry')}, "
-                     f"seq gaps {r.get('seq_gaps')}, responses served {r.get('responses_served')}, "
-                     f"verified {r.get('responses_verified')}")  # fmt: skip
+        lines.append(
+            f"  coverage {r.get('node')}: page telemetry {r.get('page_telemetry')}, "
+            f"seq gaps {r.get('seq_gaps')}, responses served {r.get('responses_served')}, "
+            f"verified {r.get('responses_verified')}"
+        )
     head = f"  {'kind':<13}{'sent':>6}{'200':>6}{'refused':>9}{'alarmed':>9}{'confirmed':>11}{'indeterm.':>11}"
-    lines += ["", "Per kind of request (the client's record; refused: the guard's error reached the client;",
-              "alarmed: a guard alert names its room or rid; confirmed/indeterm.: affected_responses.csv):", head]  # fmt: skip
+    lines += [
+        "",
+        "Per kind of request (the client's record; refused: the guard's error reached the client;",
+        "alarmed: a guard alert names its room or rid; confirmed/indeterm.: affected_responses.csv):",
+        head,
+    ]
     for kind in KINDS:
         rs = [c for c in client if c.get("kind") == kind]
         if not rs:

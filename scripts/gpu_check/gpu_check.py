@@ -121,11 +121,19 @@ def parse(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--port-base", type=int, default=d.port_base, help="router; +100 prefill, +200 decode, ...")
     ap.add_argument("--page-size", type=int, default=d.page_size, choices=(1, 16), help="default 16")
     ap.add_argument("--guard", default=d.guard, choices=("observe", "enforce", "off"), help="default observe")
-    ap.add_argument("--transfer", default=d.transfer, choices=("auto", "mooncake", "fake"),
-                    help="auto: Mooncake where it is installed and can run here, else SGLang's fake backend")  # fmt: skip
-    ap.add_argument("--lb", default=d.lb, choices=("client", "router"),
-                    help="client: this script posts to both servers as mini_lb does (default); "
-                    "router: sglang_router.launch_router --pd-disaggregation --mini-lb")  # fmt: skip
+    ap.add_argument(
+        "--transfer",
+        default=d.transfer,
+        choices=("auto", "mooncake", "fake"),
+        help="auto: Mooncake where it is installed and can run here, else SGLang's fake backend",
+    )
+    ap.add_argument(
+        "--lb",
+        default=d.lb,
+        choices=("client", "router"),
+        help="client: this script posts to both servers as mini_lb does (default); "
+        "router: sglang_router.launch_router --pd-disaggregation --mini-lb",
+    )
     ap.add_argument("--requests", type=int, default=d.requests, help=f"default {d.requests}")
     ap.add_argument("--concurrency", type=int, default=d.concurrency, help=f"default {d.concurrency}")
     ap.add_argument("--seed", type=int, default=d.seed, help=f"default {d.seed}")
@@ -133,8 +141,13 @@ def parse(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--decode-tokens", type=int, default=d.decode_tokens, help="decode's --max-total-tokens")
     ap.add_argument("--mem-fraction", type=float, default=d.mem_fraction, help="--mem-fraction-static of each")
     ap.add_argument("--cuda-graph", action="store_true", help="keep CUDA graphs on (off by default: faster start)")
-    ap.add_argument("--server-arg", action="append", default=[], metavar="ARG",
-                    help="one more launch_server argument for both servers (repeat it)")  # fmt: skip
+    ap.add_argument(
+        "--server-arg",
+        action="append",
+        default=[],
+        metavar="ARG",
+        help="one more launch_server argument for both servers (repeat it)",
+    )
     ap.add_argument("--start-timeout", type=float, default=900.0, help="seconds a server may take to start")
     ap.add_argument("--request-timeout", type=float, default=120.0, help="seconds per request")
     ap.add_argument("--settle", type=float, default=5.0, help="seconds between the last answer and the stop")
@@ -142,17 +155,34 @@ def parse(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--investigate-timeout", type=float, default=900.0)
     ap.add_argument("--keep", action="store_true", help="keep the run folder (logs, page files, bundle, findings)")
     ap.add_argument("--dry-run", action="store_true", help="print every command and environment, start nothing")
-    ap.add_argument("--check-args", action="store_true",
-                    help="parse the servers' commands with the installed SGLang's own parser, start nothing")  # fmt: skip
+    ap.add_argument(
+        "--check-args",
+        action="store_true",
+        help="parse the servers' commands with the installed SGLang's own parser, start nothing",
+    )
     ap.add_argument("--replay", type=Path, metavar="RUN", help="only the bundle, investigate and figures of a kept run")
     return ap.parse_args(argv)
 
 
 def settings(a: argparse.Namespace, run: Path) -> Settings:
-    return Settings(run=run, python=a.python, gpu=a.gpu, port_base=a.port_base, page_size=a.page_size,
-                    guard=a.guard, transfer=a.transfer, lb=a.lb, requests=a.requests, concurrency=a.concurrency,
-                    seed=a.seed, prefill_tokens=a.prefill_tokens, decode_tokens=a.decode_tokens,
-                    mem_fraction=a.mem_fraction, cuda_graph=a.cuda_graph, extra_server_args=a.server_arg)  # fmt: skip
+    return Settings(
+        run=run,
+        python=a.python,
+        gpu=a.gpu,
+        port_base=a.port_base,
+        page_size=a.page_size,
+        guard=a.guard,
+        transfer=a.transfer,
+        lb=a.lb,
+        requests=a.requests,
+        concurrency=a.concurrency,
+        seed=a.seed,
+        prefill_tokens=a.prefill_tokens,
+        decode_tokens=a.decode_tokens,
+        mem_fraction=a.mem_fraction,
+        cuda_graph=a.cuda_graph,
+        extra_server_args=a.server_arg,
+    )
 
 
 def probe(python: str) -> dict[str, Any]:
@@ -190,8 +220,10 @@ def preflight(pr: dict[str, Any], s: Settings) -> list[str]:
     if "forensics" not in pr:
         bad.append(f"kv-forensics does not import in {s.python}: {pr.get('forensics_error')} (pip install -e .)")
     if not pr.get("entry_point"):
-        bad.append("the entry point sglang.srt.plugins: kv_forensics is not installed: SGLang's load_plugins() "
-                   "would not load the plugin (pip install -e . in this repository, in this environment)")  # fmt: skip
+        bad.append(
+            "the entry point sglang.srt.plugins: kv_forensics is not installed: SGLang's load_plugins() "
+            "would not load the plugin (pip install -e . in this repository, in this environment)"
+        )
     env = pr.get("plugins_env")
     if env and "kv_forensics" not in env.split(","):
         bad.append(f"SGLANG_PLUGINS={env} leaves kv_forensics out")
@@ -220,8 +252,9 @@ class Servers:
         log.parent.mkdir(parents=True, exist_ok=True)
         say(f"starting {name}: log {log}")
         fh = log.open("ab")
-        self.procs[name] = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env={**os.environ, **env},
-                                            start_new_session=True)  # fmt: skip
+        self.procs[name] = subprocess.Popen(
+            cmd, stdout=fh, stderr=subprocess.STDOUT, env={**os.environ, **env}, start_new_session=True
+        )
         fh.close()
 
     def tail(self, name: str, n: int = 25) -> str:
@@ -236,8 +269,10 @@ class Servers:
         p = self.procs[name]
         while time.time() < end:
             if p.poll() is not None:
-                raise CheckError(f"{name} exited with code {p.returncode} while starting; the last lines of "
-                                 f"{log_path(self.s, name)}:\n{self.tail(name)}")  # fmt: skip
+                raise CheckError(
+                    f"{name} exited with code {p.returncode} while starting; the last lines of "
+                    f"{log_path(self.s, name)}:\n{self.tail(name)}"
+                )
             try:
                 with urllib.request.urlopen(url + "/health", timeout=5) as r:
                     if r.status == 200:
@@ -246,14 +281,18 @@ class Servers:
             except (OSError, urllib.error.URLError):
                 pass
             time.sleep(2)
-        raise CheckError(f"{name} was not ready after {timeout:.0f} s (--start-timeout); the last lines of "
-                         f"{log_path(self.s, name)}:\n{self.tail(name)}")  # fmt: skip
+        raise CheckError(
+            f"{name} was not ready after {timeout:.0f} s (--start-timeout); the last lines of "
+            f"{log_path(self.s, name)}:\n{self.tail(name)}"
+        )
 
     def check_alive(self) -> None:
         for name, p in self.procs.items():
             if p.poll() is not None:
-                raise CheckError(f"{name} exited with code {p.returncode} during the run; the last lines of "
-                                 f"{log_path(self.s, name)}:\n{self.tail(name)}")  # fmt: skip
+                raise CheckError(
+                    f"{name} exited with code {p.returncode} during the run; the last lines of "
+                    f"{log_path(self.s, name)}:\n{self.tail(name)}"
+                )
 
     def stop(self, timeout: float) -> None:
         for name in reversed(list(self.procs)):  # the router first, prefill last
@@ -286,9 +325,11 @@ def analyse(s: Settings, python: str, timeout: float) -> None:
     run = s.run
     bundle, out = run / "bundle", run / "findings"
     done = assemble(run, bundle)
-    say(f"bundle {bundle}: {done['requests']} gateway records, {', '.join(done['logs'])}, "
+    say(
+        f"bundle {bundle}: {done['requests']} gateway records, {', '.join(done['logs'])}, "
         f"{done['page_files']} page files ({done['page_events']} events; {done['peers_named']} transfer rows' "
-        f"peer host:port named {DECODE})")  # fmt: skip
+        f"peer host:port named {DECODE})"
+    )
     say("running: " + shown(investigate_cmd(python, bundle, out)))
     text = investigate(python, bundle, out, timeout)
     print("\n".join("  " + x for x in text.strip().splitlines()[-12:]))
@@ -309,10 +350,13 @@ def dry_run(s: Settings, pr: dict[str, Any], a: argparse.Namespace) -> int:
     reqs = plan_requests(s)
     counts = {k: sum(1 for p in reqs if p.kind == k) for k in ("normal", "overlength", "abort_early", "abort_stream")}
     front = s.url("router") if s.lb == "router" else f"{s.url('prefill')} and {s.url('decode')}"
-    say(f"send {len(reqs)} requests to {front} (POST /generate, {s.concurrency} at a time): {counts}; "
-        f"prefill accepts prompts up to {s.max_input} tokens")  # fmt: skip
-    say(f"wait {a.settle:.0f} s, stop the servers (SIGTERM to each process group, SIGKILL after "
-        f"{a.stop_timeout:.0f} s)")
+    say(
+        f"send {len(reqs)} requests to {front} (POST /generate, {s.concurrency} at a time): {counts}; "
+        f"prefill accepts prompts up to {s.max_input} tokens"
+    )
+    say(
+        f"wait {a.settle:.0f} s, stop the servers (SIGTERM to each process group, SIGKILL after {a.stop_timeout:.0f} s)"
+    )
     say(f"assemble {s.run / 'bundle'}; then: " + shown(investigate_cmd(s.python, s.run / "bundle", s.run / "findings")))
     return 0
 
@@ -320,8 +364,9 @@ def dry_run(s: Settings, pr: dict[str, Any], a: argparse.Namespace) -> int:
 def check_args(s: Settings, backend: str) -> int:
     argvs = [server_cmd(s, r, backend)[3:] for r in ("prefill", "decode")]
     try:
-        p = subprocess.run([s.python, "-c", CHECK_ARGS, json.dumps(argvs)], capture_output=True, text=True,
-                           timeout=300, check=False)  # fmt: skip
+        p = subprocess.run(
+            [s.python, "-c", CHECK_ARGS, json.dumps(argvs)], capture_output=True, text=True, timeout=300, check=False
+        )
     except (OSError, subprocess.TimeoutExpired) as err:
         say(f"error: {s.python} did not parse the arguments: {err}")
         return 1
@@ -332,8 +377,11 @@ def check_args(s: Settings, backend: str) -> int:
     if not out.startswith("ok"):
         say("error: the installed SGLang rejects the servers' arguments:\n" + "\n".join(out.splitlines()[-10:]))
         return 1
-    say("the installed SGLang's parser accepts both servers' arguments" if out == "ok" else
-        "the installed SGLang's source has every flag of both servers' arguments, " + out[3:])
+    say(
+        "the installed SGLang's parser accepts both servers' arguments"
+        if out == "ok"
+        else "the installed SGLang's source has every flag of both servers' arguments, " + out[3:]
+    )
     return 0
 
 
@@ -345,12 +393,16 @@ def run_check(a: argparse.Namespace, s: Settings) -> int:
             say("error: " + msg)
         return 1
     backend, why = resolve_transfer(s, pr)
-    say(f"sglang {pr['sglang']}, kv-forensics from {pr['forensics']}, GPU {pr['gpus'][0] if pr['gpus'] else '?'}; "
-        f"transfer backend {backend} ({why}); guard {s.guard}; page size {s.page_size}")  # fmt: skip
+    say(
+        f"sglang {pr['sglang']}, kv-forensics from {pr['forensics']}, GPU {pr['gpus'][0] if pr['gpus'] else '?'}; "
+        f"transfer backend {backend} ({why}); guard {s.guard}; page size {s.page_size}"
+    )
     if backend == "fake":
-        say("note: the fake backend moves no KV: decode runs over pages no transfer wrote, so the guard is "
+        say(
+            "note: the fake backend moves no KV: decode runs over pages no transfer wrote, so the guard is "
             "expected to flag every request and investigate to find them all; this checks the plumbing, "
-            "not the zero-false-alarm goal (install Mooncake for that)")  # fmt: skip
+            "not the zero-false-alarm goal (install Mooncake for that)"
+        )
     s.run.mkdir(parents=True, exist_ok=True)
     write_model(s)
     reqs = plan_requests(s)
@@ -363,8 +415,10 @@ def run_check(a: argparse.Namespace, s: Settings) -> int:
             servers.start(node, server_cmd(s, role, backend), server_env(s, role, backend))  # pool on what the
             servers.wait_ready(node, s.url(role), a.start_timeout)  # other left free
             if not plugin_loaded(s, node):
-                say(f"warning: {node} started but {kvf_dir(s, node) / 'pages'} does not exist: the plugin may not "
-                    f"have loaded (look for 'kv-forensics' in {log_path(s, node)})")  # fmt: skip
+                say(
+                    f"warning: {node} started but {kvf_dir(s, node) / 'pages'} does not exist: the plugin may not "
+                    f"have loaded (look for 'kv-forensics' in {log_path(s, node)})"
+                )
         if s.lb == "router":
             servers.start("router", router_cmd(s), {})
             servers.wait_ready("router", s.url("router"), 120)

@@ -69,8 +69,14 @@ class Settings:
     @property
     def ports(self) -> dict[str, int]:
         b = self.port_base
-        return {"router": b, "prefill": b + 100, "decode": b + 200, "prefill_nccl": b + 300, "decode_nccl": b + 400,
-                "bootstrap": b + 500}  # fmt: skip
+        return {
+            "router": b,
+            "prefill": b + 100,
+            "decode": b + 200,
+            "prefill_nccl": b + 300,
+            "decode_nccl": b + 400,
+            "bootstrap": b + 500,
+        }
 
     def url(self, name: str) -> str:
         return f"http://{self.host}:{self.ports[name]}"
@@ -103,17 +109,43 @@ def log_path(s: Settings, name: str) -> Path:
 
 def server_cmd(s: Settings, role: str, backend: str) -> list[str]:
     ports = s.ports
-    cmd = [s.python, "-m", "sglang.launch_server",
-           "--model-path", str(model_dir(s)), "--load-format", "dummy", "--skip-tokenizer-init",
-           "--host", s.host, "--port", str(ports[role]), "--tp-size", "1", "--base-gpu-id", "0",
-           "--nccl-port", str(ports[f"{role}_nccl"]),
-           "--disaggregation-mode", role, "--disaggregation-transfer-backend", backend,
-           "--disaggregation-bootstrap-port", str(ports["bootstrap"]),
-           "--page-size", str(s.page_size), "--context-length", str(s.context_length),
-           "--max-total-tokens", str(s.prefill_tokens if role == "prefill" else s.decode_tokens),
-           "--mem-fraction-static", str(s.mem_fraction),
-           # the lines investigate reads: Receive/Finish (rid, room) and Req Time Stats (input len per room)
-           "--log-requests", "--enable-request-time-stats-logging"]  # fmt: skip
+    cmd = [
+        s.python,
+        "-m",
+        "sglang.launch_server",
+        "--model-path",
+        str(model_dir(s)),
+        "--load-format",
+        "dummy",
+        "--skip-tokenizer-init",
+        "--host",
+        s.host,
+        "--port",
+        str(ports[role]),
+        "--tp-size",
+        "1",
+        "--base-gpu-id",
+        "0",
+        "--nccl-port",
+        str(ports[f"{role}_nccl"]),
+        "--disaggregation-mode",
+        role,
+        "--disaggregation-transfer-backend",
+        backend,
+        "--disaggregation-bootstrap-port",
+        str(ports["bootstrap"]),
+        "--page-size",
+        str(s.page_size),
+        "--context-length",
+        str(s.context_length),
+        "--max-total-tokens",
+        str(s.prefill_tokens if role == "prefill" else s.decode_tokens),
+        "--mem-fraction-static",
+        str(s.mem_fraction),
+        # the lines investigate reads: Receive/Finish (rid, room) and Req Time Stats (input len per room)
+        "--log-requests",
+        "--enable-request-time-stats-logging",
+    ]
     if not s.cuda_graph:
         cmd.append("--disable-cuda-graph")
     return cmd + list(s.extra_server_args)
@@ -141,9 +173,22 @@ def router_cmd(s: Settings) -> list[str]:
     launch_lb): sglang_router's MiniLoadBalancer (sgl-router/py_src/sglang_router/mini_lb.py), which
     posts each request to both servers with a random bootstrap_room. Neither wheel ships
     sglang.srt.disaggregation.mini_lb; the router is the separate package sglang-router."""
-    return [s.python, "-m", "sglang_router.launch_router", "--pd-disaggregation", "--mini-lb",
-            "--prefill", s.url("prefill"), str(s.ports["bootstrap"]), "--decode", s.url("decode"),
-            "--host", s.host, "--port", str(s.ports["router"])]  # fmt: skip
+    return [
+        s.python,
+        "-m",
+        "sglang_router.launch_router",
+        "--pd-disaggregation",
+        "--mini-lb",
+        "--prefill",
+        s.url("prefill"),
+        str(s.ports["bootstrap"]),
+        "--decode",
+        s.url("decode"),
+        "--host",
+        s.host,
+        "--port",
+        str(s.ports["router"]),
+    ]
 
 
 @dataclass

@@ -104,8 +104,13 @@ def _stream_abort(url: str, data: dict[str, Any], p: Planned, timeout: float) ->
                 m = _meta(line[5:].decode("utf-8", "replace"))
                 tokens = int(m.get("completion_tokens", tokens) or tokens)
                 err = err or _error_text(line[5:].decode("utf-8", "replace"))
-        return {"status": 499 if status == 200 else status, "completion_tokens": tokens,
-                "aborted_at": _iso(time.time()), "chunks": chunks, "error": err}  # fmt: skip
+        return {
+            "status": 499 if status == 200 else status,
+            "completion_tokens": tokens,
+            "aborted_at": _iso(time.time()),
+            "chunks": chunks,
+            "error": err,
+        }
     finally:
         try:
             if c.sock is not None:
@@ -117,9 +122,14 @@ def _stream_abort(url: str, data: dict[str, Any], p: Planned, timeout: float) ->
 
 def send_one(s: Settings, p: Planned, backend: str, timeout: float) -> dict[str, Any]:
     t0 = time.time()
-    rec: dict[str, Any] = {"request_id": p.request_id, "account_id": p.account_id, "kind": p.kind,
-                           "prompt_tokens": p.prompt_tokens, "room": p.room if s.lb == "client" else None,
-                           "sent_at": _iso(t0)}  # fmt: skip
+    rec: dict[str, Any] = {
+        "request_id": p.request_id,
+        "account_id": p.account_id,
+        "kind": p.kind,
+        "prompt_tokens": p.prompt_tokens,
+        "room": p.room if s.lb == "client" else None,
+        "sent_at": _iso(t0),
+    }
     aborting = p.kind.startswith("abort")
     front = s.url("router") if s.lb == "router" else s.url("decode")
     prefill_result: dict[str, Any] = {}
