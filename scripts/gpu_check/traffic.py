@@ -86,7 +86,7 @@ def _error_text(text: str) -> str:
 def _stream_abort(url: str, data: dict[str, Any], p: Planned, timeout: float) -> dict[str, Any]:
     """Read the stream until the planned moment, then close the socket mid-stream."""
     c = _conn(url, timeout)
-    chunks, tokens, status, err = 0, 0, 0, ""
+    chunks, tokens, err = 0, 0, ""
     try:
         c.request("POST", "/generate", body=json.dumps(data), headers={"Content-Type": "application/json"})
         if p.kind == "abort_early":
@@ -95,19 +95,24 @@ def _stream_abort(url: str, data: dict[str, Any], p: Planned, timeout: float) ->
             return {"status": 499, "completion_tokens": 0, "aborted_at": _iso(time.time()), "chunks": 0}
         r = c.getresponse()
         status = r.status
+        if status != 200:  # refused before streaming (the guard in enforce, a bad request): its error body
+            text = r.read().decode("utf-8", "replace")
+            return {"status": status, "completion_tokens": 0, "chunks": 0, "error": _error_text(text) or text[:300]}
+        ended = False  # the stream finished before the planned moment: no abort happened
         while chunks < p.abort_after:
-            line = r.fp.readline()
-            if not line:
+            line = r.readline()  # HTTPResponse undoes the chunked encoding
+            if not line or b"[DONE]" in line:
+                ended = True
                 break
-            if line.startswith(b"data:") and b"[DONE]" not in line:
+            if line.startswith(b"data:"):
                 chunks += 1
                 m = _meta(line[5:].decode("utf-8", "replace"))
                 tokens = int(m.get("completion_tokens", tokens) or tokens)
                 err = err or _error_text(line[5:].decode("utf-8", "replace"))
         return {
-            "status": 499 if status == 200 else status,
+            "status": 200 if ended else 499,
             "completion_tokens": tokens,
-            "aborted_at": _iso(time.time()),
+            "aborted_at": None if ended else _iso(time.time()),
             "chunks": chunks,
             "error": err,
         }

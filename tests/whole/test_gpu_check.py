@@ -152,3 +152,95 @@ def test_replay_assembles_and_investigates(tmp_path: Path) -> None:
 
 def kinds_of(rid: str) -> str:
     return {"req-A": "normal", "req-B": "overlength", "req-C": "abort_early", "req-D": "normal"}[rid]
+
+
+def test_client_against_stub_servers(tmp_path: Path) -> None:
+    """traffic.py against two stub HTTP servers standing for prefill and decode: each request reaches both
+    with the plan's room and the bootstrap address (as mini_lb sends it), aborts close the stream, and a
+    refusal carrying the guard's text is counted as one."""
+    import threading
+    import time
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    sys.path.insert(0, str(SCRIPT.parent))
+    try:
+        from plan import GUARD_REFUSAL, Settings, plan_requests
+        from traffic import send_all
+    finally:
+        sys.path.remove(str(SCRIPT.parent))
+    seen: dict[str, list[dict[str, object]]] = {"prefill": [], "decode": []}
+
+    def handler(role: str) -> type[BaseHTTPRequestHandler]:
+        class H(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *a: object) -> None:
+                pass
+
+            def _send(self, status: int, payload: dict[str, object]) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+                b = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                seen[role].append(b)
+                if role == "prefill":
+                    return self._send(200, {"meta_info": {"completion_tokens": 1}})
+                if b["rid"].endswith("0") and not b["stream"]:  # every tenth request: refused by "the guard"
+                    return self._send(500, {"error": {"message": GUARD_REFUSAL + " this request: stale"}})
+                if not b["stream"]:
+                    return self._send(200, {"output_ids": [5] * 3, "meta_info": {"completion_tokens": 3}})
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                try:
+                    for i in range(1, 7):
+                        ev = f"data: {json.dumps({'meta_info': {'completion_tokens': i}})}\n\n".encode()
+                        self.wfile.write(b"%x\r\n%s\r\n" % (len(ev), ev))
+                        self.wfile.flush()
+                        time.sleep(0.02)
+                    self.wfile.write(b"0\r\n\r\n")
+                except OSError:
+                    pass  # the client closed the stream: the abort
+
+        return H
+
+    servers = {r: ThreadingHTTPServer(("127.0.0.1", 0), handler(r)) for r in ("prefill", "decode")}
+    for srv in servers.values():
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        ports = {"prefill": servers["prefill"].server_address[1], "decode": servers["decode"].server_address[1]}
+
+        class Stub(Settings):
+            @property
+            def ports(self) -> dict[str, int]:
+                return {**ports, "bootstrap": 8998, "router": 1}
+
+        s = Stub(run=tmp_path, requests=40, seed=5, concurrency=4)
+        reqs = plan_requests(s)
+        recs = send_all(s, reqs, "mooncake", 30, lambda m: None)
+    finally:
+        for srv in servers.values():
+            srv.shutdown()
+    assert [r["request_id"] for r in recs] == [p.request_id for p in reqs]
+    for role in ("prefill", "decode"):
+        by_rid = {b["rid"]: b for b in seen[role]}
+        for p in reqs:
+            if role == "prefill" or p.kind != "abort_early" or p.request_id in by_rid:
+                b = by_rid[p.request_id]
+                assert (b["bootstrap_room"], b["bootstrap_host"], b["bootstrap_port"]) == (p.room, "127.0.0.1", 8998)
+                assert b["input_ids"] == p.input_ids
+    for p, r in zip(reqs, recs, strict=True):
+        if p.kind == "abort_stream":  # closed after abort_after chunks of the 6 the stub streams
+            assert (r["status"], r["completion_tokens"]) == (499, int(p.abort_after))
+        elif p.kind == "abort_early":
+            assert r["status"] == 499 and r["completion_tokens"] == 0
+        elif p.request_id.endswith("0"):
+            assert r["status"] == 500 and r["guard_refused"]
+        else:
+            assert (r["status"], r["completion_tokens"], r["guard_refused"]) == (200, 3, False)
