@@ -29,7 +29,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from tests.support.sglang_cluster.node import ENDPOINT_PORT, serve
+from tests.support.sglang_cluster.node import ENDPOINT_PORT, paged_refusal, serve
 
 PREFILLS, DECODES = ("prefill-0", "prefill-1"), ("decode-0", "decode-1")
 LIMIT = 256  # the prefill's input limit: a longer prompt is replaced by a 1-token placeholder
@@ -128,9 +128,27 @@ class Cluster:
                 p.terminate()
 
 
+def refusal(s: Setup) -> str | None:
+    """Why this venv's SGLang release cannot run `s`, or None: 0.5.11's paged allocator runs only its
+    Triton kernel (node.paged_refusal), and 0.5.11 has no deferred release (DecodeTransferQueue.
+    _defer_release and the prefill's ABORT_ACK come with 0.5.23)."""
+    import importlib.metadata
+
+    rel = importlib.metadata.version("sglang")
+    old = tuple(int(x) for x in rel.split(".")[:3]) < (0, 5, 23)
+    if old and s.page_size > 1:
+        return paged_refusal(rel)
+    if old and s.release == "deferred":
+        return f"SGLang {rel} has no deferred KV release (DecodeTransferQueue._defer_release, 0.5.23 on)"
+    return None
+
+
 def run(out: Path, s: Setup) -> dict[str, Any]:
     """One run: OUT/plugin/<node> the plugin's output per node, OUT/bundle the evidence bundle.
     Returns the requests (with their truth), the node processes' pids and what each closed with."""
+    why = refusal(s)
+    if why is not None:
+        raise RuntimeError(why)
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     reqs = workload(s)
@@ -162,7 +180,8 @@ def _drive(c: Cluster, s: Setup, reqs: list[Req], logs: dict[str, list[tuple[flo
             if t == tick:
                 r = by_room[room]
                 c.call(r.decode, "abort", room, s.release == "immediate")
-                c.call(r.prefill, "abort_notice", room)
+                k = DECODES.index(r.decode)
+                c.call(r.prefill, "abort_notice", room, (f"10.0.0.{k + 1}", ENDPOINT_PORT + k))
                 r.status, r.t1 = 499, time.time()
                 logs[r.decode].append((r.t1, f"Decode transfer failed for request rank=0 decode_req.req.rid='d{r.rid}' "
                                        f"decode_req.req.bootstrap_room={room} with exception KVTransferError("

@@ -18,8 +18,11 @@ import sys
 import types
 from typing import Any
 
-# top-level packages stood in when absent; sglang.srt.configs always (forensics.sglang.cpu.STUB_CONFIGS)
-ROOTS = ("openai", "setproctitle", "partial_json_parser", "dill", "einops", "uvicorn", "fastapi")
+# top-level packages stood in when absent; sglang.srt.configs always (forensics.sglang.cpu.STUB_CONFIGS).
+# sgl_kernel is CUDA kernels (0.5.11's scheduler imports memory_pool_host, which imports its kvcacheio);
+# the rest are pure Python that scripts/sglang_test_venv.sh installs (a venv it did not build may lack them)
+ROOTS = ("sgl_kernel", "compressed_tensors", "gguf", "openai", "setproctitle", "partial_json_parser", "dill",
+         "einops", "uvicorn", "fastapi")  # fmt: skip
 PACKAGES = ("sglang.srt.configs",)
 
 
