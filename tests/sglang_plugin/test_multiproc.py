@@ -20,18 +20,33 @@ from tests.sglang_plugin.conftest import need_sglang
 need_sglang()
 
 RUNS = {1: 7, 16: 8}  # page size -> seed
+REQUESTS = 120
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: Any) -> Any:
+    """The four node processes, started once for the module's runs (each run resets them)."""
+    from tests.support.sglang_cluster.driver import Cluster, Setup
+
+    c = Cluster(Setup(seed=0), tmp_path_factory.mktemp("cluster-boot"))
+    yield c
+    c.shutdown()
 
 
 @pytest.fixture(scope="module", params=sorted(RUNS), ids=lambda ps: f"ps{ps}")
 def run(request: Any, tmp_path_factory: Any) -> dict[str, Any]:
-    from tests.support.sglang_cluster.driver import Setup
+    from tests.support.sglang_cluster.driver import Setup, refusal
     from tests.support.sglang_cluster.driver import run as drive
     from tests.support.sglang_cluster.score import score
 
     ps = request.param
+    setup = Setup(seed=RUNS[ps], requests=REQUESTS, page_size=ps, release="immediate", guard="observe")
+    why = refusal(setup)
+    if why is not None:
+        pytest.skip(why)
     out = tmp_path_factory.mktemp(f"cluster-ps{ps}")
-    res = drive(out, Setup(seed=RUNS[ps], requests=120, page_size=ps, release="immediate", guard="observe"))
-    res["row"] = score(res, out, "observe")
+    res = drive(out, setup, request.getfixturevalue("cluster"))
+    res["row"] = score(res, out, "observe")  # the module's one investigate of this run
     res["out"], res["ps"] = out, ps
     return res
 

@@ -91,18 +91,16 @@ def workload(s: Setup) -> list[Req]:
 
 
 class Cluster:
+    """The four node processes. A module of tests starts them once and runs several setups in them
+    (reset: the plugin configured anew, new SGLang objects), since starting them (each imports SGLang)
+    costs most of a short run."""
+
     def __init__(self, s: Setup, out: Path) -> None:
         self.ctx = mp.get_context("spawn")
         self.pipes: dict[str, Any] = {}
         self.procs: dict[str, Any] = {}
         self.pids: dict[str, int] = {}
-        peers = ",".join(f"10.0.0.{k + 1}:{ENDPOINT_PORT + k}={d}" for k, d in enumerate(DECODES))
-        for name in PREFILLS + DECODES:
-            env = {"KVF_SGLANG_DIR": str(out / "plugin" / name), "KVF_SGLANG_NODE": name,
-                   "KVF_SGLANG_GUARD": s.guard, "KVF_SGLANG_FORMAT": "jsonl", "KVF_SGLANG_PEERS": peers}  # fmt: skip
-            role = "decode" if name.startswith("decode") else "prefill"
-            spec = {"name": name, "role": role, "page_size": s.page_size, "env": env, "rows": 512,
-                    "pool": s.pool if role == "decode" else 4 * s.pool, "context": 2 * LIMIT + 64}  # fmt: skip
+        for name, spec in _specs(s, out).items():
             a, b = self.ctx.Pipe()
             p = self.ctx.Process(target=serve, args=(b, spec), name=name, daemon=True)
             p.start()
@@ -114,6 +112,10 @@ class Cluster:
                 raise RuntimeError(f"{name} did not start: {hello.get('error')}")
             self.pids[name] = hello["pid"]
 
+    def reset(self, s: Setup, out: Path) -> None:
+        for name, spec in _specs(s, out).items():
+            self.call(name, "reset", spec)
+
     def call(self, node: str, cmd: str, *args: Any) -> dict[str, Any]:
         self.pipes[node].send((cmd, args))
         out: dict[str, Any] = self.pipes[node].recv()
@@ -122,10 +124,27 @@ class Cluster:
         return out
 
     def shutdown(self) -> None:
-        for p in self.procs.values():
+        for name, p in self.procs.items():
+            if p.is_alive():
+                try:
+                    self.pipes[name].send(("exit", ()))
+                except OSError:
+                    pass
             p.join(timeout=10)
             if p.is_alive():
                 p.terminate()
+
+
+def _specs(s: Setup, out: Path) -> dict[str, dict[str, Any]]:
+    peers = ",".join(f"10.0.0.{k + 1}:{ENDPOINT_PORT + k}={d}" for k, d in enumerate(DECODES))
+    specs = {}
+    for name in PREFILLS + DECODES:
+        env = {"KVF_SGLANG_DIR": str(out / "plugin" / name), "KVF_SGLANG_NODE": name,
+               "KVF_SGLANG_GUARD": s.guard, "KVF_SGLANG_FORMAT": "jsonl", "KVF_SGLANG_PEERS": peers}  # fmt: skip
+        role = "decode" if name.startswith("decode") else "prefill"
+        specs[name] = {"name": name, "role": role, "page_size": s.page_size, "env": env, "rows": 512,
+                       "pool": s.pool if role == "decode" else 4 * s.pool, "context": 2 * LIMIT + 64}  # fmt: skip
+    return specs
 
 
 def refusal(s: Setup) -> str | None:
@@ -143,22 +162,27 @@ def refusal(s: Setup) -> str | None:
     return None
 
 
-def run(out: Path, s: Setup) -> dict[str, Any]:
+def run(out: Path, s: Setup, cluster: Cluster | None = None) -> dict[str, Any]:
     """One run: OUT/plugin/<node> the plugin's output per node, OUT/bundle the evidence bundle.
-    Returns the requests (with their truth), the node processes' pids and what each closed with."""
+    Returns the requests (with their truth), the node processes' pids and what each closed with.
+    With `cluster`, the run reuses its processes (reset) and leaves them running; else it starts its
+    own and stops them."""
     why = refusal(s)
     if why is not None:
         raise RuntimeError(why)
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     reqs = workload(s)
-    c = Cluster(s, out)
+    c = cluster or Cluster(s, out)
+    if cluster is not None:
+        c.reset(s, out)
     logs: dict[str, list[tuple[float, str]]] = {n: [] for n in PREFILLS + DECODES}
     try:
         _drive(c, s, reqs, logs)
         closed = {n: c.call(n, "close") for n in PREFILLS + DECODES}
     finally:
-        c.shutdown()
+        if cluster is None:
+            c.shutdown()
     write_bundle(out / "bundle", s, reqs, logs, out / "plugin")
     return {"reqs": reqs, "pids": c.pids, "closed": closed}
 

@@ -99,13 +99,21 @@ class Node:
         self.sg, self.torch, self.D, self.conn = sg, sg.torch, D, conn
         self.ReqKvInfo = getattr(schedule_batch, "ReqKvInfo", None)
         self.release = sg.sglang.__version__
+        self.classes = (Scheduler, DisaggregationMode, memory_pool)
+        self.ForwardMode, self.KVPoll = ForwardMode, conn.KVPoll
+        self.setup(spec)
+
+    def setup(self, spec: dict[str, Any]) -> None:
+        """A run's state: the allocator, rows, queue, scheduler and manager, new (the imports and the
+        plugin's hooks stay as load_plugins() applied them)."""
+        Scheduler, DisaggregationMode, memory_pool = self.classes
+        sg, D = self.sg, self.D
         if (
             spec["page_size"] > 1
             and not hasattr(sg.A.PagedTokenToKVPoolAllocator, "alloc_extend_naive")
             and ("use_triton_kernels" not in sg.A.PagedTokenToKVPoolAllocator.__init__.__code__.co_names)
         ):
             raise RuntimeError(paged_refusal(self.release))
-        self.ForwardMode, self.KVPoll = ForwardMode, conn.KVPoll
         self.name, self.role, self.ps = spec["name"], spec["role"], spec["page_size"]
         size, rows, ctx = spec["pool"], spec["rows"], spec["context"]
         torch = sg.torch
@@ -406,6 +414,19 @@ class Node:
                 self._release(room)
         return {"ended": ended}
 
+    def reset(self, spec: dict[str, Any]) -> dict[str, Any]:
+        """The next run in this process: the operator's variables of `spec` read again
+        (forensics.sglang.config.load, hooks.configure), the runtime dropped so the first allocator
+        call makes a new one (hooks._ensure), and a new setup. The driver closes the run before."""
+        from forensics.sglang import config, hooks
+
+        for k, v in spec["env"].items():
+            os.environ[k] = v
+        hooks.configure(config.load())
+        hooks.install(None)
+        self.setup(spec)
+        return {"ok": True, "pid": os.getpid()}
+
     def close(self) -> dict[str, Any]:
         from forensics.sglang import hooks, targets
 
@@ -467,5 +488,5 @@ def serve(conn: Connection, spec: dict[str, Any]) -> None:
 
             out = {"error": f"{cmd}: {type(err).__name__}: {err}\n{traceback.format_exc()}"}
         conn.send(out)
-        if cmd == "close":
+        if cmd == "exit":
             return
