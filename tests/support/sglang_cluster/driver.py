@@ -124,15 +124,20 @@ class Cluster:
         return out
 
     def shutdown(self) -> None:
+        """Every node told to exit at once; one still alive after 5 s (each run closed its recorders
+        before) is terminated."""
         for name, p in self.procs.items():
             if p.is_alive():
                 try:
                     self.pipes[name].send(("exit", ()))
                 except OSError:
                     pass
-            p.join(timeout=10)
+        end = time.time() + 5
+        for p in self.procs.values():
+            p.join(timeout=max(0.1, end - time.time()))
             if p.is_alive():
                 p.terminate()
+                p.join(timeout=5)
 
 
 def _specs(s: Setup, out: Path) -> dict[str, dict[str, Any]]:

@@ -4,21 +4,31 @@ The plugin is on only as an operator switches it on: the KVF_SGLANG_* variables 
 process's environment before SGLang's own load_plugins() runs (python/sglang/srt/plugins/__init__.py),
 which calls the plugin's entry point and applies its hooks to SGLang's classes. Nothing here installs
 a runtime or links nodes: the plugin makes its runtime on the first allocator call (hooks._ensure).
+A process serves several runs in turn: between them, reset sets the next run's variables, has the
+plugin read them again (hooks.configure) and drops the closed runtime (hooks.install(None)).
 
-What is SGLang's own code, run as a server runs it (0.5.23, python/sglang/srt/...):
-- the KV allocator: mem_cache/allocator/token.py TokenToKVPoolAllocator (page size 1) and
-  mem_cache/allocator/paged.py PagedTokenToKVPoolAllocator (page size 16, its torch-native
-  alloc_extend / alloc_decode: use_triton_kernels off, as on a CPU platform);
+What is SGLang's own code, run as a server runs it (python/sglang/srt/..., 0.5.23 and 0.5.11 alike
+unless said):
+- the KV allocator: TokenToKVPoolAllocator (page size 1; 0.5.23 mem_cache/allocator/token.py, 0.5.11
+  mem_cache/allocator.py) and, on 0.5.23 only, mem_cache/allocator/paged.py PagedTokenToKVPoolAllocator
+  (page size 16, its torch-native alloc_extend / alloc_decode: use_triton_kernels off, as on a CPU
+  platform); 0.5.11's paged allocator has only its Triton kernel, which crashes under TRITON_INTERPRET,
+  so page size 16 is refused there with that reason (paged_refusal);
 - the rows: mem_cache/memory_pool.py ReqToTokenPool (prefill), disaggregation/decode.py
   DecodeReqToTokenPool (decode);
 - the decode pre-allocation: disaggregation/decode.py DecodePreallocQueue._pre_alloc (with its
-  alloc_for_decode_prealloc), on a queue made without its __init__ (which starts the transfer
+  alloc_for_decode_prealloc on 0.5.23), on a queue made without its __init__ (which starts the transfer
   manager and its threads) and given the attributes _pre_alloc reads;
 - the forward pass entry: managers/scheduler.py Scheduler.run_batch, on a Scheduler made without its
   __init__ and given what run_batch reads on the plain (non-overlap, non-speculative) path;
 - the transfer: disaggregation/mooncake/conn.py MooncakeKVManager.add_transfer_request on the prefill,
-  CommonKVManager.update_status / conclude_transfer (disaggregation/common/conn.py) on both sides, the
-  decode side's poll read by check_status (what CommonKVReceiver.poll returns on a single rank).
+  CommonKVManager.update_status (disaggregation/common/conn.py) on both sides; the room's end through
+  conclude_transfer (0.5.23) or, on 0.5.11, the update_status(room, Success) its transfer_worker makes
+  after the last chunk; the decode side's MooncakeKVReceiver (made without its __init__, which
+  bootstraps over HTTP) with its own poll() (0.5.23: CommonKVReceiver.poll) deciding admission and its
+  own abort() on a client abort (0.5.23: the room turns Failed in the manager; 0.5.11: only the
+  receiver's conclude_state); the prefill's MooncakeKVManager._handle_abort_notification on the ABORT
+  message (0.5.23; 0.5.11 has no such message, the prefill never learns of the abort).
 
 What is a stub (it needs a GPU, RDMA devices or a network):
 - the model forward (model_worker.forward_batch_generation): it reads the KV buffer (a CPU tensor,
@@ -28,11 +38,17 @@ What is a stub (it needs a GPU, RDMA devices or a network):
 - the Mooncake transfer worker's RDMA write: the prefill returns the chunk's destination slots to the
   driver, which delivers them to the decode process as a message that writes those slots of its KV
   buffer, possibly late (after an abort freed them and another request took them);
-- the zmq status and abort messages: relayed by the driver (send_kv_status_message captured; the
-  abort as update_status(room, Failed), what _handle_legacy_abort_notification does);
+- the zmq messages (status, ABORT, ABORT_ACK): relayed by the driver (send_kv_status_message and
+  _send_multipart_locked captured), and the decode thread's handling of a status message
+  (update_status, as its decode_thread does);
+- the deferred release (0.5.23 DecodeTransferQueue._defer_release / resolve_deferred_releases): the
+  driver holds an aborted request's pages until the prefill concluded the room or a timeout in ticks,
+  then releases them (SGLang's own needs the ABORT_ACK generations, a gloo group and metadata buffers);
 - the decode radix cache (off: --disaggregation-decode-enable-radix-cache is off by default) and
   release_kv_cache: a request's slots go back through the allocator's own free() and its row through
-  the pool's own free(), which is what ChunkCache.cache_finished_req does (mem_cache/chunk_cache.py).
+  the pool's own free(), which is what ChunkCache.cache_finished_req does (mem_cache/chunk_cache.py);
+- imports: stubs.py stands in for sgl_kernel (CUDA kernels) and for the pure-Python packages a venv
+  lacks (scripts/sglang_test_venv.sh installs them).
 """
 
 from __future__ import annotations
