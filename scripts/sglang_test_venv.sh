@@ -17,12 +17,11 @@ test -x "$VENV/bin/python" || $PY -m venv "$VENV" || python3 -m venv "$VENV"
 "$VENV/bin/pip" install -q tqdm requests pydantic aiohttp pyzmq pillow orjson psutil pybase64 ipython \
     packaging msgspec starlette transformers==5.6.0
 # what the scheduler (managers/scheduler.py) and disaggregation/decode.py import at module level, never
-# called on the paths the tests run; pure Python (setproctitle: a small wheel); pins: the wheel's
-case "$RELEASE" in
-  0.5.11) OPENAI=openai==2.6.1 ;;
-  *) OPENAI=openai==2.8.0 ;;
-esac
-"$VENV/bin/pip" install -q "$OPENAI" setproctitle partial_json_parser dill einops uvicorn fastapi gguf
+# called on the paths the tests run; pure Python (setproctitle: a small wheel). Not openai: with it
+# 0.5.11's memory_pool import goes on to transformers' AutoConfig.register of the model configs that
+# forensics.sglang.cpu stubs, a TypeError where the other tests expect the ImportError that selects the
+# req-to-token stand-in; tests/support/sglang_cluster/stubs.py stands in for it
+"$VENV/bin/pip" install -q setproctitle partial_json_parser dill einops uvicorn fastapi gguf
 case "$RELEASE" in
   # what 0.5.23's memory_pool imports beyond those (tvm_ffi by dp_attention's all-reduce, compressed_tensors,
   # loguru and gguf by layers/quantization; prometheus_client by disaggregation/mooncake/conn.py): with them
