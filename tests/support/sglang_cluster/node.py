@@ -48,7 +48,7 @@ What is a stub (it needs a GPU, RDMA devices or a network):
   release_kv_cache: a request's slots go back through the allocator's own free() and its row through
   the pool's own free(), which is what ChunkCache.cache_finished_req does (mem_cache/chunk_cache.py);
 - imports: stubs.py stands in for sgl_kernel (CUDA kernels) and for the pure-Python packages a venv
-  lacks (scripts/sglang_test_venv.sh installs them).
+  lacks (scripts/sglang_test_venv.sh installs all but openai, and compressed_tensors on 0.5.11).
 """
 
 from __future__ import annotations
