@@ -114,7 +114,7 @@ class Node:
         # Req itself (req_pool_idx, kv_allocated_len): there the stand-in's kv is the request
         self.sg, self.torch, self.D, self.conn = sg, sg.torch, D, conn
         self.ReqKvInfo = getattr(schedule_batch, "ReqKvInfo", None)
-        self.release = sg.sglang.__version__
+        self.version = sg.sglang.__version__  # not `release`: the command of that name
         self.classes = (Scheduler, DisaggregationMode, memory_pool)
         self.ForwardMode, self.KVPoll = ForwardMode, conn.KVPoll
         self.setup(spec)
@@ -129,7 +129,7 @@ class Node:
             and not hasattr(sg.A.PagedTokenToKVPoolAllocator, "alloc_extend_naive")
             and ("use_triton_kernels" not in sg.A.PagedTokenToKVPoolAllocator.__init__.__code__.co_names)
         ):
-            raise RuntimeError(paged_refusal(self.release))
+            raise RuntimeError(paged_refusal(self.version))
         self.name, self.role, self.ps = spec["name"], spec["role"], spec["page_size"]
         size, rows, ctx = spec["pool"], spec["rows"], spec["context"]
         torch = sg.torch
