@@ -28,20 +28,29 @@ test: $(TEST_STAMP)
 	@$(MAKE) --no-print-directory test-sglang
 
 # the SGLang plugin's tests (tests/sglang_plugin) in a venv of their own per release: SGLang's wheel on
-# CPU torch, built once by scripts/sglang_test_venv.sh (the stamp: a second run does not reinstall);
-# 0.5.11 in .venv-sglang (page size 1, the req-to-token stand-in), 0.5.23 in .venv-sglang-0.5.23 (its real
-# ReqToTokenPool and paged allocator as well). If a build fails (no registry), the target says SKIPPED
-# and why, and passes; a test that fails fails it.
+# CPU torch, built by scripts/sglang_test_venv.sh into a cache outside the checkout, keyed by the script
+# and the release (SGL_CACHE/sglang-<release>-<hash>): a clean clone, or a second checkout, reuses it and
+# builds nothing; a changed script builds anew. The checkout's .venv-sglang (0.5.11: page size 1) and
+# .venv-sglang-0.5.23 (its paged allocator too) link to it. The venv names no checkout: the tests run
+# with PYTHONPATH=$(CURDIR), and the plugin's entry point (a dist-info of its own) names the module.
+# If a build fails (no registry), the target says SKIPPED and why, and passes; a test that fails fails it.
+# SGL_TESTS narrows the run (e.g. SGL_TESTS=tests/sglang_plugin/test_multiproc.py).
+SGL_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/kv-forensics
 SGL_VENVS := 0.5.11:.venv-sglang 0.5.23:.venv-sglang-0.5.23
+SGL_TESTS ?= tests/sglang_plugin
 test-sglang:
-	@for pair in $(SGL_VENVS); do rel=$${pair%%:*}; venv=$${pair#*:}; stamp=$$venv/.installed; \
-	  mkdir -p $$venv; if [ ! -f $$stamp ] || [ scripts/sglang_test_venv.sh -nt $$stamp ]; then \
-	    echo "building $$venv (SGLang $$rel) with scripts/sglang_test_venv.sh (log: $$venv/build.log)"; \
-	    if SGLANG_RELEASE=$$rel sh scripts/sglang_test_venv.sh $$venv > $$venv/build.log 2>&1; then touch $$stamp; \
-	    else echo "SKIPPED tests/sglang_plugin on SGLang $$rel: building $$venv failed: $$(grep -iE 'error|not found|no matching' $$venv/build.log | tail -n 1) (full log: $$venv/build.log)"; \
-	      continue; fi; fi; \
-	  echo "KVF_SGLANG_REQUIRED=1 $$venv/bin/python -m pytest -n 2 --dist loadfile tests/sglang_plugin (SGLang $$rel)"; \
-	  KVF_SGLANG_REQUIRED=1 PYTHONPATH=$(CURDIR) $$venv/bin/python -m pytest -n 2 --dist loadfile -p no:cacheprovider tests/sglang_plugin || exit 1; \
+	@mkdir -p $(SGL_CACHE); for pair in $(SGL_VENVS); do rel=$${pair%%:*}; link=$${pair#*:}; \
+	  key=$$( (cat scripts/sglang_test_venv.sh; echo "$$rel") | sha256sum | cut -c1-16); \
+	  venv=$(SGL_CACHE)/sglang-$$rel-$$key; log=$$venv.build.log; \
+	  if ! flock $$venv.lock sh -c 'test -f "$$1/.installed" && exit 0; rm -rf "$$1"; \
+	      echo "building $$1 (SGLang $$2) with scripts/sglang_test_venv.sh (log: $$3)"; \
+	      SGLANG_RELEASE=$$2 sh scripts/sglang_test_venv.sh "$$1" > "$$3" 2>&1 && touch "$$1/.installed"' \
+	      _ $$venv $$rel $$log; then \
+	    echo "SKIPPED tests/sglang_plugin on SGLang $$rel: building $$venv failed: $$(grep -iE 'error|not found|no matching' $$log | tail -n 1) (full log: $$log)"; \
+	    continue; fi; \
+	  if [ -e $$link ] && [ ! -L $$link ]; then rm -rf $$link; fi; ln -sfn $$venv $$link; \
+	  echo "KVF_SGLANG_REQUIRED=1 $$link/bin/python -m pytest -n 2 --dist loadfile $(SGL_TESTS) (SGLang $$rel, $$venv)"; \
+	  KVF_SGLANG_REQUIRED=1 PYTHONPATH=$(CURDIR) $$venv/bin/python -m pytest -n 2 --dist loadfile -p no:cacheprovider $(SGL_TESTS) || exit 1; \
 	done
 
 lint: $(STAMP)

@@ -4,8 +4,14 @@ Mooncake manager, the plugin switched on by KVF_SGLANG_* and load_plugins() (tes
 sglang_cluster, whose docstrings say what is a stub). Truth is the driver's own record of what each
 decode forward pass read. A run per page size, in observe mode, with placeholders and in-flight aborts.
 
-The plugin's properties that today's code does not hold are xfail(strict=True) with the figure
-measured (benchmarks/plugin_multiproc.py prints the full table); the fixes of #48 remove them."""
+Runs on each release's venv (make test-sglang): 0.5.23 at page sizes 1 and 16, 0.5.11 at page size 1
+(its paged allocator runs only a Triton kernel: skipped with that reason). The four node processes
+start once per module (spawn, as SGLang starts its schedulers; each imports SGLang, which costs most
+of the module's time) and serve both runs; each run is investigated once.
+
+The plugin's properties that today's code does not hold are xfail(strict=True) per release and page
+size, with the figure measured (MEASURED; benchmarks/plugin_multiproc.py prints the full table); the
+fixes of #48 remove them."""
 
 from __future__ import annotations
 
@@ -20,18 +26,33 @@ from tests.sglang_plugin.conftest import need_sglang
 need_sglang()
 
 RUNS = {1: 7, 16: 8}  # page size -> seed
+REQUESTS = 120
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: Any) -> Any:
+    """The four node processes, started once for the module's runs (each run resets them)."""
+    from tests.support.sglang_cluster.driver import Cluster, Setup
+
+    c = Cluster(Setup(seed=0), tmp_path_factory.mktemp("cluster-boot"))
+    yield c
+    c.shutdown()
 
 
 @pytest.fixture(scope="module", params=sorted(RUNS), ids=lambda ps: f"ps{ps}")
 def run(request: Any, tmp_path_factory: Any) -> dict[str, Any]:
-    from tests.support.sglang_cluster.driver import Setup
+    from tests.support.sglang_cluster.driver import Setup, refusal
     from tests.support.sglang_cluster.driver import run as drive
     from tests.support.sglang_cluster.score import score
 
     ps = request.param
+    setup = Setup(seed=RUNS[ps], requests=REQUESTS, page_size=ps, release="immediate", guard="observe")
+    why = refusal(setup)
+    if why is not None:
+        pytest.skip(why)
     out = tmp_path_factory.mktemp(f"cluster-ps{ps}")
-    res = drive(out, Setup(seed=RUNS[ps], requests=120, page_size=ps, release="immediate", guard="observe"))
-    res["row"] = score(res, out, "observe")
+    res = drive(out, setup, request.getfixturevalue("cluster"))
+    res["row"] = score(res, out, "observe")  # the module's one investigate of this run
     res["out"], res["ps"] = out, ps
     return res
 
@@ -49,33 +70,45 @@ def test_the_harness_runs_a_node_per_process_with_affected_and_clean_responses(r
     assert any(r.status == 499 for r in run["reqs"]) and any(r.placeholder for r in run["reqs"])
 
 
-def test_investigate_confirms_no_clean_response(run: dict[str, Any]) -> None:
-    assert run["row"]["false_confirmed"] == 0
+# what today's plugin fails, as measured on this module's runs (seed 7 at page size 1, seed 8 at 16,
+# 120 requests, immediate release, observe): (release, page size, column) -> the figure
+MEASURED = {
+    ("0.5.23", 1, "false_pairs"): "2 confirmed pairs name a source the recipient never read",
+    ("0.5.23", 16, "false_pairs"): "1 confirmed pair names a source the recipient never read",
+    ("0.5.23", 16, "missed"): "investigate misses 4 of 12 affected responses",
+    ("0.5.23", 1, "guard_false_alarms"): "the guard alarms on 32 clean requests",
+    ("0.5.23", 16, "guard_false_alarms"): "the guard alarms on 62 clean requests",
+    ("0.5.23", 1, "guard_misses"): "the guard does not flag 1 of 9 leaking responses",
+    ("0.5.23", 16, "guard_misses"): "the guard does not flag 1 of 12 leaking responses",
+    ("0.5.11", 1, "guard_false_alarms"): "the guard alarms on 32 clean requests",
+    ("0.5.11", 1, "guard_misses"): "the guard does not flag 1 of 9 leaking responses",
+}
 
 
-FALSE_PAIRS = "#48: confirmed pairs name a source the recipient never read (2 at ps1 seed 7; 4-12 at seed 101)"
+def _none(run: dict[str, Any], request: Any, column: str) -> None:
+    import importlib.metadata
+
+    why = MEASURED.get((importlib.metadata.version("sglang"), run["ps"], column))
+    if why is not None:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=f"#48: {why}"))
+    assert run["row"][column] == 0
 
 
-@pytest.mark.xfail(strict=True, reason=FALSE_PAIRS)
-def test_investigate_names_no_false_source(run: dict[str, Any]) -> None:
-    assert run["row"]["false_pairs"] == 0
+def test_investigate_confirms_no_clean_response(run: dict[str, Any], request: Any) -> None:
+    _none(run, request, "false_confirmed")
+
+
+def test_investigate_names_no_false_source(run: dict[str, Any], request: Any) -> None:
+    _none(run, request, "false_pairs")
 
 
 def test_investigate_misses_no_affected_response(run: dict[str, Any], request: Any) -> None:
-    if run["ps"] == 16:
-        request.applymarker(pytest.mark.xfail(strict=True, reason="#48: at page size 16 investigate misses "
-                                              "affected responses (6 of 27: seed 101, 300 requests)"))  # fmt: skip
-    assert run["row"]["missed"] == 0
+    _none(run, request, "missed")
 
 
-FALSE_ALARMS = "#48: the guard alarms on clean requests (155-213 per run of 300 requests, seed 101)"
+def test_the_guard_raises_no_false_alarm(run: dict[str, Any], request: Any) -> None:
+    _none(run, request, "guard_false_alarms")
 
 
-@pytest.mark.xfail(strict=True, reason=FALSE_ALARMS)
-def test_the_guard_raises_no_false_alarm(run: dict[str, Any]) -> None:
-    assert run["row"]["guard_false_alarms"] == 0
-
-
-@pytest.mark.xfail(strict=True, reason="#48: the guard does not flag every leaking response (seeds 7 and 8)")
-def test_the_guard_flags_every_leaking_response(run: dict[str, Any]) -> None:
-    assert run["row"]["guard_misses"] == 0
+def test_the_guard_flags_every_leaking_response(run: dict[str, Any], request: Any) -> None:
+    _none(run, request, "guard_misses")

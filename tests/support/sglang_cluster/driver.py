@@ -29,7 +29,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from tests.support.sglang_cluster.node import ENDPOINT_PORT, serve
+from tests.support.sglang_cluster.node import ENDPOINT_PORT, paged_refusal, serve
 
 PREFILLS, DECODES = ("prefill-0", "prefill-1"), ("decode-0", "decode-1")
 LIMIT = 256  # the prefill's input limit: a longer prompt is replaced by a 1-token placeholder
@@ -91,18 +91,16 @@ def workload(s: Setup) -> list[Req]:
 
 
 class Cluster:
+    """The four node processes. A module of tests starts them once and runs several setups in them
+    (reset: the plugin configured anew, new SGLang objects), since starting them (each imports SGLang)
+    costs most of a short run."""
+
     def __init__(self, s: Setup, out: Path) -> None:
         self.ctx = mp.get_context("spawn")
         self.pipes: dict[str, Any] = {}
         self.procs: dict[str, Any] = {}
         self.pids: dict[str, int] = {}
-        peers = ",".join(f"10.0.0.{k + 1}:{ENDPOINT_PORT + k}={d}" for k, d in enumerate(DECODES))
-        for name in PREFILLS + DECODES:
-            env = {"KVF_SGLANG_DIR": str(out / "plugin" / name), "KVF_SGLANG_NODE": name,
-                   "KVF_SGLANG_GUARD": s.guard, "KVF_SGLANG_FORMAT": "jsonl", "KVF_SGLANG_PEERS": peers}  # fmt: skip
-            role = "decode" if name.startswith("decode") else "prefill"
-            spec = {"name": name, "role": role, "page_size": s.page_size, "env": env, "rows": 512,
-                    "pool": s.pool if role == "decode" else 4 * s.pool, "context": 2 * LIMIT + 64}  # fmt: skip
+        for name, spec in _specs(s, out).items():
             a, b = self.ctx.Pipe()
             p = self.ctx.Process(target=serve, args=(b, spec), name=name, daemon=True)
             p.start()
@@ -114,6 +112,10 @@ class Cluster:
                 raise RuntimeError(f"{name} did not start: {hello.get('error')}")
             self.pids[name] = hello["pid"]
 
+    def reset(self, s: Setup, out: Path) -> None:
+        for name, spec in _specs(s, out).items():
+            self.call(name, "reset", spec)
+
     def call(self, node: str, cmd: str, *args: Any) -> dict[str, Any]:
         self.pipes[node].send((cmd, args))
         out: dict[str, Any] = self.pipes[node].recv()
@@ -122,25 +124,70 @@ class Cluster:
         return out
 
     def shutdown(self) -> None:
+        """Every node told to exit at once; one still alive after 5 s (each run closed its recorders
+        before) is terminated."""
+        for name, p in self.procs.items():
+            if p.is_alive():
+                try:
+                    self.pipes[name].send(("exit", ()))
+                except OSError:
+                    pass
+        end = time.time() + 5
         for p in self.procs.values():
-            p.join(timeout=10)
+            p.join(timeout=max(0.1, end - time.time()))
             if p.is_alive():
                 p.terminate()
+                p.join(timeout=5)
 
 
-def run(out: Path, s: Setup) -> dict[str, Any]:
+def _specs(s: Setup, out: Path) -> dict[str, dict[str, Any]]:
+    peers = ",".join(f"10.0.0.{k + 1}:{ENDPOINT_PORT + k}={d}" for k, d in enumerate(DECODES))
+    specs = {}
+    for name in PREFILLS + DECODES:
+        env = {"KVF_SGLANG_DIR": str(out / "plugin" / name), "KVF_SGLANG_NODE": name,
+               "KVF_SGLANG_GUARD": s.guard, "KVF_SGLANG_FORMAT": "jsonl", "KVF_SGLANG_PEERS": peers}  # fmt: skip
+        role = "decode" if name.startswith("decode") else "prefill"
+        specs[name] = {"name": name, "role": role, "page_size": s.page_size, "env": env, "rows": 512,
+                       "pool": s.pool if role == "decode" else 4 * s.pool, "context": 2 * LIMIT + 64}  # fmt: skip
+    return specs
+
+
+def refusal(s: Setup) -> str | None:
+    """Why this venv's SGLang release cannot run `s`, or None: 0.5.11's paged allocator runs only its
+    Triton kernel (node.paged_refusal), and 0.5.11 has no deferred release (DecodeTransferQueue.
+    _defer_release and the prefill's ABORT_ACK come with 0.5.23)."""
+    import importlib.metadata
+
+    rel = importlib.metadata.version("sglang")
+    old = tuple(int(x) for x in rel.split(".")[:3]) < (0, 5, 23)
+    if old and s.page_size > 1:
+        return paged_refusal(rel)
+    if old and s.release == "deferred":
+        return f"SGLang {rel} has no deferred KV release (DecodeTransferQueue._defer_release, 0.5.23 on)"
+    return None
+
+
+def run(out: Path, s: Setup, cluster: Cluster | None = None) -> dict[str, Any]:
     """One run: OUT/plugin/<node> the plugin's output per node, OUT/bundle the evidence bundle.
-    Returns the requests (with their truth), the node processes' pids and what each closed with."""
+    Returns the requests (with their truth), the node processes' pids and what each closed with.
+    With `cluster`, the run reuses its processes (reset) and leaves them running; else it starts its
+    own and stops them."""
+    why = refusal(s)
+    if why is not None:
+        raise RuntimeError(why)
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     reqs = workload(s)
-    c = Cluster(s, out)
+    c = cluster or Cluster(s, out)
+    if cluster is not None:
+        c.reset(s, out)
     logs: dict[str, list[tuple[float, str]]] = {n: [] for n in PREFILLS + DECODES}
     try:
         _drive(c, s, reqs, logs)
         closed = {n: c.call(n, "close") for n in PREFILLS + DECODES}
     finally:
-        c.shutdown()
+        if cluster is None:
+            c.shutdown()
     write_bundle(out / "bundle", s, reqs, logs, out / "plugin")
     return {"reqs": reqs, "pids": c.pids, "closed": closed}
 
@@ -162,7 +209,8 @@ def _drive(c: Cluster, s: Setup, reqs: list[Req], logs: dict[str, list[tuple[flo
             if t == tick:
                 r = by_room[room]
                 c.call(r.decode, "abort", room, s.release == "immediate")
-                c.call(r.prefill, "abort_notice", room)
+                k = DECODES.index(r.decode)
+                c.call(r.prefill, "abort_notice", room, (f"10.0.0.{k + 1}", ENDPOINT_PORT + k))
                 r.status, r.t1 = 499, time.time()
                 logs[r.decode].append((r.t1, f"Decode transfer failed for request rank=0 decode_req.req.rid='d{r.rid}' "
                                        f"decode_req.req.bootstrap_room={room} with exception KVTransferError("

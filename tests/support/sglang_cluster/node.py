@@ -4,21 +4,31 @@ The plugin is on only as an operator switches it on: the KVF_SGLANG_* variables 
 process's environment before SGLang's own load_plugins() runs (python/sglang/srt/plugins/__init__.py),
 which calls the plugin's entry point and applies its hooks to SGLang's classes. Nothing here installs
 a runtime or links nodes: the plugin makes its runtime on the first allocator call (hooks._ensure).
+A process serves several runs in turn: between them, reset sets the next run's variables, has the
+plugin read them again (hooks.configure) and drops the closed runtime (hooks.install(None)).
 
-What is SGLang's own code, run as a server runs it (0.5.23, python/sglang/srt/...):
-- the KV allocator: mem_cache/allocator/token.py TokenToKVPoolAllocator (page size 1) and
-  mem_cache/allocator/paged.py PagedTokenToKVPoolAllocator (page size 16, its torch-native
-  alloc_extend / alloc_decode: use_triton_kernels off, as on a CPU platform);
+What is SGLang's own code, run as a server runs it (python/sglang/srt/..., 0.5.23 and 0.5.11 alike
+unless said):
+- the KV allocator: TokenToKVPoolAllocator (page size 1; 0.5.23 mem_cache/allocator/token.py, 0.5.11
+  mem_cache/allocator.py) and, on 0.5.23 only, mem_cache/allocator/paged.py PagedTokenToKVPoolAllocator
+  (page size 16, its torch-native alloc_extend / alloc_decode: use_triton_kernels off, as on a CPU
+  platform); 0.5.11's paged allocator has only its Triton kernel, which crashes under TRITON_INTERPRET,
+  so page size 16 is refused there with that reason (paged_refusal);
 - the rows: mem_cache/memory_pool.py ReqToTokenPool (prefill), disaggregation/decode.py
   DecodeReqToTokenPool (decode);
 - the decode pre-allocation: disaggregation/decode.py DecodePreallocQueue._pre_alloc (with its
-  alloc_for_decode_prealloc), on a queue made without its __init__ (which starts the transfer
+  alloc_for_decode_prealloc on 0.5.23), on a queue made without its __init__ (which starts the transfer
   manager and its threads) and given the attributes _pre_alloc reads;
 - the forward pass entry: managers/scheduler.py Scheduler.run_batch, on a Scheduler made without its
   __init__ and given what run_batch reads on the plain (non-overlap, non-speculative) path;
 - the transfer: disaggregation/mooncake/conn.py MooncakeKVManager.add_transfer_request on the prefill,
-  CommonKVManager.update_status / conclude_transfer (disaggregation/common/conn.py) on both sides, the
-  decode side's poll read by check_status (what CommonKVReceiver.poll returns on a single rank).
+  CommonKVManager.update_status (disaggregation/common/conn.py) on both sides; the room's end through
+  conclude_transfer (0.5.23) or, on 0.5.11, the update_status(room, Success) its transfer_worker makes
+  after the last chunk; the decode side's MooncakeKVReceiver (made without its __init__, which
+  bootstraps over HTTP) with its own poll() (0.5.23: CommonKVReceiver.poll) deciding admission and its
+  own abort() on a client abort (0.5.23: the room turns Failed in the manager; 0.5.11: only the
+  receiver's conclude_state); the prefill's MooncakeKVManager._handle_abort_notification on the ABORT
+  message (0.5.23; 0.5.11 has no such message, the prefill never learns of the abort).
 
 What is a stub (it needs a GPU, RDMA devices or a network):
 - the model forward (model_worker.forward_batch_generation): it reads the KV buffer (a CPU tensor,
@@ -28,11 +38,17 @@ What is a stub (it needs a GPU, RDMA devices or a network):
 - the Mooncake transfer worker's RDMA write: the prefill returns the chunk's destination slots to the
   driver, which delivers them to the decode process as a message that writes those slots of its KV
   buffer, possibly late (after an abort freed them and another request took them);
-- the zmq status and abort messages: relayed by the driver (send_kv_status_message captured; the
-  abort as update_status(room, Failed), what _handle_legacy_abort_notification does);
+- the zmq messages (status, ABORT, ABORT_ACK): relayed by the driver (send_kv_status_message and
+  _send_multipart_locked captured), and the decode thread's handling of a status message
+  (update_status, as its decode_thread does);
+- the deferred release (0.5.23 DecodeTransferQueue._defer_release / resolve_deferred_releases): the
+  driver holds an aborted request's pages until the prefill concluded the room or a timeout in ticks,
+  then releases them (SGLang's own needs the ABORT_ACK generations, a gloo group and metadata buffers);
 - the decode radix cache (off: --disaggregation-decode-enable-radix-cache is off by default) and
   release_kv_cache: a request's slots go back through the allocator's own free() and its row through
-  the pool's own free(), which is what ChunkCache.cache_finished_req does (mem_cache/chunk_cache.py).
+  the pool's own free(), which is what ChunkCache.cache_finished_req does (mem_cache/chunk_cache.py);
+- imports: stubs.py stands in for sgl_kernel (CUDA kernels) and for the pure-Python packages a venv
+  lacks (scripts/sglang_test_venv.sh installs all but openai, and compressed_tensors on 0.5.11).
 """
 
 from __future__ import annotations
@@ -89,13 +105,31 @@ class Node:
         from sglang.srt.disaggregation import decode as D
         from sglang.srt.disaggregation.mooncake import conn
         from sglang.srt.disaggregation.utils import DisaggregationMode
-        from sglang.srt.managers.schedule_batch import ReqKvInfo
+        from sglang.srt.managers import schedule_batch
         from sglang.srt.managers.scheduler import Scheduler
         from sglang.srt.mem_cache import memory_pool
         from sglang.srt.model_executor.forward_batch_info import ForwardMode
 
-        self.sg, self.torch, self.D, self.conn, self.ReqKvInfo = sg, sg.torch, D, conn, ReqKvInfo
+        # 0.5.23 keeps a request's KV bookkeeping in Req.kv (schedule_batch.ReqKvInfo); 0.5.11 on the
+        # Req itself (req_pool_idx, kv_allocated_len): there the stand-in's kv is the request
+        self.sg, self.torch, self.D, self.conn = sg, sg.torch, D, conn
+        self.ReqKvInfo = getattr(schedule_batch, "ReqKvInfo", None)
+        self.version = sg.sglang.__version__  # not `release`: the command of that name
+        self.classes = (Scheduler, DisaggregationMode, memory_pool)
         self.ForwardMode, self.KVPoll = ForwardMode, conn.KVPoll
+        self.setup(spec)
+
+    def setup(self, spec: dict[str, Any]) -> None:
+        """A run's state: the allocator, rows, queue, scheduler and manager, new (the imports and the
+        plugin's hooks stay as load_plugins() applied them)."""
+        Scheduler, DisaggregationMode, memory_pool = self.classes
+        sg, D = self.sg, self.D
+        if (
+            spec["page_size"] > 1
+            and not hasattr(sg.A.PagedTokenToKVPoolAllocator, "alloc_extend_naive")
+            and ("use_triton_kernels" not in sg.A.PagedTokenToKVPoolAllocator.__init__.__code__.co_names)
+        ):
+            raise RuntimeError(paged_refusal(self.version))
         self.name, self.role, self.ps = spec["name"], spec["role"], spec["page_size"]
         size, rows, ctx = spec["pool"], spec["rows"], spec["context"]
         torch = sg.torch
@@ -111,7 +145,9 @@ class Node:
             q = object.__new__(D.DecodePreallocQueue)
             q.req_to_token_pool, q.token_to_kv_pool_allocator = self.pool, self.alloc
             q.token_to_kv_pool = None  # not an SWA pool: _uses_swa_tail_prealloc is False
-            q.scheduler = SimpleNamespace(enable_hisparse=False, sliding_window_size=None)
+            q.scheduler = SimpleNamespace(
+                enable_hisparse=False, sliding_window_size=None, server_args=_server_args()
+            )  # 0.5.11 reads the args from here
             q.tree_cache = _Nothing()  # maybe_hand_to_session: the decode radix cache is off
             self.queue = q
         else:
@@ -125,6 +161,7 @@ class Node:
         self.out_left: dict[int, int] = {}
         self.truth: dict[int, dict[str, Any]] = {}  # room -> what its forward passes read
         self.prefill_slots: dict[int, Any] = {}
+        self.receivers: dict[int, Any] = {}  # decode: room -> its MooncakeKVReceiver
 
     # --- SGLang objects made without their __init__ ------------------------------------------------
     def _scheduler(self, Scheduler: Any, mode: Any) -> Any:
@@ -138,6 +175,10 @@ class Node:
         s.scripted_scheduler_hook, s.forward_sleep_time = None, None
         s.enable_unified_cache_external_linker, s.attn_dp_enabled = False, False
         s.metrics_reporter, s.profiler_manager = _Nothing(), _Nothing()
+        # 0.5.11's run_batch reads the server args and the profiler's counters (scheduler_profiler_mixin.py
+        # _profile_batch_predicate): no profile requested
+        s.server_args, s.profile_by_stage = _server_args(), False
+        s.profiler_target_forward_ct, s.profiler_start_forward_ct = None, None
         s.spec_algorithm = SimpleNamespace(is_none=lambda: True)
         s.future_map = None
         s.model_worker = SimpleNamespace(forward_batch_generation=self._forward)
@@ -153,8 +194,21 @@ class Node:
         m.deferred_bootstrap, m.enable_deferred_decode_kv_release = None, False
         m._deferred_ack_targets, m._deferred_ack_poisoned_rooms, m._staging_outstanding = {}, set(), {}
         m.failure_lock, m.failure_records = threading.Lock(), {}
+        m.waiting_timeout = 3600.0  # SGLANG_DISAGGREGATION_WAITING_TIMEOUT: the driver's ticks decide
         m.send_kv_status_message = lambda **kw: self.sent.append(kw)  # the zmq status message: relayed
+        m._send_multipart_locked = lambda *a, **kw: self.sent.append({"multipart": a})  # the ABORT_ACK
         return m
+
+    def _receiver(self, room: int) -> Any:
+        """The decode's receiver of a room (mooncake/conn.py MooncakeKVReceiver, made without its
+        __init__, which bootstraps over HTTP): its own poll() and abort() run; it has published no
+        bootstrap infos, so its abort sends no ABORT message (the driver relays the abort to the
+        prefill)."""
+        rc = object.__new__(self.conn.MooncakeKVReceiver)
+        rc.kv_mgr, rc.bootstrap_room, rc.conclude_state, rc.init_time = self.mgr, room, None, None
+        rc.abort_notified = False
+        rc.trace_ctx = _Nothing()
+        return rc
 
     # --- the model forward (stub) ------------------------------------------------------------------
     def _forward(self, batch: Any, **kw: Any) -> Any:
@@ -170,7 +224,7 @@ class Node:
             t["sources"].update(foreign.tolist())
             t["slots"] += int(foreign.numel())
         self.kv[batch.out_cache_loc.to(self.torch.int64)] = self._out_rooms(batch)
-        return SimpleNamespace(has_sampled_token_ids=False, extend_input_len_per_req=None)
+        return SimpleNamespace(has_sampled_token_ids=False, extend_input_len_per_req=None, next_token_ids=None)
 
     def _out_rooms(self, batch: Any) -> Any:
         n = batch.out_lens
@@ -195,13 +249,18 @@ class Node:
             input_ids=torch.zeros(len(reqs), dtype=torch.int64),  # token ids: the stub forward reads none
             enable_overlap=False,
         )
+        batch.get_model_worker_batch = lambda: batch  # 0.5.11 hands the model worker this batch's copy
         type(self.sched).run_batch(self.sched, batch)  # the class's attribute: the plugin's hook around it
 
     # --- requests ----------------------------------------------------------------------------------
     def _req(self, room: int, rid: str, n: int) -> Any:
-        r = SimpleNamespace(rid=rid, bootstrap_room=room, kv=self.ReqKvInfo(), origin_input_ids=[0] * n,
-                            output_ids=[], to_finish=None, finished_reason=None, prefix_len=0,
-                            is_chunked=0)  # fmt: skip
+        r = SimpleNamespace(rid=rid, bootstrap_room=room, origin_input_ids=[0] * n, output_ids=[], to_finish=None,
+                            finished_reason=None, prefix_len=0, is_chunked=0, time_stats=_Nothing(),
+                            set_extend_input_len=lambda k: None)  # fmt: skip
+        if self.ReqKvInfo is not None:
+            r.kv = self.ReqKvInfo()
+        else:
+            r.req_pool_idx, r.kv_allocated_len, r.kv_committed_len, r.kv = None, 0, 0, r
         self.reqs[room] = r
         return r
 
@@ -260,18 +319,26 @@ class Node:
             chunks.append(self._slots_of_pages(dst).tolist())
         return {"ok": True, "chunks": chunks}
 
-    def abort_notice(self, room: int) -> dict[str, Any]:
-        """Decode's ABORT reached the prefill: the room turns Failed if still active."""
-        st = self.mgr.request_status.get(room)
-        if st is not None and st != self.KVPoll.Success:
-            self.mgr.update_status(room, self.KVPoll.Failed)
+    def abort_notice(self, room: int, decode: tuple[str, int]) -> dict[str, Any]:
+        """Decode's ABORT message reaches the prefill (0.5.23: mooncake/conn.py
+        MooncakeKVManager._handle_abort_notification, the room turns Failed if still active and the
+        ABORT_ACK goes back). 0.5.11 has no such message: the prefill never learns of the abort."""
+        handle = getattr(self.mgr, "_handle_abort_notification", None)
+        if handle is not None:
+            from sglang.srt.disaggregation.common.conn import AbortNotification
+
+            handle(AbortNotification(room=room, decode_ip=decode[0], decode_port=decode[1]).to_zmq())
         return {"status": int(self.mgr.request_status.get(room, -1))}
 
     def conclude(self, room: int, host: str, port: int) -> dict[str, Any]:
         """The transfer worker's end of the room: Success, which the manager turns into Failed where
         the room already failed; the status message goes to decode; the prefill releases the request."""
         self.sent.clear()
-        out = self.mgr.conclude_transfer(bootstrap_room=room, status=self.KVPoll.Success, targets=[(host, port)])
+        if hasattr(self.mgr, "conclude_transfer"):  # 0.5.23: disaggregation/common/conn.py
+            out = self.mgr.conclude_transfer(bootstrap_room=room, status=self.KVPoll.Success, targets=[(host, port)])
+        else:  # 0.5.11: mooncake/conn.py transfer_worker's last chunk, then sync_status_to_decode_endpoint
+            self.mgr.update_status(room, self.KVPoll.Success)
+            out = self.mgr.check_status(room)
         self.mgr.request_status.pop(room, None)
         self.mgr.transfer_infos.pop(room, None)
         self._release(room)
@@ -286,6 +353,7 @@ class Node:
         loc = self.queue._pre_alloc(r)
         self.mgr.update_status(room, self.KVPoll.Bootstrapping)
         self.mgr.update_status(room, self.KVPoll.WaitingForInput)
+        self.receivers[room] = self._receiver(room)
         pages = np.unique(loc.numpy().astype(np.int64) // self.ps)
         return {"ok": True, "pages": pages.tolist()}
 
@@ -297,12 +365,14 @@ class Node:
         return {"held_by_other": room not in holders}
 
     def status(self, room: int, status: int) -> dict[str, Any]:
+        """The prefill's status message, as the decode thread applies it (update_status)."""
         self.mgr.update_status(room, status)  # KVPoll: plain ints
         return {"poll": int(self.mgr.check_status(room)) if room in self.mgr.request_status else -1}
 
     def admit(self, room: int, out_len: int) -> dict[str, Any]:
-        """pop_transferred: a room polled Success joins the running batch."""
-        if room not in self.mgr.request_status or self.mgr.check_status(room) != self.KVPoll.Success:
+        """pop_transferred: the room's receiver polled (its own poll()); Success joins the running batch."""
+        rc = self.receivers.pop(room, None)
+        if rc is None or room not in self.mgr.request_status or rc.poll() != self.KVPoll.Success:
             return {"ok": False}
         self.mgr.request_status.pop(room, None)
         self.running.append(room)
@@ -312,8 +382,9 @@ class Node:
     def abort(self, room: int, release: bool) -> dict[str, Any]:
         """The client's abort of a request still in the transfer queue: the room turns Failed (the
         receiver's abort()), and its pages go back now (release) or when the driver says (deferred)."""
-        if room in self.mgr.request_status:
-            self.mgr.update_status(room, self.KVPoll.Failed)
+        rc = self.receivers.pop(room, None)
+        if rc is not None and room in self.mgr.request_status:
+            rc.abort()  # 0.5.23: update_status(room, Failed) too; 0.5.11: its conclude_state only
         if release:
             self._release(room)
         return {"ok": True}
@@ -359,6 +430,19 @@ class Node:
                 self._release(room)
         return {"ended": ended}
 
+    def reset(self, spec: dict[str, Any]) -> dict[str, Any]:
+        """The next run in this process: the operator's variables of `spec` read again
+        (forensics.sglang.config.load, hooks.configure), the runtime dropped so the first allocator
+        call makes a new one (hooks._ensure), and a new setup. The driver closes the run before."""
+        from forensics.sglang import config, hooks
+
+        for k, v in spec["env"].items():
+            os.environ[k] = v
+        hooks.configure(config.load())
+        hooks.install(None)
+        self.setup(spec)
+        return {"ok": True, "pid": os.getpid()}
+
     def close(self) -> dict[str, Any]:
         from forensics.sglang import hooks, targets
 
@@ -371,10 +455,25 @@ class Node:
                 "stats": vars(rt.stats) if rt is not None else {}}  # fmt: skip
 
 
+def paged_refusal(release: str) -> str:
+    return (f"SGLang {release}'s PagedTokenToKVPoolAllocator runs alloc_extend through its Triton kernel only, "
+            "which crashes under TRITON_INTERPRET=1 on CPU: page size 1 only on this release "
+            "(tests/support/sglang_drive.py refuses it alike)")  # fmt: skip
+
+
+def _server_args() -> Any:
+    """What 0.5.11 reads of ServerArgs on these paths (_pre_alloc, run_batch), at their defaults."""
+    return SimpleNamespace(disaggregation_decode_enable_radix_cache=False, enable_dp_attention=False,
+                           elastic_ep_backend=None)  # fmt: skip
+
+
 def _publish_disagg() -> None:
     """The server args' disagg namespace as _pre_alloc reads it (runtime_context.get_disagg): what a
     server publishes at start, with --disaggregation-decode-enable-radix-cache at its default (off)."""
-    from sglang.srt import runtime_context as rc
+    try:
+        from sglang.srt import runtime_context as rc
+    except ImportError:  # 0.5.11: _pre_alloc reads scheduler.server_args instead
+        return
 
     bags = rc._CONTEXT._config_bags or {}
     bags.setdefault("disagg", SimpleNamespace(disaggregation_decode_enable_radix_cache=False))
@@ -405,5 +504,5 @@ def serve(conn: Connection, spec: dict[str, Any]) -> None:
 
             out = {"error": f"{cmd}: {type(err).__name__}: {err}\n{traceback.format_exc()}"}
         conn.send(out)
-        if cmd == "close":
+        if cmd == "exit":
             return

@@ -1,8 +1,8 @@
-"""Import stand-ins for the packages SGLang 0.5.23's scheduler and decode modules import at module level
+"""Import stand-ins for the packages SGLang's scheduler and decode modules (0.5.11, 0.5.23) import at module level
 but never call on the paths the cluster driver runs (the OpenAI protocol types, the HTTP server, the
-function-call parsers, process titles), and for sglang.srt.configs (model configs, registered with
-transformers at import). The test venv (scripts/sglang_test_venv.sh) does not install them; with them
-installed the stand-ins are not used (only a failing import reaches the finder's list).
+function-call parsers, process titles, 0.5.11's quantization packages and CUDA kernels), and for
+sglang.srt.configs (model configs, registered with transformers at import). A stand-in is used only for
+a package this venv lacks (ROOTS: the ones absent when install() runs).
 
 A stand-in module's every attribute is a class that takes any arguments, can be subclassed (also as a
 pydantic field type or a TypedDict base), called as a decorator (it returns the function), iterated
@@ -18,8 +18,12 @@ import sys
 import types
 from typing import Any
 
-# top-level packages stood in when absent; sglang.srt.configs always (forensics.sglang.cpu.STUB_CONFIGS)
-ROOTS = ("openai", "setproctitle", "partial_json_parser", "dill", "einops", "uvicorn", "fastapi")
+# top-level packages stood in when absent; sglang.srt.configs always (forensics.sglang.cpu.STUB_CONFIGS).
+# sgl_kernel is CUDA kernels (0.5.11's scheduler imports memory_pool_host, which imports its kvcacheio);
+# openai, and compressed_tensors on 0.5.11, scripts/sglang_test_venv.sh leaves out (it says why); the rest
+# it installs (a venv it did not build may lack them)
+ROOTS = ("sgl_kernel", "compressed_tensors", "gguf", "openai", "setproctitle", "partial_json_parser", "dill",
+         "einops", "uvicorn", "fastapi")  # fmt: skip
 PACKAGES = ("sglang.srt.configs",)
 
 
