@@ -8,9 +8,12 @@ room turns Failed; its pages go back at once, immediate release, or are held unt
 in-flight write drained or a timeout, deferred release: decode.py _defer_release /
 resolve_deferred_releases with enable_deferred_kv_release); transfers that are due land (the RDMA
 write: a message that writes the destination slots of the decode's KV buffer, after an abort freed
-them where the abort came first) and the prefill concludes the room (conclude_transfer: Success, or
-Failed where the room failed), its status relayed to the decode, which admits the room to its
-running batch on Success; every decode node runs one step of its batch (Scheduler.run_batch).
+them where the abort came first; the metadata row prefill filled rides with the last chunk) and the
+prefill concludes the room (conclude_transfer: Success, or Failed where the room failed), its status
+relayed to the decode (also for a room decode aborted), which commits the room on Success
+(_commit_transfer_to_req, where the guard checks it first; a request it refuses there ends with no
+forward pass, and its truth is what its row's slots hold at that moment) and admits it to its
+running batch; every decode node runs one step of its batch (Scheduler.run_batch).
 
 Truth: what each decode forward pass read (node.py's stub forward reads the KV buffer the transfers
 and the decode steps wrote): a response attended another request's KV when a slot its row names held
@@ -194,7 +197,8 @@ def run(out: Path, s: Setup, cluster: Cluster | None = None) -> dict[str, Any]:
 
 def _drive(c: Cluster, s: Setup, reqs: list[Req], logs: dict[str, list[tuple[float, str]]]) -> None:
     pending = list(reqs)
-    flight: dict[int, tuple[Req, int, list[list[int]]]] = {}  # room -> (req, landing tick, chunks)
+    # room -> (req, landing tick, chunks, metadata row, decode's metadata row index)
+    flight: dict[int, tuple[Req, int, list[list[int]], dict[str, Any], int]] = {}
     aborts: dict[int, int] = {}  # room -> abort tick
     held: dict[int, int] = {}  # room -> tick its deferred release falls due (the timeout)
     by_room = {r.room: r for r in reqs}
@@ -218,18 +222,23 @@ def _drive(c: Cluster, s: Setup, reqs: list[Req], logs: dict[str, list[tuple[flo
                 if s.release == "deferred":
                     held[room] = tick + s.timeout_ticks
         for room in [rm for rm, f in flight.items() if f[1] == tick]:
-            r, _, chunks = flight.pop(room)
-            for slots in chunks:
-                c.call(r.decode, "land", room, slots)
+            r, _, chunks, meta, aux = flight.pop(room)
+            for k, slots in enumerate(chunks):  # the metadata row rides with the last chunk
+                last = k == len(chunks) - 1
+                c.call(r.decode, "land", room, slots, meta if last else None, aux)
             host = f"10.0.0.{DECODES.index(r.decode) + 1}"
             st = c.call(r.prefill, "conclude", room, host, ENDPOINT_PORT + DECODES.index(r.decode))["status"]
+            c.call(r.decode, "status", room, st)  # also for a room decode aborted: its transfer is over
             if room in held:  # the in-flight write drained: the prefill's ack releases the held pages
                 c.call(r.decode, "release", room)
                 held.pop(room)
             elif r.status != 499:
-                c.call(r.decode, "status", room, st)
-                if c.call(r.decode, "admit", room, r.out)["ok"]:
+                got = c.call(r.decode, "admit", room, r.out)
+                if got["ok"]:
                     running.add(room)
+                elif got.get("refused"):  # the guard refused it at the commit: no forward pass ran
+                    r.decoded, r.refused, r.sources, r.slots, r.t1 = True, True, got["sources"], got["slots"], got["t"]
+                    r.status = 500
                 else:
                     r.status, r.t1 = 500, time.time()
         for room, due in sorted(held.items()):
@@ -263,7 +272,7 @@ def _arrive(c: Cluster, r: Req, tick: int, flight: dict, aborts: dict[int, int],
     sent = c.call(r.prefill, "prefill", r.room, f"p{r.rid}", n, got["pages"], (f"10.0.0.{k + 1}", ENDPOINT_PORT + k))
     logs[r.prefill].append((time.time(), f"Req Time Stats(rid=p{r.rid}, bootstrap_room={r.room}, input len={n}, "
                             f"output len=1, type=prefill): forward_duration=0.01"))  # fmt: skip
-    flight[r.room] = (r, tick + r.land_after, sent["chunks"])
+    flight[r.room] = (r, tick + r.land_after, sent["chunks"], sent["meta"], got["aux"])
     if r.abort_after is not None:
         aborts[r.room] = tick + r.abort_after
 

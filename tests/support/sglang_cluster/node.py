@@ -28,7 +28,15 @@ unless said):
   bootstraps over HTTP) with its own poll() (0.5.23: CommonKVReceiver.poll) deciding admission and its
   own abort() on a client abort (0.5.23: the room turns Failed in the manager; 0.5.11: only the
   receiver's conclude_state); the prefill's MooncakeKVManager._handle_abort_notification on the ABORT
-  message (0.5.23; 0.5.11 has no such message, the prefill never learns of the abort).
+  message (0.5.23; 0.5.11 has no such message, the prefill never learns of the abort);
+- the transfer protocol's points the guard hooks: the receiver's send_metadata after _pre_alloc
+  (0.5.23 CommonKVReceiver.send_metadata, 0.5.11 MooncakeKVReceiver.send_metadata: the destination
+  pages and the metadata row index from ReqToMetadataIdxAllocator); the prefill's
+  MetadataBuffers.set_buf (disaggregation/utils.py, CPU buffers) for the first output token; decode's
+  DecodeTransferQueue._commit_transfer_to_req (made without its __init__) on Success, which reads the
+  metadata row; the prefill's status on decode through CommonKVManager.apply_prefill_status (0.5.23;
+  0.5.11's decode_thread closure calls update_status, which the driver calls alike), also for a room
+  decode aborted.
 
 What is a stub (it needs a GPU, RDMA devices or a network):
 - the model forward (model_worker.forward_batch_generation): it reads the KV buffer (a CPU tensor,
@@ -38,9 +46,12 @@ What is a stub (it needs a GPU, RDMA devices or a network):
 - the Mooncake transfer worker's RDMA write: the prefill returns the chunk's destination slots to the
   driver, which delivers them to the decode process as a message that writes those slots of its KV
   buffer, possibly late (after an abort freed them and another request took them);
-- the zmq messages (status, ABORT, ABORT_ACK): relayed by the driver (send_kv_status_message and
-  _send_multipart_locked captured), and the decode thread's handling of a status message
-  (update_status, as its decode_thread does);
+- the zmq messages (status, ABORT, ABORT_ACK, the receiver's metadata message): relayed by the driver
+  (send_kv_status_message, _send_multipart_locked and the receiver's bootstrap socket captured), and
+  the decode thread's handling of a status message (apply_prefill_status or update_status, above);
+- the metadata row's RDMA write: the prefill returns its filled row (every MetadataBuffers tensor's
+  row) and the driver writes it into the decode's MetadataBuffers row with the room's last chunk,
+  at the index decode sent, whoever holds that row by then;
 - the deferred release (0.5.23 DecodeTransferQueue._defer_release / resolve_deferred_releases): the
   driver holds an aborted request's pages until the prefill concluded the room or a timeout in ticks,
   then releases them (SGLang's own needs the ABORT_ACK generations, a gloo group and metadata buffers);
@@ -103,6 +114,7 @@ class Node:
 
         load_plugins()  # the plugin's register() under the KVF_SGLANG_* of this process
         from sglang.srt.disaggregation import decode as D
+        from sglang.srt.disaggregation import utils as U
         from sglang.srt.disaggregation.mooncake import conn
         from sglang.srt.disaggregation.utils import DisaggregationMode
         from sglang.srt.managers import schedule_batch
@@ -112,7 +124,7 @@ class Node:
 
         # 0.5.23 keeps a request's KV bookkeeping in Req.kv (schedule_batch.ReqKvInfo); 0.5.11 on the
         # Req itself (req_pool_idx, kv_allocated_len): there the stand-in's kv is the request
-        self.sg, self.torch, self.D, self.conn = sg, sg.torch, D, conn
+        self.sg, self.torch, self.D, self.conn, self.U = sg, sg.torch, D, conn, U
         self.ReqKvInfo = getattr(schedule_batch, "ReqKvInfo", None)
         self.version = sg.sglang.__version__  # not `release`: the command of that name
         self.classes = (Scheduler, DisaggregationMode, memory_pool)
@@ -152,6 +164,11 @@ class Node:
             self.queue = q
         else:
             self.pool = memory_pool.ReqToTokenPool(rows, ctx, "cpu", False)
+        # the metadata rows of the first output token (disaggregation/utils.py MetadataBuffers, on CPU
+        # as a server without a custom memory pool keeps them) and their index allocator
+        self.meta = self._metadata_buffers(rows)
+        self.meta_idx = self.U.ReqToMetadataIdxAllocator(rows)
+        self.tq = self._transfer_queue(q.scheduler) if self.role == "decode" else None
         mode = DisaggregationMode.DECODE if self.role == "decode" else DisaggregationMode.PREFILL
         self.sched = self._scheduler(Scheduler, mode)
         self.mgr = self._manager(mode)
@@ -194,10 +211,36 @@ class Node:
         m.deferred_bootstrap, m.enable_deferred_decode_kv_release = None, False
         m._deferred_ack_targets, m._deferred_ack_poisoned_rooms, m._staging_outstanding = {}, set(), {}
         m.failure_lock, m.failure_records = threading.Lock(), {}
+        m.enable_staging, m._staging_handler, m.defer_decode_allocation = False, None, False
+        m.required_prefill_response_num_table, m.prefill_response_tracker = {}, {}
+        m.addr_to_rooms_tracker = __import__("collections").defaultdict(set)
+        m.local_ip, m.rank_port = f"10.0.0.{9 if self.role == 'prefill' else 8}", 17000
+        m.get_session_id = lambda: f"{self.name}:0"
         m.waiting_timeout = 3600.0  # SGLANG_DISAGGREGATION_WAITING_TIMEOUT: the driver's ticks decide
         m.send_kv_status_message = lambda **kw: self.sent.append(kw)  # the zmq status message: relayed
         m._send_multipart_locked = lambda *a, **kw: self.sent.append({"multipart": a})  # the ABORT_ACK
         return m
+
+    def _metadata_buffers(self, rows: int) -> Any:
+        import inspect
+
+        MB = self.U.MetadataBuffers
+        kw = {"max_sampling_mask_tokens": 16} if "max_sampling_mask_tokens" in inspect.signature(MB).parameters else {}
+        return MB(rows, 16, self.torch.float32, **kw)
+
+    def _transfer_queue(self, sched: Any) -> Any:
+        """The decode's DecodeTransferQueue (disaggregation/decode.py), made without its __init__ (which
+        takes the gloo group and the transfer manager), with what _commit_transfer_to_req reads: the
+        metadata buffers, the scheduler's checksum computer (off) and reasoning-token counter (a
+        collaborator that does nothing), the speculative algorithm (none), the tree cache (no HiCache)."""
+        tq = object.__new__(self.D.DecodeTransferQueue)
+        tq.metadata_buffers = self.meta
+        tq.scheduler = SimpleNamespace(kv_checksum_computer=None, batch_result_processor=_Nothing(),
+                                       req_to_token_pool=self.pool, server_args=sched.server_args,
+                                       enable_decode_hicache=False)  # fmt: skip
+        tq.spec_algorithm = SimpleNamespace(is_none=lambda: True)
+        tq.tree_cache = _Nothing()
+        return tq
 
     def _receiver(self, room: int) -> Any:
         """The decode's receiver of a room (mooncake/conn.py MooncakeKVReceiver, made without its
@@ -208,6 +251,14 @@ class Node:
         rc.kv_mgr, rc.bootstrap_room, rc.conclude_state, rc.init_time = self.mgr, room, None, None
         rc.abort_notified = False
         rc.trace_ctx = _Nothing()
+        # send_metadata's bootstrap message: one prefill rank, its zmq socket captured (the driver relays
+        # the destination to the prefill itself)
+        rc.bootstrap_infos = [{"is_dummy": False, "rank_ip": "10.0.1.1", "rank_port": 8998}]
+        rc.bootstrap_addr, rc.required_dst_info_num, rc.session_id = "10.0.1.1:8998", 1, f"{self.name}:0"
+        rc.chunk_staging_infos, rc._owns_bootstrap_room = [], True
+        rc._lifecycle_lock = threading.Lock()
+        sock = SimpleNamespace(send_multipart=lambda msg: self.sent.append({"metadata": msg}))
+        rc._connect_to_bootstrap_server = lambda info: (sock, threading.Lock())
         return rc
 
     # --- the model forward (stub) ------------------------------------------------------------------
@@ -256,7 +307,11 @@ class Node:
     def _req(self, room: int, rid: str, n: int) -> Any:
         r = SimpleNamespace(rid=rid, bootstrap_room=room, origin_input_ids=[0] * n, output_ids=[], to_finish=None,
                             finished_reason=None, prefix_len=0, is_chunked=0, time_stats=_Nothing(),
-                            set_extend_input_len=lambda k: None)  # fmt: skip
+                            set_extend_input_len=lambda k: None, bootstrap_host="10.0.1.1",
+                            pd_rebootstrap_forced_output_id=None, return_logprob=False,
+                            return_sampling_mask=False, hidden_states_tensor=None, metadata_buffer_index=-1,
+                            cached_tokens=0, cached_tokens_device=0, cached_tokens_host=0,
+                            cached_tokens_storage=0, get_mm_token_counts=lambda: (0, 0, 0))  # fmt: skip
         if self.ReqKvInfo is not None:
             r.kv = self.ReqKvInfo()
         else:
@@ -281,6 +336,9 @@ class Node:
         """The request's slots and row back: allocator.free of the row's slots (paged: by page, as the
         allocator itself does), then the pool's free (ChunkCache.cache_finished_req's two calls)."""
         r = self.reqs.pop(room, None)
+        if r is not None and getattr(r, "metadata_buffer_index", -1) >= 0:
+            self.meta_idx.free(r.metadata_buffer_index)
+            r.metadata_buffer_index = -1
         if r is None or r.kv.req_pool_idx is None:
             return
         n = int(r.kv.kv_allocated_len)
@@ -302,6 +360,12 @@ class Node:
         r.kv.kv_allocated_len = n
         self.pool.write((r.kv.req_pool_idx, slice(0, n)), loc)
         self._run([r], False, [0], [n], loc)
+        # the first output token's metadata row (process_batch_result_disagg_prefill: set_buf before
+        # the last chunk is sent), carried by RDMA with the last chunk: the driver delivers it to decode
+        r.metadata_buffer_index, r.output_ids = self.meta_idx.alloc(), [1]
+        self.meta.set_buf(r)
+        meta = {k: v[r.metadata_buffer_index].clone() for k, v in vars(self.meta).items()
+                if isinstance(v, self.torch.Tensor) and v.dim() >= 1 and v.shape[0] == self.meta_idx.size}  # fmt: skip
         m, KVPoll = self.mgr, self.KVPoll
         m.update_status(room, KVPoll.Bootstrapping)
         m.transfer_infos[room] = {f"{peer[0]}:{peer[1]}": self.conn.TransferInfo(
@@ -317,7 +381,7 @@ class Node:
             c = m.transfer_queues[0].get_nowait()
             dst = np.asarray(m.transfer_infos[c.room][f"{peer[0]}:{peer[1]}"].dst_kv_indices[c.index_slice], np.int64)
             chunks.append(self._slots_of_pages(dst).tolist())
-        return {"ok": True, "chunks": chunks}
+        return {"ok": True, "chunks": chunks, "meta": meta}
 
     def abort_notice(self, room: int, decode: tuple[str, int]) -> dict[str, Any]:
         """Decode's ABORT message reaches the prefill (0.5.23: mooncake/conn.py
@@ -346,35 +410,69 @@ class Node:
 
     # --- decode commands ---------------------------------------------------------------------------
     def prealloc(self, room: int, rid: str, n: int) -> dict[str, Any]:
+        """The decode's pre-allocation (DecodePreallocQueue._pre_alloc), its metadata row
+        (ReqToMetadataIdxAllocator.alloc) and the receiver's send_metadata of the destination pages
+        and that row's index, as pop_preallocated does."""
         r = self._req(room, rid, n)
-        if self.pool.available_size() < 1 or self.alloc.available_size() < n + self.ps:
+        room_left = self.alloc.available_size() >= n + self.ps and self.meta_idx.available_size() > 0
+        if self.pool.available_size() < 1 or not room_left:
             self.reqs.pop(room)
             return {"ok": False}
         loc = self.queue._pre_alloc(r)
+        r.metadata_buffer_index = self.meta_idx.alloc()
         self.mgr.update_status(room, self.KVPoll.Bootstrapping)
         self.mgr.update_status(room, self.KVPoll.WaitingForInput)
-        self.receivers[room] = self._receiver(room)
+        self.mgr.required_prefill_response_num_table[room] = 1  # the receiver's _setup_bootstrap_infos
+        self.mgr.prefill_response_tracker[room] = set()
+        rc = self.receivers[room] = self._receiver(room)
         pages = np.unique(loc.numpy().astype(np.int64) // self.ps)
-        return {"ok": True, "pages": pages.tolist()}
+        rc.send_metadata(pages.astype(np.int32), r.metadata_buffer_index)
+        return {"ok": True, "pages": pages.tolist(), "aux": r.metadata_buffer_index}
 
-    def land(self, room: int, slots: list[int]) -> dict[str, Any]:
-        """The RDMA write of a transfer chunk: the slots now hold `room`'s KV, whoever holds them."""
+    def land(self, room: int, slots: list[int], meta: dict[str, Any] | None = None, aux: int = -1) -> dict[str, Any]:
+        """The RDMA write of a transfer chunk: the slots now hold `room`'s KV, whoever holds them; with
+        the last chunk, the metadata row prefill filled lands in the decode's row `aux` (the index
+        send_metadata gave), whoever holds it now."""
         idx = self.torch.tensor(slots, dtype=self.torch.int64)
         holders = {rm for rm, r in self.reqs.items() if r.kv.req_pool_idx is not None}
         self.kv[idx] = room
+        for name, row in (meta or {}).items():
+            getattr(self.meta, name)[aux] = row
         return {"held_by_other": room not in holders}
 
     def status(self, room: int, status: int) -> dict[str, Any]:
-        """The prefill's status message, as the decode thread applies it (update_status)."""
-        self.mgr.update_status(room, status)  # KVPoll: plain ints
+        """The prefill's status message, as the decode thread applies it: 0.5.23
+        CommonKVManager.apply_prefill_status (which drops it for a room already cleared); 0.5.11's
+        decode_thread closure calls update_status, for a room it still tracks."""
+        if hasattr(self.mgr, "apply_prefill_status"):
+            self.mgr.apply_prefill_status(bootstrap_room=room, status=status, prefill_rank=0)
+        elif room in self.mgr.request_status:
+            self.mgr.update_status(room, status)  # KVPoll: plain ints
         return {"poll": int(self.mgr.check_status(room)) if room in self.mgr.request_status else -1}
 
     def admit(self, room: int, out_len: int) -> dict[str, Any]:
-        """pop_transferred: the room's receiver polled (its own poll()); Success joins the running batch."""
+        """pop_transferred: the room's receiver polled (its own poll()); on Success the transfer queue
+        commits it (DecodeTransferQueue._commit_transfer_to_req: the metadata row read, the first token
+        taken) and frees its metadata row; a request the commit aborted (prepare_abort: SGLang's own
+        room check, or the guard in enforce) is released, else it joins the running batch. A refused
+        request's truth is what its first forward pass would read now."""
         rc = self.receivers.pop(room, None)
         if rc is None or room not in self.mgr.request_status or rc.poll() != self.KVPoll.Success:
             return {"ok": False}
+        r = self.reqs[room]
+        dr = self.D.DecodeRequest(req=r, kv_receiver=rc, metadata_buffer_index=r.metadata_buffer_index)
+        self.tq._commit_transfer_to_req(dr)
         self.mgr.request_status.pop(room, None)
+        self.meta_idx.free(r.metadata_buffer_index)
+        r.metadata_buffer_index = -1
+        if r.finished_reason is not None:
+            msg = str(getattr(r.finished_reason, "message", r.finished_reason))
+            n = int(r.kv.kv_allocated_len)
+            held = self.kv[self.pool.req_to_token[r.kv.req_pool_idx, :n].to(self.torch.int64)]
+            foreign = held[(held != 0) & (held != room)]
+            self._release(room)
+            return {"ok": False, "refused": "kv-forensics" in msg, "sources": sorted(set(foreign.tolist())),
+                    "slots": int(foreign.numel()), "t": time.time()}  # fmt: skip
         self.running.append(room)
         self.out_left[room] = out_len
         return {"ok": True}
@@ -464,6 +562,7 @@ def paged_refusal(release: str) -> str:
 def _server_args() -> Any:
     """What 0.5.11 reads of ServerArgs on these paths (_pre_alloc, run_batch), at their defaults."""
     return SimpleNamespace(disaggregation_decode_enable_radix_cache=False, enable_dp_attention=False,
+                           disaggregation_transfer_backend="mooncake",
                            elastic_ep_backend=None)  # fmt: skip
 
 
