@@ -122,6 +122,6 @@ def _guard_batch(self: Any, batch: Any) -> None:
                     for w, e, n in zip(rows, end.tolist(), seq.tolist(), strict=True)]  # fmt: skip
             out_n = np.array([o.size for o in outs], np.int64)
             out = np.concatenate(outs)
-        for k, v in rt.on_batch(decode, rooms, seq, atts, out, out_n):
+        for k, v in rt.on_batch(decode, rooms, seq, atts, out, out_n, lambda k: str(getattr(reqs[k], "rid", ""))):
             if rt.guard == "enforce":
                 finish_with_error(reqs[k], refusal(v))

@@ -111,3 +111,22 @@ def test_the_drain_ack_and_a_stale_metadata_row() -> None:
         assert protocol.carried_length(bufs, 2, 5) is None and protocol.carried_length(bufs, 1, 5) is None
     finally:
         hooks.install(None)
+
+
+def test_decode_output_into_a_page_a_late_chunk_may_write_is_refused() -> None:
+    """A page an aborted room's chunk is still flying to, freed at once, handed out by alloc_decode for a
+    running request's next token: the step that writes it is refused (in_flight), since later steps
+    attend that slot and no check reads it again (tests/support/sglang_cluster found such leaks
+    delivered at page size 16). A page no open transfer reaches passes."""
+    import numpy as np
+
+    from forensics.sglang.runtime import Runtime
+
+    rt = Runtime("decode-0", 16, None, "enforce")
+    rt.on_stage(5, 0, np.arange(32, 64))  # room 5's destination: pages 2 and 3
+    rt.on_publish(5)
+    lens = np.array([20, 20])
+    flagged = rt.on_batch(True, [7, 8], lens, {}, np.array([80, 40]), None, lambda k: f"r{k}")
+    assert [(k, v.kind, v.sources, v.rid) for k, v in flagged] == [(1, "in_flight", [5], "r1")]
+    rt.on_over(5)  # prefill's final status: the page can be written no more
+    assert rt.on_batch(True, [9], np.array([20]), {}, np.array([41]), None) == []

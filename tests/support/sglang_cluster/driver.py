@@ -73,6 +73,9 @@ class Req:
     slots: int = 0
     refused: bool = False
     decoded: bool = False
+    # a request the guard ended: the rooms whose KV it had read or would have read had it run to its end
+    # (what its row held, and late chunks still in flight to its slots before its last step)
+    would: list[int] = field(default_factory=list)
 
     @property
     def placeholder(self) -> bool:
@@ -237,8 +240,8 @@ def _drive(c: Cluster, s: Setup, reqs: list[Req], logs: dict[str, list[tuple[flo
                 if got["ok"]:
                     running.add(room)
                 elif got.get("refused"):  # the guard refused it at the commit: no forward pass ran
-                    r.decoded, r.refused, r.sources, r.slots, r.t1 = True, True, got["sources"], got["slots"], got["t"]
-                    r.status = 500
+                    r.decoded, r.refused, r.t1, r.status = True, True, got["t"], 500
+                    r.would = sorted(set(got["would"]) | _late(flight, got["row"], tick + r.out - 1))
                 else:
                     r.status, r.t1 = 500, time.time()
         for room, due in sorted(held.items()):
@@ -250,11 +253,22 @@ def _drive(c: Cluster, s: Setup, reqs: list[Req], logs: dict[str, list[tuple[flo
                 r = by_room[e["room"]]
                 running.discard(r.room)
                 r.decoded, r.sources, r.slots, r.refused, r.t1 = True, e["sources"], e["slots"], e["refused"], e["t"]
+                if r.refused:  # ended by the guard: what it would have read had it run its remaining steps
+                    r.would = sorted(set(r.sources) | _late(flight, e["row"], tick + e["left"]))
                 r.status, r.completion = (500, 0) if r.refused else (200, r.out)
                 logs[d].append((r.t1, f"Req Time Stats(rid=d{r.rid}, bootstrap_room={r.room}, input len={r.L}, "
                                f"output len={r.completion}, type=decode): forward_duration=0.01"))  # fmt: skip
         if tick > 50 * (s.requests // s.per_tick + 10):
             raise RuntimeError("the cluster did not drain")
+
+
+def _late(flight: dict, row: list[int], last: int) -> set[int]:  # type: ignore[type-arg]
+    """Rooms whose transfer, still in flight, writes a slot of `row` by tick `last` (a refused
+    request's steps would have attended it)."""
+    mine = set(row)
+    return {
+        room for room, (_, t, chunks, *_) in flight.items() if t <= last and any(mine.intersection(x) for x in chunks)
+    }
 
 
 def _arrive(c: Cluster, r: Req, tick: int, flight: dict, aborts: dict[int, int], logs: dict) -> None:  # type: ignore[type-arg]

@@ -319,6 +319,11 @@ class Node:
         self.reqs[room] = r
         return r
 
+    def _row_slots(self, r: Any) -> list[int]:
+        """The slots the request's row names (what its forward passes attend and write)."""
+        n = int(r.kv.kv_allocated_len)
+        return self.pool.req_to_token[r.kv.req_pool_idx, :n].to(self.torch.int64).tolist()
+
     def _slots_of_pages(self, pages: np.ndarray) -> np.ndarray:
         return (pages[:, None] * self.ps + np.arange(self.ps)).ravel() if self.ps > 1 else pages
 
@@ -467,12 +472,12 @@ class Node:
         r.metadata_buffer_index = -1
         if r.finished_reason is not None:
             msg = str(getattr(r.finished_reason, "message", r.finished_reason))
-            n = int(r.kv.kv_allocated_len)
-            held = self.kv[self.pool.req_to_token[r.kv.req_pool_idx, :n].to(self.torch.int64)]
+            row = self._row_slots(r)
+            held = self.kv[self.torch.tensor(row, dtype=self.torch.int64)]
             foreign = held[(held != 0) & (held != room)]
             self._release(room)
-            return {"ok": False, "refused": "kv-forensics" in msg, "sources": sorted(set(foreign.tolist())),
-                    "slots": int(foreign.numel()), "t": time.time()}  # fmt: skip
+            return {"ok": False, "refused": "kv-forensics" in msg, "would": sorted(set(foreign.tolist())),
+                    "row": row, "t": time.time()}  # fmt: skip
         self.running.append(room)
         self.out_left[room] = out_len
         return {"ok": True}
@@ -522,7 +527,8 @@ class Node:
             if refused or self.out_left[room] <= 0:
                 t = self.truth.get(room, {"sources": set(), "slots": 0})
                 ended.append({"room": room, "refused": refused, "sources": sorted(t["sources"]),
-                              "slots": t["slots"], "t": time.time()})  # fmt: skip
+                              "slots": t["slots"], "t": time.time(), "left": self.out_left[room],
+                              "row": self._row_slots(r) if refused else []})  # fmt: skip
                 self.running.remove(room)
                 self.out_left.pop(room)
                 self._release(room)

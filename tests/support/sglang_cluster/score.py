@@ -50,10 +50,10 @@ def score(res: dict[str, Any], out: Path, guard: str, analyse: bool = True) -> d
     if guard == "observe":
         row["guard_misses"] = sum(1 for r in decoded if r.sources and r.room not in flagged)
         row["guard_false_alarms"] = sum(1 for r in decoded if not r.sources and r.room in flagged)
-    else:
+    else:  # a refused request is clean when it neither read nor would have read another's KV (Req.would)
         row["guard_misses"] = sum(1 for r in decoded if r.sources and not r.refused)
-        row["guard_false_alarms"] = sum(1 for r in decoded if not r.sources and r.room in flagged)
-        row["enforce_refused_clean"] = sum(1 for r in decoded if not r.sources and r.refused)
+        row["guard_false_alarms"] = sum(1 for r in decoded if not r.sources and not r.would and r.room in flagged)
+        row["enforce_refused_clean"] = sum(1 for r in decoded if not r.sources and not r.would and r.refused)
     row["leaks_delivered"] = sum(1 for r in decoded if r.sources and not r.refused)
     if analyse:
         found = investigate(out / "bundle", out / "findings")
