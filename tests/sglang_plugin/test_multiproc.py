@@ -9,9 +9,12 @@ Runs on each release's venv (make test-sglang): 0.5.23 at page sizes 1 and 16, 0
 start once per module (spawn, as SGLang starts its schedulers; each imports SGLang, which costs most
 of the module's time) and serve both runs; each run is investigated once.
 
+Enforce runs (immediate release at page sizes 1 and 16, deferred at 16; the guard's figures only, no
+investigate) hold that no leaking response is delivered and count the clean requests refused.
+
 The plugin's properties that today's code does not hold are xfail(strict=True) per release and page
-size, with the figure measured (MEASURED; benchmarks/plugin_multiproc.py prints the full table); the
-fixes of #48 remove them."""
+size, with the figure measured (MEASURED, ENFORCE_MEASURED; benchmarks/plugin_multiproc.py prints the
+full table)."""
 
 from __future__ import annotations
 
@@ -70,18 +73,17 @@ def test_the_harness_runs_a_node_per_process_with_affected_and_clean_responses(r
     assert any(r.status == 499 for r in run["reqs"]) and any(r.placeholder for r in run["reqs"])
 
 
-# what today's plugin fails, as measured on this module's runs (seed 7 at page size 1, seed 8 at 16,
-# 120 requests, immediate release, observe): (release, page size, column) -> the figure
+# what the plugin still fails, as measured on this module's runs (seed 7 at page size 1, seed 8 at 16,
+# 120 requests, immediate release, observe; the harness through the guard's protocol points):
+# (release, page size, column) -> the figure
 MEASURED = {
     ("0.5.23", 1, "false_pairs"): "2 confirmed pairs name a source the recipient never read",
     ("0.5.23", 16, "false_pairs"): "1 confirmed pair names a source the recipient never read",
-    ("0.5.23", 16, "missed"): "investigate misses 4 of 12 affected responses",
-    ("0.5.23", 1, "guard_false_alarms"): "the guard alarms on 32 clean requests",
-    ("0.5.23", 16, "guard_false_alarms"): "the guard alarms on 62 clean requests",
-    ("0.5.23", 1, "guard_misses"): "the guard does not flag 1 of 9 leaking responses",
-    ("0.5.23", 16, "guard_misses"): "the guard does not flag 1 of 12 leaking responses",
-    ("0.5.11", 1, "guard_false_alarms"): "the guard alarms on 32 clean requests",
-    ("0.5.11", 1, "guard_misses"): "the guard does not flag 1 of 9 leaking responses",
+    ("0.5.23", 1, "guard_false_alarms"): "the guard alarms on 2 clean requests",
+    ("0.5.23", 16, "guard_false_alarms"): "the guard alarms on 9 clean requests, all in_flight (given a page an "
+    "aborted room's late chunk may still write; it landed after they ended)",
+    ("0.5.11", 1, "guard_false_alarms"): "the guard alarms on 54 clean requests (no hook sees prefill's final "
+    "status of an aborted room on 0.5.11: its pages stay open)",
 }
 
 
@@ -112,3 +114,45 @@ def test_the_guard_raises_no_false_alarm(run: dict[str, Any], request: Any) -> N
 
 def test_the_guard_flags_every_leaking_response(run: dict[str, Any], request: Any) -> None:
     _none(run, request, "guard_misses")
+
+
+ENFORCE = {"imm-ps1": ("immediate", 1, 7), "imm-ps16": ("immediate", 16, 8), "def-ps16": ("deferred", 16, 8)}
+# (release, case) -> the clean requests enforce refused, as measured
+ENFORCE_MEASURED: dict[tuple[str, str], str] = {
+    ("0.5.23", "imm-ps16"): "enforce refuses 4 clean requests",
+    ("0.5.23", "def-ps16"): "enforce refuses 1 clean request",
+    ("0.5.11", "imm-ps1"): "enforce refuses 28 clean requests (no hook sees prefill's final status of an "
+    "aborted room on 0.5.11: its pages stay open)",
+}
+
+
+@pytest.fixture(scope="module", params=sorted(ENFORCE))
+def enforced(request: Any, tmp_path_factory: Any) -> dict[str, Any]:
+    from tests.support.sglang_cluster.driver import Setup, refusal
+    from tests.support.sglang_cluster.driver import run as drive
+    from tests.support.sglang_cluster.score import score
+
+    release, ps, seed = ENFORCE[request.param]
+    setup = Setup(seed=seed, requests=REQUESTS, page_size=ps, release=release, guard="enforce")
+    why = refusal(setup)
+    if why is not None:
+        pytest.skip(why)
+    out = tmp_path_factory.mktemp(f"cluster-{request.param}")
+    res = drive(out, setup, request.getfixturevalue("cluster"))
+    res["row"] = score(res, out, "enforce", analyse=False)
+    res["case"] = request.param
+    return res
+
+
+def test_enforce_delivers_no_leaking_response(enforced: dict[str, Any]) -> None:
+    assert enforced["row"]["leaks_delivered"] == 0
+    assert enforced["row"]["guard_misses"] == 0
+
+
+def test_enforce_refuses_no_clean_request(enforced: dict[str, Any], request: Any) -> None:
+    import importlib.metadata
+
+    why = ENFORCE_MEASURED.get((importlib.metadata.version("sglang"), enforced["case"]))
+    if why is not None:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=f"#48: {why}"))
+    assert enforced["row"]["enforce_refused_clean"] == 0
