@@ -5,6 +5,8 @@ guard mode and seed: truly affected responses, missed, false confirmed, false pa
 indeterminate-but-clean (forensics investigate on the plugin's page files), guard misses, guard false
 alarms, enforce refusals of clean requests, leaking responses delivered.
 
+Results, before and after the harness went through the guard's protocol points: benchmarks/README.md.
+
 Run it in an SGLang test venv (scripts/sglang_test_venv.sh; make test-sglang links .venv-sglang, 0.5.11,
 and .venv-sglang-0.5.23), this checkout on the path:
     PYTHONPATH=. .venv-sglang-0.5.23/bin/python benchmarks/plugin_multiproc.py --seeds 101 \
