@@ -17,7 +17,8 @@ Mooncake writes a decode node's KV slots by RDMA: the decode process sees no wri
 Until its transfer is over, a room's destination pages may be written at any moment (a chunk still in
 flight after decode aborted the room): such a page is "open". The guard does not hold open pages out
 of the allocator (the plugin never changes what SGLang allocates); it refuses the request that is
-given one while it is open (Landings.contended), because nothing the protocol delivers afterwards says
+given one while it is open (Landings.contended at its commit; open_outs for a decode step that writes
+into one), because nothing the protocol delivers afterwards says
 whether the late chunk landed before or after that request's own KV. A room that ends without a
 Success commit may have written any of its pages: they are counted as its writes when they are freed.
 """
@@ -140,3 +141,26 @@ def settle(rt: Any, s: np.ndarray, held: np.ndarray) -> None:
             rt.tick += 1
             rt.writer[mine] = room
             rt.wtick[mine] = rt.tick
+
+
+def open_outs(rt: Any, outs: np.ndarray, n_reqs: int, out_n: np.ndarray | None) -> list[tuple[int, int, list[int]]]:
+    """Decode output written into a page an unfinished transfer may still write (a page an aborted
+    room's chunk is still flying to, freed at once and handed out by alloc_decode): the later steps
+    attend that slot and no check reads it again (they check only positions not yet checked), so the
+    step that writes it is refused. Returns (request index, slots, rooms that may write them) per
+    request of the batch (outs: request after request, out_n[k] each; None: one each)."""
+    n = rt.land.open_n  # read once: publish may grow it meanwhile
+    pages = outs // rt.ps
+    hit = np.zeros(outs.size, bool)
+    inside = pages < len(n)
+    hit[inside] = n[pages[inside]] > 0
+    if not hit.any():
+        return []
+    who = np.arange(n_reqs) if out_n is None else np.repeat(np.arange(n_reqs), out_n)
+    out = []
+    for k in np.unique(who[hit]).tolist():
+        mine = hit & (who == k)
+        on = set(pages[mine].tolist())
+        by = sorted(r for r, p in rt.land.open_pages.items() if on.intersection(p.tolist()))
+        out.append((k, int(mine.sum()), by))
+    return out

@@ -361,8 +361,13 @@ class Runtime:
                     v.rid = rid
                     flagged.append((k, v))
                     self._alert(v)
-            if self.land.open_pages and outs.size:
-                flagged += self._open_outs(rooms, outs, out_n, {k for k, _ in flagged}, rid_of)
+            if self.land.open_pages and outs.size:  # decode output into a page a late chunk may write
+                done = {k for k, _ in flagged}
+                for k, n, by in landing.open_outs(self, outs, len(rooms), out_n):
+                    if k not in done:
+                        v = Violation(rooms[k], rid_of(k) if rid_of is not None else "", n, by[:10], "in_flight")
+                        flagged.append((k, v))
+                        self._alert(v)
         rec = self.rec
         room_arr = np.asarray(rooms, np.int64)
         if outs.size:  # the ledger's writes, the whole batch at once
@@ -398,38 +403,6 @@ class Runtime:
                         rec.ev("read", room, a, b)
         self.seen.update(zip(rooms, lens.tolist(), strict=True))
         return flagged
-
-    def _open_outs(
-        self,
-        rooms: list[int],
-        outs: np.ndarray,
-        out_n: np.ndarray | None,
-        done: set[int],
-        rid_of: Callable[[int], str] | None,
-    ) -> list[tuple[int, Violation]]:
-        """Decode output written into a page an unfinished transfer may still write (a page an aborted
-        room's chunk is still flying to, freed at once and handed out by alloc_decode): the later steps
-        attend that slot, and no check sees it again (they read only positions not yet checked), so the
-        step that writes it is refused."""
-        n = self.land.open_n  # read once: publish may grow it meanwhile
-        pages = outs // self.ps
-        hit = np.zeros(outs.size, bool)
-        inside = pages < len(n)
-        hit[inside] = n[pages[inside]] > 0
-        if not hit.any():
-            return []
-        who = np.arange(len(rooms)) if out_n is None else np.repeat(np.arange(len(rooms)), out_n)
-        out = []
-        for k in np.unique(who[hit]).tolist():
-            if k in done:
-                continue
-            mine = set(pages[hit & (who == k)].tolist())
-            by = sorted(r for r, p in self.land.open_pages.items() if mine.intersection(p.tolist()))
-            v = Violation(rooms[k], rid_of(k) if rid_of is not None else "", int((hit & (who == k)).sum()), by[:10],
-                          "in_flight")  # fmt: skip
-            out.append((k, v))
-            self._alert(v)
-        return out
 
     def _dirty_many(self, slots: np.ndarray, rooms: np.ndarray) -> None:
         if not self.seen:
