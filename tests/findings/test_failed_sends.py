@@ -17,11 +17,13 @@ import pytest
 from tests.support.analysis import Findings
 from tests.support.bundlekit import Node, engine_log, gw, write_jsonl, write_pages
 
-S, R = 3, 4
+S, R, W = 3, 4, 5
 
 
-def _case(tmp_path: Path, s_status: str | None, sends_logged: bool = True) -> Findings:
-    """s_status: how S's send ends on prefill-0: "failed", None (never concluded) or "landed"."""
+def _case(tmp_path: Path, s_status: str | None, sends_logged: bool = True, placeholder: bool = False) -> Findings:
+    """s_status: how S's send ends on prefill-0: "failed", None (never concluded) or "landed".
+    placeholder: room W's transfer fills [16,46) and W reads and frees it before S; R's own transfer
+    fills one slot only (a placeholder), so what R reads in [17,46) is W's, unless S's send landed there."""
     ev: dict[str, list[tuple]] = {"prefill-0": [], "decode-0": []}
 
     def add(node: str, t: float, op: str, room: int, a: int, b: int, **kw: str) -> None:
@@ -45,11 +47,16 @@ def _case(tmp_path: Path, s_status: str | None, sends_logged: bool = True) -> Fi
         prefill(room, 0.310 + 0.2 * k, (d, d + 10))
         add("decode-0", 0.520 + 0.2 * k, "read", room, d, d + 10)
         add("decode-0", 0.600 + 0.2 * k, "free", room, d, d + 16)
+    if placeholder:
+        add("decode-0", 0.900, "alloc", W, 16, 48)
+        prefill(W, 0.705, (16, 46))
+        add("decode-0", 0.920, "read", W, 16, 46)
+        add("decode-0", 0.950, "free", W, 16, 48)
     add("decode-0", 1.000, "alloc", S, 16, 48)
     prefill(S, 0.805, (16, 46), s_status)  # sent at 0.797 (1.0 on decode's clock), concluded at 0.805
     add("decode-0", 1.010, "free", S, 16, 48)  # the abort: freed at once
     add("decode-0", 1.020, "alloc", R, 16, 48)
-    prefill(R, 0.840, (16, 46))
+    prefill(R, 0.840, (16, 17) if placeholder else (16, 46))
     add("decode-0", 1.070, "read", R, 16, 46)
     add("decode-0", 1.200, "free", R, 16, 48)
     nodes = []
@@ -60,7 +67,7 @@ def _case(tmp_path: Path, s_status: str | None, sends_logged: bool = True) -> Fi
         nodes.append(n)
     b = tmp_path / "bundle"
     gateway = [gw("A91", 91, "acct-cal"), gw("A92", 92, "acct-cal"), gw("S", S, "acct-s", status=499),
-               gw("R", R, "acct-r")]  # fmt: skip
+               gw("R", R, "acct-r"), gw("W", W, "acct-w")]  # fmt: skip
     write_jsonl(b / "gateway" / "gw.jsonl", gateway)
     engine_log(b, "prefill-0", "prefill", 4096)
     engine_log(b, "decode-0", "decode", 2048)
@@ -93,3 +100,24 @@ def test_a_send_that_landed_is_an_ordinary_transfer(tmp_path: Path) -> None:
     assert with_sends.rows(q) == without.rows(q)
     assert with_sends.exposures() == without.exposures()
     assert with_sends.rows("SELECT count(*) FROM room_flags") == [(0,)]
+
+
+def test_a_send_that_never_landed_leaves_the_last_proven_writer_unconfirmed(tmp_path: Path) -> None:
+    """R reads [16,46) after its one-slot transfer: [17,46) last held W's KV by the evidence, but S's failed
+    send into the same slots, sent after S took them and never proven landed, may have overwritten it
+    (the multi-process harness's false pair: a confirmed source across a possibly landed send). The pair
+    R <- W is indeterminate, none of its slots confirmed; S is R's possible source."""
+    f = _case(tmp_path, "failed", placeholder=True)
+    assert f.affected()["R"][0] == "indeterminate"
+    pairs = f.rows("SELECT source_request_id, status, slots_confirmed FROM exposures WHERE recipient_request_id = 'R'")
+    assert pairs and all(status == "indeterminate" and confirmed == 0 for _, status, confirmed in pairs), pairs
+    assert "W" in {src for src, _, _ in pairs}
+    possible = f.rows("SELECT source_request_id, basis FROM possible_sources WHERE recipient_request_id = 'R'")
+    assert any(src == "S" and "ended Failed after it was sent" in basis for src, basis in possible), possible
+
+
+def test_a_landed_send_leaves_the_placeholders_stale_pair_confirmed(tmp_path: Path) -> None:
+    """The same with S's chunk landed (an ordinary late transfer, ordered by the clock bounds): nothing
+    unlanded, so the rule above changes nothing and W's stale KV is proven."""
+    f = _case(tmp_path, "landed", placeholder=True)
+    assert f.rows("SELECT count(*) FROM unlanded_sends") == [(0,)]

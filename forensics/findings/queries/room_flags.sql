@@ -1,7 +1,7 @@
 -- Rooms whose answer the evidence cannot decide, with the reason. A room with a certain exposure is
 -- still confirmed; these make every other room here indeterminate rather than clean.
 -- grain: node, room, reason; reads: page_events, seq_gaps, read_provenance, transfer_landing, replay_window,
---        room_state, conflict_rooms; params: none
+--        room_state, conflict_rooms, unlanded_sends; params: none
 CREATE OR REPLACE TABLE room_flags AS
 SELECT DISTINCT node, room, reason FROM (
     -- events on both sides of a gap: some of the room's own events may be lost
@@ -53,25 +53,17 @@ SELECT DISTINCT node, room, reason FROM (
      AND p.start < t."end" AND p."end" > t.start
     WHERE t.ambiguous AND p.room <> t.room
     UNION ALL
-    -- a transfer sent (a row with src sent, logged when the chunk went to the transfer engine) whose
-    -- room has no landed transfer row from that sender to that receiver: it ended Failed (src failed:
-    -- decode's abort arrived mid-send, whose writes may still land) or never concluded in the files. It
-    -- may have written its slots at any moment after its room took them on the receiver (no landing time
-    -- bounds it), so a later read of those slots by another room is not cleared
-    SELECT p.node, p.room, 'a transfer from ' || s.node || ' (room ' || s.room || ') into [' || s.start || ','
+    -- a transfer sent that never landed in the files (unlanded_sends) may have written its slots at any
+    -- moment after its room took them on the receiver, so a later read of those slots by another room
+    -- is not cleared
+    SELECT p.node, p.room, 'a transfer from ' || s.sender || ' (room ' || s.room || ') into [' || s.start || ','
            || s."end" || ') ' || CASE WHEN s.failed THEN 'ended Failed after it was sent'
                                       ELSE 'was sent and never logged as landed' END
            || ': it may have landed in the slots it read'
-    FROM (SELECT node, peer, room, start, "end", bool_or(src = 'failed') AS failed
-          FROM page_events WHERE op = 'transfer' AND src IN ('sent', 'failed')
-          GROUP BY node, peer, room, start, "end") s
+    FROM unlanded_sends s
     JOIN page_events p
-      ON p.node = s.peer AND p.op IN ('read', 'share') AND p.room <> s.room
-     AND p.start < s."end" AND p."end" > s.start
-     AND p.seq > coalesce((SELECT min(a.seq) FROM page_events a WHERE a.node = s.peer AND a.room = s.room
-                           AND a.op = 'alloc' AND a.start < s."end" AND a."end" > s.start), -1)
-    WHERE NOT EXISTS (SELECT 1 FROM page_events l WHERE l.op = 'transfer' AND coalesce(l.src, '') NOT IN ('sent', 'failed')
-                      AND l.node = s.node AND l.peer = s.peer AND l.room = s.room)
+      ON p.node = s.receiver AND p.op IN ('read', 'share') AND p.room <> s.room
+     AND p.start < s."end" AND p."end" > s.start AND p.seq > coalesce(s.alloc_seq, -1)
     UNION ALL
     -- a read of slots two transfers filled in an order the clock bounds cannot settle
     SELECT node, room, reason FROM conflict_rooms

@@ -10,10 +10,12 @@
 --   - the sender pairs, on receivers whose senders lost page events or kept none: each indeterminate
 --     affected response (a confirmed one too) with every room whose unlogged transfer may hold what it
 --     read (sender_sources), but
---     those the page events already pair with it (exposures).
+--     those the page events already pair with it (exposures);
+--   - the unlanded pairs: each affected response with page evidence that read slots a send which never
+--     landed in the files may have written (unlanded_sends), with the send's room.
 -- grain: recipient request, source request (or room), node; reads: late_write_responses, signature_responses,
 --        affected_responses, room_requests, missing_rooms, room_flags, gap_sources, sender_sources, page_events,
---        seq_gaps, exposures, gateway, request_cohort; params: none
+--        seq_gaps, exposures, gateway, request_cohort, unlanded_sends; params: none
 CREATE OR REPLACE TABLE possible_extra AS
 WITH indeterminate AS (
     SELECT request_id, account_id, cohort, decode_node, room FROM affected_responses
@@ -41,12 +43,13 @@ WITH indeterminate AS (
     WHERE (r.node, r.room) IN (SELECT (node, room) FROM room_flags)
        OR (r.node, r.room) IN (SELECT (node, room) FROM missing_rooms)
 ), requests AS (  -- the sources' requests, where a gateway record names the room: room_requests maps only
-                  -- the rooms the replay names (a screened replay names fewer), so the gap's and the
-                  -- senders' rooms are looked up in the gateway as room_requests does
+                  -- the rooms the replay names (a screened replay names fewer), so the gap's, the
+                  -- senders' and the unlanded sends' rooms are looked up in the gateway as room_requests does
     SELECT node, room, request_id, account_id, cohort FROM room_requests
     UNION SELECT node, room, request_id, account_id, cohort FROM missing_rooms
     UNION SELECT s.node, s.room, g.request_id, g.account_id, coalesce(c.cohort, 'customer')
-    FROM (SELECT node, room FROM gap_sources UNION SELECT node, source_room FROM sender_sources) s
+    FROM (SELECT node, room FROM gap_sources UNION SELECT node, source_room FROM sender_sources
+          UNION SELECT receiver, room FROM unlanded_sends) s
     JOIN gateway g ON g.bootstrap_room = s.room
      AND (s.node IN (g.decode_node, g.prefill_node) OR (g.decode_node IS NULL AND g.prefill_node IS NULL))
     LEFT JOIN request_cohort c ON c.file_id = g.file_id AND c.row = g.row
@@ -90,6 +93,24 @@ WITH indeterminate AS (
       AND NOT EXISTS (SELECT 1 FROM gap_pairs g WHERE g.node = x.node AND g.recipient_room = x.room
                       AND g.source_room = s.source_room AND g.recipient_request_id IS NOT DISTINCT FROM x.request_id)
 )
+, unlanded_pairs AS (  -- the rooms of sends that never landed in the files, with each affected reader of
+                       -- their slots after the room took them (unlanded_sends: they may have landed there)
+    SELECT DISTINCT x.request_id AS recipient_request_id, coalesce(q.request_id, '') AS source_request_id,
+           x.account_id AS recipient_account_id, q.account_id AS source_account_id, x.node,
+           'a transfer from ' || u.sender || ' into [' || u.start || ',' || u."end" || ') '
+           || CASE WHEN u.failed THEN 'ended Failed after it was sent' ELSE 'was sent and never logged as landed' END
+           || ': it may have landed in the slots the response read'
+           || CASE WHEN q.request_id IS NULL THEN '; no gateway record names room ' || u.room ELSE '' END AS basis,
+           x.cohort AS recipient_cohort, q.cohort AS source_cohort, x.room AS recipient_room, u.room AS source_room
+    FROM affected x
+    JOIN unlanded_sends u ON u.receiver = x.node AND u.room IS DISTINCT FROM x.room
+    JOIN page_events p ON p.node = x.node AND p.room = x.room AND p.op IN ('read', 'share')
+     AND p.start < u."end" AND p."end" > u.start AND p.seq > coalesce(u.alloc_seq, -1)
+    LEFT JOIN requests q ON q.node = x.node AND q.room = u.room
+    WHERE q.request_id IS DISTINCT FROM x.request_id
+      AND NOT EXISTS (SELECT 1 FROM exposures e WHERE e.node = x.node AND e.recipient_room = x.room
+                      AND e.source_room = u.room)
+)
 SELECT w.request_id AS recipient_request_id, coalesce(w.source_request_id, '') AS source_request_id,
        w.account_id AS recipient_account_id, w.source_account_id, w.node, w.why AS basis,
        w.cohort AS recipient_cohort, w.source_cohort, w.room AS recipient_room, w.source_room
@@ -98,4 +119,6 @@ WHERE w.request_id NOT IN (SELECT request_id FROM signature_responses)
 UNION ALL
 SELECT * FROM gap_pairs
 UNION ALL
-SELECT * FROM sender_pairs;
+SELECT * FROM sender_pairs
+UNION ALL
+SELECT * FROM unlanded_pairs;
