@@ -77,8 +77,6 @@ def test_the_harness_runs_a_node_per_process_with_affected_and_clean_responses(r
 # 120 requests, immediate release, observe; the harness through the guard's protocol points):
 # (release, page size, column) -> the figure
 MEASURED = {
-    ("0.5.23", 1, "false_pairs"): "2 confirmed pairs name a source the recipient never read",
-    ("0.5.23", 16, "false_pairs"): "1 confirmed pair names a source the recipient never read",
     ("0.5.23", 1, "guard_false_alarms"): "the guard alarms on 2 clean requests, both in_flight",
     ("0.5.23", 16, "guard_false_alarms"): "the guard alarms on 9 clean requests, all in_flight (given a page an "
     "aborted room's late chunk may still write; it landed after they ended)",
