@@ -59,7 +59,12 @@ def _tables(con: duckdb.DuckDBPyConnection) -> None:
         "CREATE TABLE gap_sources (node VARCHAR, gap_seq BIGINT, room BIGINT, holder BOOLEAN, in_flight BOOLEAN)"
     )
     con.execute("CREATE TABLE sender_sources (node VARCHAR, recipient_room BIGINT, source_room BIGINT)")
-    con.execute("CREATE TABLE page_events (node VARCHAR, seq BIGINT, room BIGINT)")
+    con.execute(
+        'CREATE TABLE page_events (node VARCHAR, seq BIGINT, room BIGINT, op VARCHAR, start BIGINT, "end" BIGINT)'
+    )
+    # no transfer was sent without landing: no unlanded send pairs
+    con.execute("""CREATE TABLE unlanded_sends (sender VARCHAR, receiver VARCHAR, room BIGINT, start BIGINT,
+        "end" BIGINT, failed BOOLEAN, alloc_seq BIGINT, alloc_ts TIMESTAMPTZ)""")
     con.execute("CREATE TABLE log_outages (node VARCHAR, source VARCHAR, gap_from TIMESTAMPTZ, gap_to TIMESTAMPTZ)")
     # every room here is named by a gateway record: no room lists candidate accounts
     con.execute("""CREATE TABLE room_candidates (room BIGINT, node VARCHAR, request_id VARCHAR, account_id VARCHAR,
