@@ -77,24 +77,22 @@ def _present(con: duckdb.DuckDBPyConnection, key: tuple[str, ...], table: dict[s
     """Whether any record of the staged file (gw_records) has the path as a key, null or not; a path
     into a top-level field that holds JSON as text (a CSV or Parquet export's metadata column) is
     looked for in that text, as the projection reads it (forensics.ingest.formats._Reads.json)."""
-    if table is not None and key[0] not in table:
-        return False
-    if len(key) == 1:
-        if table is not None:
+    if table is not None:  # a CSV file: its header names the top-level fields
+        if key[0] not in table:
+            return False
+        if len(key) == 1:
             return True
-        cond, params = "json_exists(rec, ?)", [_json_path(key)]
+        col = table[key[0]]
+        cond, params = f"CASE WHEN json_valid({col}) THEN json_exists({col}::JSON, ?) ELSE false END", [key[1:]]
     else:
-        head = table[key[0]] if table is not None else "(rec ->> ?)"
-        inner = f"CASE WHEN json_valid({head}) THEN json_exists({head}::JSON, ?) ELSE false END"
-        params = [] if table is not None else [_json_path(key[:1])] * 2
-        if table is None:
-            cond = f"json_exists(rec, ?) OR {inner}"
-            params = [_json_path(key), *params]
-        else:
-            cond = inner
-        params.append(_json_path(key[1:]))
+        cond, params = "json_exists(rec, ?)", [key]
+        if len(key) > 1:  # or inside a top-level field holding the rest as JSON text
+            cond += " OR CASE WHEN json_valid(rec ->> ?) THEN json_exists((rec ->> ?)::JSON, ?) ELSE false END"
+            params += [key[:1], key[:1], key[1:]]
+    # the first record that has it settles it: no count over the whole file
     row = con.execute(
-        f"SELECT count(*) FILTER (WHERE {cond}) FROM gw_records WHERE parse_error IS NULL", params
+        f"SELECT EXISTS (SELECT 1 FROM gw_records WHERE parse_error IS NULL AND ({cond}))",
+        [_json_path(k) for k in params],
     ).fetchone()
     return bool(row and row[0])
 
