@@ -26,16 +26,25 @@ class Config:
     flush_ms: int = 50  # how often the writer thread drains the queue
     guard: str = "observe"  # off, observe or enforce
     page_size: int = 0  # 0: taken from the allocator
-    peers: dict[str, str] = field(default_factory=dict)  # transfer endpoint "host:port" -> decode node name
+    # transfer endpoint -> decode node name: "host:port", "host" (any port) or "*" (any endpoint)
+    peers: dict[str, str] = field(default_factory=dict)
 
     @property
     def enabled(self) -> bool:
         return bool(self.dir)
 
+    def peer(self, host: str, port: object) -> str:
+        """The bundle's node name for a transfer's destination. Mooncake's decode session is
+        `endpoint:dst_port`, the port a bootstrap picks at start (mooncake/conn.py
+        KVArgsRegisterInfo), so an operator can name the host before the servers start, or name the one
+        decode node of a pair with "*"; an endpoint no entry names stays `host:port`."""
+        endpoint = f"{host}:{port}"
+        return self.peers.get(endpoint) or self.peers.get(str(host)) or self.peers.get("*") or endpoint
+
 
 def load(env: dict[str, str] | None = None) -> Config:
     """KVF_SGLANG_CONFIG names a TOML file ([kv_forensics] table or top level); each field may be
-    overridden by KVF_SGLANG_<FIELD> (peers as host:port=name,host:port=name)."""
+    overridden by KVF_SGLANG_<FIELD> (peers as host:port=name,host=name,*=name)."""
     env = dict(os.environ) if env is None else env
     cfg = Config()
     path = env.get(ENV_PREFIX + "CONFIG")

@@ -307,14 +307,13 @@ def h_add_transfer(original: Callable[..., Any], self: Any, bootstrap_room: int,
         room = int(bootstrap_room)
         status = getattr(self, "request_status", {}).get(room)
         if rt is not None and status is not None and status != FAILED:
-            peers = _cfg.peers if _cfg is not None else {}
+            cfg = _cfg if _cfg is not None else config_mod.Config(node="")
             for session, info in getattr(self, "transfer_infos", {}).get(room, {}).items():
                 dst = getattr(info, "dst_kv_indices", None)
                 pages = _np(dst[index_slice]) if dst is not None else _EMPTY
                 if pages.size:
-                    host = f"{getattr(info, 'endpoint', session)}:{getattr(info, 'dst_port', '')}"
                     slots = (pages[:, None] * rt.ps + np.arange(rt.ps)).ravel()
-                    peer = peers.get(host, host)
+                    peer = cfg.peer(getattr(info, "endpoint", session), getattr(info, "dst_port", ""))
                     _pending.setdefault(room, []).append((peer, slots))
                     rt.on_send(room, peer, slots, "sent")
     except Exception as err:  # noqa: BLE001

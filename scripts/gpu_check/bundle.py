@@ -90,9 +90,9 @@ def assemble(run: Path, bundle: Path) -> dict[str, Any]:
                 except ValueError:
                     rows.append(line)  # kept as is: investigate rejects and counts it
                     continue
-                # A transfer row names the decode session by host:port (the Mooncake endpoint, a port
-                # chosen at start, so KVF_SGLANG_PEERS cannot name it beforehand); this pair has one
-                # decode node, which every transfer goes to.
+                # The plugin names the receiver decode-0 (KVF_SGLANG_PEERS="*=decode-0", plan.server_env);
+                # a row that still names a host:port (a plugin run without that setting) goes to the
+                # pair's one decode node too.
                 if r.get("op") == "transfer" and r.get("peer") not in NODES:
                     r["peer"] = DECODE
                     done["peers_named"] += 1

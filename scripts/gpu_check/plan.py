@@ -162,6 +162,9 @@ def server_env(s: Settings, role: str, backend: str) -> dict[str, str]:
         "KVF_SGLANG_NODE": node,
         "KVF_SGLANG_GUARD": s.guard,
         "KVF_SGLANG_FORMAT": "jsonl",  # appended as it goes: what a stop cuts off is the last flush at most
+        # a transfer row names its receiver by Mooncake's endpoint:port, a port picked at start; the pair
+        # has one decode node, so every endpoint is it
+        "KVF_SGLANG_PEERS": f"*={DECODE}",
     }
     if backend == "mooncake" and s.mooncake_protocol:
         env["MOONCAKE_PROTOCOL"] = s.mooncake_protocol  # 0.5.23 environ.py; 0.5.11 always uses rdma

@@ -64,8 +64,10 @@ def info(room: int, pages: list[int]) -> Any:
                              required_dst_info_num=1, is_dummy=not pages)  # fmt: skip
 
 
-@pytest.fixture
-def cluster(tmp_path: Path) -> Any:
+# the decode node named by its exact endpoint, by its host alone (the port is picked at start), or as the
+# one decode node of the pair ("*"): each must name the transfer rows' peer decode-0
+@pytest.fixture(params=[f"{ENDPOINT}:{PORT}", ENDPOINT, "*"])
+def cluster(tmp_path: Path, request: pytest.FixtureRequest) -> Any:
     from forensics.sglang import config, hooks
     from forensics.sglang.recorder import Recorder
     from forensics.sglang.runtime import Runtime
@@ -75,7 +77,7 @@ def cluster(tmp_path: Path) -> Any:
     pre = Runtime("prefill-0", PS, Recorder(tmp_path, "prefill-0", "jsonl", start=False), "off", role="prefill")
     dec = Runtime("decode-0", PS, None, "observe")
     pre.peers = {"decode-0": dec}
-    hooks.configure(config.Config(dir=str(tmp_path), peers={f"{ENDPOINT}:{PORT}": "decode-0"}))
+    hooks.configure(config.Config(dir=str(tmp_path), peers={request.param: "decode-0", "10.9.9.9": "decode-1"}))
     hooks.install(pre)
     yield pre, dec
     hooks.install(None)
