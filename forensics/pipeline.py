@@ -19,6 +19,7 @@ from typing import Any
 import duckdb
 
 import forensics
+from forensics import custody as custody_mod
 from forensics.catalog import publish
 from forensics.cohorts import assign_cohorts, exclusion_rules
 from forensics.cohorts.preview import preview, store_warnings
@@ -191,6 +192,7 @@ class Custody:
     operator: str = field(
         default_factory=lambda: os.environ.get("KVF_OPERATOR") or os.environ.get("USER") or getpass_user()
     )
+    sign_key: Path | None = None  # the operator's Ed25519 key (forensics.custody); None: $KVF_SIGN_KEY, if set
 
 
 def getpass_user() -> str:
@@ -204,7 +206,7 @@ def getpass_user() -> str:
 # which a command killed outright may leave): a folder holding only these is a previous run's output,
 # safe to replace
 OUT_NAMES = frozenset(
-    {*OUTPUTS, *BLAST_FILES, "manifest.json", "incident.duckdb"}
+    {*OUTPUTS, *BLAST_FILES, "manifest.json", "incident.duckdb", custody_mod.CUSTODY, custody_mod.SIGNATURE}
     | {f"{part}.{ext}" for part in REPORT_PARTS for ext in ("html", "md")}
     | {"incident.duckdb.wal", "incident.duckdb.tmp", ".kvf-work", "parquet", "notices", "brief.html"}
 )
@@ -287,6 +289,8 @@ def investigate(
         threads=threads,
     )
     check_notice_templates(notice_templates)
+    custody = custody or Custody()
+    key = custody_mod.signing_key(custody.sign_key)  # a bad key stops the run before the analysis
     # a symlinked --out stays a link: the folder it points to is the one replaced
     target = out.resolve() if out.is_symlink() else out
     recovered = recover(target)  # before check_out: it judges the folder an earlier swap left in place
@@ -305,7 +309,9 @@ def investigate(
             if force:
                 carry_over(target, staging, ours=lambda name: name in OUT_NAMES)
         keep_mode(target, staging)
-        _record_custody(staging, custody or Custody(), started)
+        _record_custody(staging, custody, started, bundle, run.exclusions, previous=target)
+        if key is not None:
+            custody_mod.sign(staging, key)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         if created is not None:  # folders this run made to hold the staging folder hold nothing else
@@ -335,16 +341,23 @@ def _export_parquet(out: Path) -> dict[str, int]:
         shutil.rmtree(out / "incident.duckdb.tmp", ignore_errors=True)
 
 
-def _record_custody(out: Path, custody: Custody, started: datetime) -> None:
-    """The manifest's `run` section: the command, the operator, when, and the SHA-256 of every output
-    as written. The rest of the manifest is a function of the evidence (byte-identical run after run);
-    this section is not, and says so by its place."""
+def _record_custody(
+    out: Path, custody: Custody, started: datetime, bundle: Path, exclusions: Path | None, previous: Path
+) -> None:
+    """The manifest's `run` section: the command, the operator, when, the bundle folder, the manifest
+    `previous` (the --out being replaced) held, kept in custody/ (the chain), and the SHA-256 of every
+    output as written. The rest of the manifest is a function of the evidence (byte-identical run after
+    run); this section is not, and says so by its place."""
     path = out / "manifest.json"
     manifest = json.loads(path.read_text())
-    outputs = sorted(p for p in out.rglob("*") if p.is_file() and p.name != "manifest.json")
+    link = custody_mod.keep_previous(previous, out)
+    outputs = sorted(p for p in out.rglob("*") if p.is_file() and p.name not in custody_mod.UNLISTED)
     manifest["run"] = {
         "command": custody.command,
         "operator": custody.operator,
+        "bundle": str(bundle.resolve()),
+        "exclusions": str(exclusions.resolve()) if exclusions else None,
+        "previous_manifest": link,
         "started_at": started.isoformat(timespec="seconds").replace("+00:00", "Z"),
         "finished_at": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
         "outputs_sha256": {p.relative_to(out).as_posix(): sha256_file(p)[0] for p in outputs},
@@ -396,6 +409,7 @@ def _investigate(
             "evidence_damage": damage,  # every loss the evidence shows (evidence_damage.csv)
             "incident": {"id": run.config.incident.get("id"), "report": run.config.report.describe()},
             "inputs": [f.manifest_entry() for f in files],
+            "config": {"path": "bundle.toml", "sha256": run.config.sha256},
             "exclusions": {
                 "path": str(run.exclusions.name) if run.exclusions else None,
                 "sha256": sha256_file(run.exclusions)[0] if run.exclusions else None,

@@ -102,6 +102,12 @@ def investigate(
     operator: str | None = typer.Option(
         None, "--operator", help="Who runs the analysis, for the manifest (default: $KVF_OPERATOR, else the login)."
     ),
+    sign_key: Path | None = typer.Option(
+        None,
+        "--sign-key",
+        help="The operator's Ed25519 private key (PEM; forensics keygen makes one): OUT/manifest.sig signs the "
+        "manifest (default: $KVF_SIGN_KEY, if set). forensics verify OUT checks it.",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as one JSON object on stdout."),
     parquet: bool = typer.Option(
         False, "--parquet", help="Also write the large findings tables, typed, as OUT/parquet/<table>.parquet."
@@ -139,7 +145,7 @@ def investigate(
     execution = Execution(
         executor=executor, workers=workers, cache=cache, ray_address=ray_address, screen=not full_replay
     )
-    custody = Custody(operator=operator) if operator else Custody()
+    custody = Custody(operator=operator, sign_key=sign_key) if operator else Custody(sign_key=sign_key)
     # what forensics.pipeline.investigate's cleanup guarantees when a signal stops the run
     left = f"{out} not created" if not out.exists() else f"{out} left as it was (the run builds beside it)"
     with stopped_by_signals(left), progress.shown(quiet=quiet or as_json):

@@ -27,12 +27,17 @@ def notices(
         list[Path] | None,
         typer.Option("--template", help="A notice template (repeatable); default: the bundled HTML and text ones."),
     ] = None,
+    sign_key: Annotated[
+        Path | None,
+        typer.Option("--sign-key", help="Sign the rewritten manifest with this Ed25519 key (default: $KVF_SIGN_KEY)."),
+    ] = None,
 ) -> None:
     """Render the per-account notices again (OUT/notices/) from the database, without rerunning the analysis."""
+    from forensics.custody import signing_key
     from forensics.report.notices import NOTICES, render_notices
 
-    counts = render_notices(out, template or None)
+    counts, signature = render_notices(out, template or None, key=signing_key(sign_key))
     typer.echo(
         f"notices: {counts['mail_merge.csv']:,} accounts, {counts['notices']:,} notice files, "
-        f"{counts['requests.csv']:,} request rows in {out / NOTICES}/"
+        f"{counts['requests.csv']:,} request rows in {out / NOTICES}/; manifest: {signature}"
     )

@@ -138,6 +138,7 @@ class BundleConfig:
     gateway: GatewaySettings = field(default_factory=GatewaySettings)  # [gateway] of bundle.toml
     shipper_node_labels: tuple[str, ...] = SHIPPER_NODE_LABELS  # [shipper] node_labels
     shipper_nodes: dict[str, str] = field(default_factory=dict)  # [shipper] nodes: label value -> node
+    sha256: str | None = None  # of bundle.toml's bytes as read (None: the bundle has none)
 
 
 @dataclass(frozen=True)
@@ -270,10 +271,16 @@ def _hash(path: Path) -> tuple[str, int, str | None]:
 
 
 def read_toml(path: Path) -> dict[str, Any]:
+    return read_toml_hashed(path)[0]
+
+
+def read_toml_hashed(path: Path) -> tuple[dict[str, Any], str]:
+    """A TOML file and the SHA-256 of the bytes it was parsed from (one read: the manifest's hash is of
+    what the run used)."""
     try:
-        with path.open("rb") as fh:
-            return tomllib.load(fh)
-    except tomllib.TOMLDecodeError as err:
+        raw = path.read_bytes()
+        return tomllib.loads(raw.decode("utf-8")), hashlib.sha256(raw).hexdigest()
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
         raise InputError(f"{path}: not valid TOML: {err}") from None
     except OSError as err:
         raise InputError(f"{path}: cannot read: {err.strerror or err}") from None
@@ -295,7 +302,7 @@ def parse_utc(value: Any, where: str) -> datetime:
 
 def load_bundle_config(bundle: Path) -> BundleConfig:
     path = bundle / "bundle.toml"
-    data = read_toml(path) if path.is_file() else {}
+    data, digest = read_toml_hashed(path) if path.is_file() else ({}, None)
     for section, value in data.items():
         if section not in BUNDLE_KEYS:
             raise InputError(f"{path}: unknown section [{section}] (known: {', '.join(sorted(BUNDLE_KEYS))})")
@@ -329,6 +336,7 @@ def load_bundle_config(bundle: Path) -> BundleConfig:
         _disclosure(path, data.get("disclosure", {})),
         gateway_settings(path, data.get("gateway", {})),
         *_shipper(path, data.get("shipper", {})),
+        sha256=digest,
     )
 
 

@@ -30,10 +30,11 @@ import jinja2
 from jinja2.sandbox import SandboxedEnvironment
 from markupsafe import Markup
 
+from forensics.custody import rewrite_manifest
 from forensics.db import iter_rows, query_rows, run_query, session
 from forensics.errors import InputError
 from forensics.intake import sha256_file
-from forensics.outputs import private_open, recover, scratch_path, swap_in, write_csv, write_json
+from forensics.outputs import private_open, recover, scratch_path, swap_in, write_csv
 from forensics.paths import TEMPLATES
 from forensics.report.disclosure import ROLES, notification_rows
 from forensics.report.mail_merge import merge_row, write_merge
@@ -113,11 +114,13 @@ def _compiled(templates: Sequence[Path]) -> list[tuple[jinja2.Template, str]]:
     return compiled
 
 
-def render_notices(out: Path, templates: Sequence[Path] | None = None) -> dict[str, int]:
+def render_notices(out: Path, templates: Sequence[Path] | None = None, key: Any = None) -> tuple[dict[str, int], str]:
     """`forensics notices OUT`: the notices again, from OUT/incident.duckdb alone (read-only), with the
     operator's templates; the analysis is not rerun. OUT/notices is replaced whole once every notice is
     rendered (a template that fails leaves it as it was), and the manifest's hashes of its files follow;
-    nothing else in OUT changes."""
+    nothing else in OUT changes. The manifest changes as a link of its chain (forensics.custody): the one
+    it replaces is kept in custody/, and the signature is made again with `key` or removed. Returns the
+    counts and what became of the signature."""
     db = out / "incident.duckdb"
     if not db.is_file():
         raise InputError(f"{out}: no incident.duckdb (expected the --out folder of forensics investigate)")
@@ -135,26 +138,26 @@ def render_notices(out: Path, templates: Sequence[Path] | None = None) -> dict[s
         counts = _swapped(con, out, compiled)
     finally:
         con.close()
-    _rehash_manifest(out)
-    return counts
+    return counts, _rehash_manifest(out, key)
 
 
-def _rehash_manifest(out: Path) -> None:
+def _rehash_manifest(out: Path, key: Any) -> str:
     """The manifest's run.outputs_sha256 describes the files in OUT: its notices/ entries are those of
     the notices just rendered (the rest of OUT is unchanged)."""
-    path = out / "manifest.json"
     try:
-        manifest = json.loads(path.read_text())
-        hashes = manifest["run"]["outputs_sha256"]
+        hashes = json.loads((out / "manifest.json").read_text())["run"]["outputs_sha256"]
     except (OSError, ValueError, KeyError, TypeError):
-        return  # no manifest of a finished run: nothing claims the notices' bytes
+        return "none (no manifest of a finished run: nothing claims the notices' bytes)"
     prefix = f"{NOTICES}/"
     kept = {k: v for k, v in hashes.items() if not k.startswith(prefix)}
     folder = out / NOTICES
     for f in sorted(p for p in folder.rglob("*") if p.is_file()):
         kept[f.relative_to(out).as_posix()] = sha256_file(f)[0]
-    manifest["run"]["outputs_sha256"] = dict(sorted(kept.items()))
-    write_json(manifest, path)
+
+    def change(manifest: dict[str, Any]) -> None:
+        manifest["run"]["outputs_sha256"] = dict(sorted(kept.items()))
+
+    return rewrite_manifest(out, change, key)
 
 
 def store_incident(con: duckdb.DuckDBPyConnection, ctx: dict[str, Any], disclosure: dict[str, Any]) -> None:

@@ -79,7 +79,16 @@ def _evidence_bytes(path: Path) -> bytes:
     if path.name != "manifest.json":
         return path.read_bytes()
     manifest = json.loads(path.read_text())
-    assert set(manifest.pop("run")) == {"command", "operator", "started_at", "finished_at", "outputs_sha256"}
+    assert set(manifest.pop("run")) == {
+        "command",
+        "operator",
+        "started_at",
+        "finished_at",
+        "bundle",
+        "exclusions",
+        "previous_manifest",
+        "outputs_sha256",
+    }
     return json.dumps(manifest, sort_keys=True).encode()
 
 

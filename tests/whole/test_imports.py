@@ -28,6 +28,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ),
     ("forensics.db", "forensics.outputs"),
     ("forensics.intake",),
+    ("forensics.custody",),  # the manifest's chain and signature: the pipeline and the notices rewrite it
     ("forensics.audit",),  # the config audit: the report names its verdict
     ("forensics.ingest",),
     ("forensics.cohorts",),

@@ -1,0 +1,317 @@
+"""Chain of custody of an investigate output folder (issue #51).
+
+A run's manifest.json hashes every input and every output. Three things make it something a third
+party can check later:
+- **The chain.** A run that writes into an --out that already holds a manifest keeps that manifest as
+  custody/<its sha256>.json and names it in `run.previous_manifest`; the kept manifest names its own
+  predecessor in turn. `forensics notices`, which rewrites the manifest's hashes of the notices, chains
+  the same way. Nothing of an earlier run's record is lost by a rerun.
+- **The signature.** With an operator's Ed25519 key (`--sign-key`, or $KVF_SIGN_KEY), manifest.sig
+  holds a detached signature over manifest.json's bytes and the public key that made it.
+- **The check.** `forensics verify OUT` recomputes every hash the manifest records (inputs, from the
+  bundle it names; outputs), walks the chain, and checks the signature, naming each file that fails.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from forensics.errors import InputError
+from forensics.intake import sha256_file
+from forensics.outputs import atomic_open, make_private, write_json
+
+CUSTODY = "custody"  # OUT/custody/<sha256>.json: the manifests this folder held before, by their own hash
+SIGNATURE = "manifest.sig"
+MANIFEST = "manifest.json"
+KEY_ENV = "KVF_SIGN_KEY"
+# files of OUT that outputs_sha256 does not list: the manifest itself, and the signature made over it
+UNLISTED = frozenset({MANIFEST, SIGNATURE})
+
+
+def _crypto() -> Any:
+    try:
+        from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.asymmetric import ed25519
+    except ImportError as err:  # a dependency of the project: only a broken install lacks it
+        raise InputError(f"signing needs the 'cryptography' package ({err})") from None
+    return serialization, ed25519
+
+
+def signing_key(path: Path | None) -> Any:
+    """The Ed25519 private key of `path`, else of $KVF_SIGN_KEY, else None (the run is not signed)."""
+    if path is None and os.environ.get(KEY_ENV):
+        path = Path(os.environ[KEY_ENV])
+    if path is None:
+        return None
+    serialization, ed25519 = _crypto()
+    try:
+        key = serialization.load_pem_private_key(path.read_bytes(), password=None)
+    except OSError as err:
+        raise InputError(f"--sign-key {path}: not readable ({err.strerror})") from None
+    except (ValueError, TypeError) as err:
+        raise InputError(f"--sign-key {path}: not an unencrypted PEM private key ({err})") from None
+    if not isinstance(key, ed25519.Ed25519PrivateKey):
+        raise InputError(f"--sign-key {path}: a {type(key).__name__}, not an Ed25519 key (forensics keygen makes one)")
+    return key
+
+
+def _public_pem(key: Any) -> str:
+    """The PEM text of a private key's public half."""
+    serialization, _ = _crypto()
+    return str(
+        key.public_key()
+        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+        .decode()
+    )
+
+
+def key_id(public_pem: str) -> str:
+    """A short name of a public key: the first 16 hex digits of the SHA-256 of its raw 32 bytes (so the
+    same key in any PEM layout has the same name)."""
+    serialization, _ = _crypto()
+    try:
+        key = serialization.load_pem_public_key(public_pem.encode())
+    except (ValueError, TypeError) as err:
+        raise InputError(f"not a PEM public key ({err})") from None
+    raw = key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    return hashlib.sha256(raw).hexdigest()[:16]
+
+
+def keygen(prefix: Path) -> tuple[Path, Path]:
+    """PREFIX.key (the private key, readable by its owner only) and PREFIX.pub; never overwrites."""
+    serialization, ed25519 = _crypto()
+    private, public = prefix.with_name(prefix.name + ".key"), prefix.with_name(prefix.name + ".pub")
+    for p in (private, public):
+        if p.exists():
+            raise InputError(f"{p}: exists; keygen does not overwrite a key")
+    key = ed25519.Ed25519PrivateKey.generate()
+    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    fd = os.open(private, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(pem)
+    public.write_text(_public_pem(key))
+    return private, public
+
+
+def sign(out: Path, key: Any) -> None:
+    """OUT/manifest.sig: the Ed25519 signature of manifest.json's bytes, with the key that made it."""
+    data = (out / MANIFEST).read_bytes()
+    pem = _public_pem(key)
+    write_json(
+        {
+            "algorithm": "Ed25519",
+            "signed_file": MANIFEST,
+            "manifest_sha256": hashlib.sha256(data).hexdigest(),
+            "public_key": pem,
+            "key_id": key_id(pem),
+            "signature": base64.b64encode(key.sign(data)).decode(),
+        },
+        out / SIGNATURE,
+    )
+
+
+def keep_previous(previous_out: Path, out: Path) -> dict[str, str] | None:
+    """Carry the chain into `out` (a staging folder, or OUT itself): the custody/ files of
+    `previous_out` and its manifest.json, kept as custody/<sha256>.json. Returns the link the new
+    manifest records, or None when `previous_out` holds no manifest."""
+    old = previous_out / MANIFEST
+    if not old.is_file():
+        return None
+    kept = out / CUSTODY
+    kept.mkdir(exist_ok=True)
+    if previous_out != out and (previous_out / CUSTODY).is_dir():
+        for f in sorted((previous_out / CUSTODY).glob("*.json")):
+            shutil.copyfile(f, kept / f.name)
+    digest = sha256_file(old)[0]
+    shutil.copyfile(old, kept / f"{digest}.json")
+    make_private(kept / f"{digest}.json")
+    return {"sha256": digest, "path": f"{CUSTODY}/{digest}.json"}
+
+
+def rewrite_manifest(out: Path, change: Callable[[dict[str, Any]], None], key: Any = None) -> str:
+    """Change OUT's manifest in place as one link of the chain: the manifest as it was is kept in
+    custody/, the new one names it, its outputs list the kept file, and the signature follows: made
+    again with `key`, else removed (a signature over other bytes would only fail verify). Returns what
+    became of the signature, for the command to say."""
+    path = out / MANIFEST
+    manifest = json.loads(path.read_text())
+    link = keep_previous(out, out)
+    change(manifest)
+    run = manifest.setdefault("run", {})
+    run["previous_manifest"] = link
+    if link is not None:
+        hashes = run.setdefault("outputs_sha256", {})
+        hashes[link["path"]] = sha256_file(out / link["path"])[0]
+        run["outputs_sha256"] = dict(sorted(hashes.items()))
+    with atomic_open(path) as fh:
+        fh.write(json.dumps(manifest, indent=2, sort_keys=True, default=str) + "\n")
+    if key is not None:
+        sign(out, key)
+        return "signed again"
+    if (out / SIGNATURE).exists():
+        (out / SIGNATURE).unlink()
+        return f"{SIGNATURE} removed: the manifest changed; sign it again with --sign-key"
+    return "unsigned"
+
+
+@dataclass
+class Verdict:
+    """What `forensics verify` found: each failure names its file."""
+
+    failures: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    checked: dict[str, int] = field(default_factory=lambda: {"inputs": 0, "outputs": 0, "chain": 0})
+    signer: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+
+def _load(path: Path, v: Verdict) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text())
+    except OSError as err:
+        v.failures.append(f"{path}: not readable ({err.strerror})")
+        return None
+    except ValueError as err:
+        v.failures.append(f"{path}: not JSON ({err})")
+        return None
+    if not isinstance(data, dict):
+        v.failures.append(f"{path}: not a manifest (a JSON object)")
+        return None
+    return data
+
+
+def verify(out: Path, bundle: Path | None = None, trusted_key: Path | None = None) -> Verdict:
+    """Every hash the manifest records, the chain, the signature. `bundle` overrides the bundle folder the
+    manifest names; `trusted_key` (a public key PEM) must be the signer's."""
+    v = Verdict()
+    manifest = _load(out / MANIFEST, v)
+    if manifest is None:
+        return v
+    run = manifest.get("run") or {}
+    _check_outputs(out, run.get("outputs_sha256"), v)
+    folder = bundle or (Path(run["bundle"]) if run.get("bundle") else None)
+    entries = list(manifest.get("inputs") or [])
+    for name, part in (("config", "bundle.toml"), ("exclusions", None)):
+        e = manifest.get(name) or {}
+        if e.get("sha256"):  # bundle.toml and the exclusions file: inputs of the analysis too
+            where = run.get("exclusions") if part is None and not bundle else None
+            entries.append({**e, "path": where or e.get("path") or part})
+    _check_inputs(entries, folder, v)
+    _check_chain(out, run.get("previous_manifest"), v)
+    _check_signature(out, trusted_key, v)
+    return v
+
+
+def _check_outputs(out: Path, recorded: Any, v: Verdict) -> None:
+    if not isinstance(recorded, dict):
+        v.failures.append(f"{out / MANIFEST}: no output hashes (run.outputs_sha256): not a finished run's manifest")
+        return
+    present = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()} - UNLISTED
+    for name in sorted(set(recorded) | present):
+        f = out / name
+        if name not in recorded:
+            v.failures.append(f"{f}: not in the manifest (added after the run)")
+        elif name not in present:
+            v.failures.append(f"{f}: missing (the manifest lists it)")
+        elif sha256_file(f)[0] != recorded[name]:
+            v.failures.append(f"{f}: changed (SHA-256 differs from the manifest's)")
+        else:
+            v.checked["outputs"] += 1
+
+
+def _check_inputs(entries: list[dict[str, Any]], bundle: Path | None, v: Verdict) -> None:
+    if bundle is None:
+        v.notes.append("inputs not checked: the manifest names no bundle folder (pass --bundle)")
+        return
+    if not bundle.is_dir():
+        v.failures.append(f"{bundle}: the bundle folder is not there (pass --bundle if it moved)")
+        return
+    for e in entries:
+        f = bundle / str(e.get("path"))
+        if not e.get("sha256"):
+            v.notes.append(f"{f}: not hashed by the run ({e.get('skipped') or e.get('error') or 'no hash'})")
+        elif not f.is_file():
+            v.failures.append(f"{f}: missing (an input of the run)")
+        elif sha256_file(f)[0] != e["sha256"]:
+            v.failures.append(f"{f}: changed (SHA-256 differs from the manifest's)")
+        else:
+            v.checked["inputs"] += 1
+
+
+def _check_chain(out: Path, link: Any, v: Verdict) -> None:
+    seen: set[str] = set()
+    while link:
+        f = out / str(link.get("path"))
+        if link.get("sha256") in seen:
+            v.failures.append(f"{f}: the chain loops")
+            return
+        seen.add(str(link.get("sha256")))
+        if not f.is_file():
+            v.failures.append(f"{f}: missing: the chain is broken (a later manifest names it)")
+            return
+        if sha256_file(f)[0] != link.get("sha256"):
+            v.failures.append(f"{f}: changed: the chain is broken (its SHA-256 is not the one the next one records)")
+            return
+        v.checked["chain"] += 1
+        earlier = _load(f, v)
+        if earlier is None:
+            return
+        link = (earlier.get("run") or {}).get("previous_manifest")
+
+
+def _check_signature(out: Path, trusted_key: Path | None, v: Verdict) -> None:
+    sig_path = out / SIGNATURE
+    if not sig_path.is_file():
+        if trusted_key is not None:
+            v.failures.append(f"{sig_path}: missing: the manifest is not signed")
+        else:
+            v.notes.append(
+                "unsigned: no manifest.sig, so the manifest's own bytes are not checked (investigate --sign-key "
+                "signs it)"
+            )
+        return
+    sig = _load(sig_path, v)
+    if sig is None:
+        return
+    serialization, ed25519 = _crypto()
+    from cryptography.exceptions import InvalidSignature
+
+    try:
+        public = serialization.load_pem_public_key(str(sig["public_key"]).encode())
+        signature = base64.b64decode(str(sig["signature"]), validate=True)
+    except (KeyError, ValueError, TypeError) as err:
+        v.failures.append(f"{sig_path}: malformed ({type(err).__name__}: {err})")
+        return
+    if not isinstance(public, ed25519.Ed25519PublicKey):
+        v.failures.append(f"{sig_path}: the key is not an Ed25519 key")
+        return
+    try:
+        public.verify(signature, (out / MANIFEST).read_bytes())
+    except InvalidSignature:
+        v.failures.append(f"{out / MANIFEST}: the signature in {SIGNATURE} does not match its bytes")
+        return
+    v.signer = key_id(str(sig["public_key"]))
+    if trusted_key is None:
+        v.notes.append(f"signed by key {v.signer} (the key in manifest.sig; pass --key to require a key you trust)")
+        return
+    try:
+        trusted = trusted_key.read_text()
+    except OSError as err:
+        raise InputError(f"--key {trusted_key}: not readable ({err.strerror})") from None
+    try:
+        trusted_id = key_id(trusted)
+    except InputError as err:
+        raise InputError(f"--key {trusted_key}: {err}") from None
+    if trusted_id != v.signer:
+        v.failures.append(f"{sig_path}: signed by key {v.signer}, not by --key {trusted_key} ({trusted_id})")
