@@ -341,6 +341,10 @@ def h_update_status(original: Callable[..., Any], self: Any, bootstrap_room: int
                     rt.on_transfer(room, peer, slots)
                 else:
                     rt.on_send(room, peer, slots, "failed")
+            if not (status == SUCCESS and now == SUCCESS):  # bounded when the room concludes (drain.py)
+                from forensics.sglang import drain
+
+                drain.hold(room, chunks)
     except Exception as err:  # noqa: BLE001
         _fault("update_status", err)
     return out

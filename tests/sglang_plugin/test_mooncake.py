@@ -6,8 +6,9 @@ add_transfer_request, CommonKVManager.update_status, conclude_transfer and the d
 run, hooked as a server hooks them: each chunk handed to the manager is a transfer row with src "sent"
 (the destination pages' slots, the peer by its endpoint); a completed room writes its landed rows and
 lands in the receiver's ledger; an abort mid-transfer writes its chunks again with src "failed"
-(possibly landed); a chunk the manager drops after the abort, a Success it refuses after a failure and
-a dummy rank write none. Not run here: the transfer worker's
+(possibly landed), and again with src "concluded" when the transfer worker concludes the room (0.5.23's
+conclude_transfer: nothing of it is in flight after); a chunk the manager drops after the abort, a
+Success it refuses after a failure and a dummy rank write none. Not run here: the transfer worker's
 RDMA writes (the engine needs RDMA devices)."""
 
 from __future__ import annotations
@@ -115,6 +116,9 @@ def test_sends_aborts_and_refused_successes_through_the_real_manager(cluster: An
     m.add_transfer_request(103, np.array([1], np.int32), slice(0, 1), True, aux_index=0)
     m.update_status(103, KVPoll.Success)
     assert hooks._pending == {}
+    from forensics.sglang import drain
+
+    assert drain._unconcluded == {}
     pre.rec.close()
     rows = [json.loads(x) for f in pre.rec.files for x in f.read_text().splitlines()]
     assert [(r["op"], r["room"], r["start"], r["end"], r["peer"], r.get("src")) for r in rows] == [
@@ -126,6 +130,7 @@ def test_sends_aborts_and_refused_successes_through_the_real_manager(cluster: An
         ("transfer", 101, 9 * PS, 10 * PS, "decode-0", None),
         ("transfer", 102, 20 * PS, 21 * PS, "decode-0", "sent"),  # room 102's first chunk sent
         ("transfer", 102, 20 * PS, 21 * PS, "decode-0", "failed"),  # the abort: it may still land
+        ("transfer", 102, 20 * PS, 21 * PS, "decode-0", "concluded"),  # the worker concluded it: no more writes
     ]
     written = np.flatnonzero(dec.writer[: 12 * PS] == 101)
     assert written.tolist() == [*range(5 * PS, 8 * PS), *range(9 * PS, 10 * PS)]
