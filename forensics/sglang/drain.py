@@ -22,23 +22,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
 from forensics.sglang import hooks
-
-_unconcluded: dict[int, list[tuple[str, np.ndarray]]] = {}  # room -> chunks recorded "failed", not yet bounded
-
-
-def hold(room: int, chunks: list[tuple[str, np.ndarray]]) -> None:
-    """The update_status hook's chunks of a room that ended Failed: bounded when the room concludes."""
-    _unconcluded.setdefault(room, []).extend(chunks)
 
 
 def h_conclude(original: Callable[..., Any], self: Any, *args: Any, **kwargs: Any) -> Any:
     out = original(self, *args, **kwargs)
     try:
         room = int(kwargs["bootstrap_room"] if "bootstrap_room" in kwargs else args[0])
-        chunks = _unconcluded.pop(room, []) + hooks._pending.pop(room, [])  # sent, its room cleared unconcluded
+        chunks = hooks._unconcluded.pop(room, []) + hooks._pending.pop(room, [])  # sent, its room cleared unconcluded
         rt = hooks._current()
         if rt is not None:
             for peer, slots in chunks:

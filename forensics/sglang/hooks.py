@@ -291,6 +291,7 @@ def h_cache_indices(original: Callable[..., Any], *args: Any, **kwargs: Any) -> 
 
 
 _pending: dict[int, list[tuple[str, np.ndarray]]] = {}
+_unconcluded: dict[int, list[tuple[str, np.ndarray]]] = {}  # room -> chunks recorded failed (drain.py bounds them)
 # KVPoll (disaggregation/base/conn.py): plain ints, not an Enum, the same in 0.4.9 .. 0.5.23
 FAILED, SUCCESS = 0, 4
 
@@ -342,9 +343,7 @@ def h_update_status(original: Callable[..., Any], self: Any, bootstrap_room: int
                 else:
                     rt.on_send(room, peer, slots, "failed")
             if not (status == SUCCESS and now == SUCCESS):  # bounded when the room concludes (drain.py)
-                from forensics.sglang import drain
-
-                drain.hold(room, chunks)
+                _unconcluded.setdefault(room, []).extend(chunks)
     except Exception as err:  # noqa: BLE001
         _fault("update_status", err)
     return out

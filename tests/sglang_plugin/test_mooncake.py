@@ -115,10 +115,7 @@ def test_sends_aborts_and_refused_successes_through_the_real_manager(cluster: An
     open_room(m, 103, [])
     m.add_transfer_request(103, np.array([1], np.int32), slice(0, 1), True, aux_index=0)
     m.update_status(103, KVPoll.Success)
-    assert hooks._pending == {}
-    from forensics.sglang import drain
-
-    assert drain._unconcluded == {}
+    assert hooks._pending == {} and hooks._unconcluded == {}
     pre.rec.close()
     rows = [json.loads(x) for f in pre.rec.files for x in f.read_text().splitlines()]
     assert [(r["op"], r["room"], r["start"], r["end"], r["peer"], r.get("src")) for r in rows] == [
