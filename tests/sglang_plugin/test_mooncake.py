@@ -132,3 +132,26 @@ def test_sends_aborts_and_refused_successes_through_the_real_manager(cluster: An
     written = np.flatnonzero(dec.writer[: 12 * PS] == 101)
     assert written.tolist() == [*range(5 * PS, 8 * PS), *range(9 * PS, 10 * PS)]
     assert (dec.writer[20 * PS : 22 * PS] == -1).all()  # room 102's pages: nothing landed that is known
+
+
+def test_a_room_is_bounded_only_when_no_other_chunk_of_it_is_counted(cluster: Any) -> None:
+    """With staging, a chunk may be deferred past the last one and conclude_transfer runs again after it
+    (common/conn.py): while the worker counts another chunk of the room (_staging_outstanding, counted at
+    dequeue), the failed send is not bounded; the room's next conclusion bounds it."""
+    from forensics.sglang import hooks
+
+    pre, _ = cluster
+    KVPoll = conn.KVPoll
+    m = manager([])
+    open_room(m, 201, [30])
+    m.add_transfer_request(201, np.array([1], np.int32), slice(0, 1), True, aux_index=0)
+    m.update_status(201, KVPoll.Failed)  # decode's abort mid-send
+    m._staging_outstanding[201] = 2  # the chunk at hand and a deferred one
+    m.conclude_transfer(bootstrap_room=201, status=KVPoll.Failed, targets=[(ENDPOINT, PORT)])
+    assert 201 in hooks._unconcluded
+    m._staging_outstanding[201] = 1
+    m.conclude_transfer(bootstrap_room=201, status=KVPoll.Failed, targets=[(ENDPOINT, PORT)])
+    assert hooks._unconcluded == {}
+    pre.rec.close()
+    rows = [json.loads(x) for f in pre.rec.files for x in f.read_text().splitlines()]
+    assert [r.get("src") for r in rows] == ["sent", "failed", "concluded"]
