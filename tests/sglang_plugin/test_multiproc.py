@@ -106,6 +106,13 @@ def test_investigate_misses_no_affected_response(run: dict[str, Any], request: A
     _none(run, request, "missed")
 
 
+def test_investigate_leaves_no_clean_response_indeterminate(run: dict[str, Any], request: Any) -> None:
+    """An aborted room's failed send is bounded by the prefill's conclusion of the room (src concluded):
+    a reader that took its slots after that, proven by the clock bounds, and read its own KV there is
+    clean; one that took them inside the window stays indeterminate."""
+    _none(run, request, "indeterminate_clean")
+
+
 def test_the_guard_raises_no_false_alarm(run: dict[str, Any], request: Any) -> None:
     _none(run, request, "guard_false_alarms")
 
