@@ -155,3 +155,18 @@ def test_a_room_is_bounded_only_when_no_other_chunk_of_it_is_counted(cluster: An
     pre.rec.close()
     rows = [json.loads(x) for f in pre.rec.files for x in f.read_text().splitlines()]
     assert [r.get("src") for r in rows] == ["sent", "failed", "concluded"]
+
+
+def test_rooms_never_concluded_are_not_kept_forever(cluster: Any, monkeypatch: Any) -> None:
+    """A room whose chunks the worker skips after an abort is never concluded: the plugin keeps at most
+    UNCONCLUDED_ROOMS of them, dropping the oldest (their sends then stay unbounded)."""
+    from forensics.sglang import hooks
+
+    monkeypatch.setattr(hooks, "UNCONCLUDED_ROOMS", 2)
+    m = manager([])
+    for room in (301, 302, 303):
+        open_room(m, room, [40 + room - 301])
+        m.add_transfer_request(room, np.array([1], np.int32), slice(0, 1), False)
+        m.update_status(room, conn.KVPoll.Failed)
+    assert list(hooks._unconcluded) == [302, 303]
+    hooks._unconcluded.clear()

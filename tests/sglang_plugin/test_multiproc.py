@@ -82,6 +82,9 @@ MEASURED = {
     "aborted room's late chunk may still write; it landed after they ended)",
     ("0.5.11", 1, "guard_false_alarms"): "the guard alarms on 54 clean requests (no hook sees prefill's final "
     "status of an aborted room on 0.5.11: its pages stay open)",
+    ("0.5.23", 16, "indeterminate_clean"): "investigate leaves 9 clean responses indeterminate, each a reader "
+    "that took an aborted room's page before the prefill concluded the room (its late chunk may have landed "
+    "after the reader's own KV)",
 }
 
 
