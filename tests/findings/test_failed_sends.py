@@ -147,6 +147,7 @@ def test_a_reader_that_took_the_slots_after_the_send_concluded_is_clean(tmp_path
     before R took the slots at 1.020, and R's own transfer then filled every slot R reads."""
     f = _case(tmp_path, status, concluded=R_ALLOC - HI - 0.004)
     assert f.rows("SELECT bound_ts IS NOT NULL FROM unlanded_sends WHERE room = 3") == [(True,)]
+    assert f.rows("SELECT count(*) FROM transfer_links WHERE room = 3") == [(0,)]  # a conclusion lands nothing
     assert "R" not in f.affected()
     assert R not in _flags(f)
 
