@@ -129,7 +129,8 @@ STEPS = (
     order_alternatives,  # where an ambiguous landing makes other last writers possible
     "conflict_reads",  # reads whose last writer the clock bounds cannot settle: every possible one
     "write_effects",
-    "unlanded_sends",  # transfers sent that never landed in the files: they may have written at any time
+    "unlanded_sends",  # transfers sent that never landed in the files: they may have written until concluded
+    "unlanded_readers",  # ... and the reads within their reach
     "overwritten_sightings",  # ... and the sightings of another room's data they may have overwritten
     "exposure_segments",
     "exposure_certain",

@@ -291,6 +291,8 @@ def h_cache_indices(original: Callable[..., Any], *args: Any, **kwargs: Any) -> 
 
 
 _pending: dict[int, list[tuple[str, np.ndarray]]] = {}
+_unconcluded: dict[int, list[tuple[str, np.ndarray]]] = {}  # room -> chunks recorded failed (drain.py bounds them)
+UNCONCLUDED_ROOMS = 4096
 # KVPoll (disaggregation/base/conn.py): plain ints, not an Enum, the same in 0.4.9 .. 0.5.23
 FAILED, SUCCESS = 0, 4
 
@@ -340,6 +342,12 @@ def h_update_status(original: Callable[..., Any], self: Any, bootstrap_room: int
                     rt.on_transfer(room, peer, slots)
                 else:
                     rt.on_send(room, peer, slots, "failed")
+            if not (status == SUCCESS and now == SUCCESS) and hasattr(self, "conclude_transfer"):
+                # bounded when the worker concludes the room (drain.py); a room it never concludes (its
+                # chunks skipped after an abort) is dropped oldest first: its sends then stay unbounded
+                _unconcluded.setdefault(room, []).extend(chunks)
+                if len(_unconcluded) > UNCONCLUDED_ROOMS:
+                    _unconcluded.pop(next(iter(_unconcluded)))
     except Exception as err:  # noqa: BLE001
         _fault("update_status", err)
     return out

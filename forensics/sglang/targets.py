@@ -27,7 +27,9 @@ Targets, and where each lives (python/sglang/srt/...):
   commit of a Success (disaggregation/decode.py DecodeTransferQueue._commit_transfer_to_req, both), a
   prefill rank's terminal status and the abort's drain ack (disaggregation/common/conn.py
   CommonKVManager.apply_prefill_status and is_abort_release_safe, 0.5.23; 0.5.11 handles the status
-  message inside MooncakeKVManager.start_decode_thread's closure, which no hook reaches).
+  message inside MooncakeKVManager.start_decode_thread's closure, which no hook reaches);
+- the sender's end of a room's transfer: disaggregation/common/conn.py CommonKVManager.conclude_transfer
+  (0.5.23; forensics.sglang.drain; 0.5.11 has none).
 A target a release lacks is skipped and named in the log (APPLIED lists what took, MISSING the rest).
 """
 
@@ -38,6 +40,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from forensics.sglang.drain import h_conclude
 from forensics.sglang.guard import h_run_batch
 from forensics.sglang.hooks import (
     h_add_transfer,
@@ -97,6 +100,11 @@ TARGETS: list[tuple[tuple[str, ...], str, Callable[..., Any]]] = [
     (("sglang.srt.disaggregation.mooncake.conn",), "MooncakeKVReceiver.send_metadata", h_send_metadata),
     (("sglang.srt.disaggregation.common.conn",), "CommonKVManager.apply_prefill_status", h_prefill_status),
     (("sglang.srt.disaggregation.common.conn",), "CommonKVManager.is_abort_release_safe", h_release_safe),
+]
+# the sender's end of a room's transfer (forensics.sglang.drain): after the transfer worker concludes
+# it, nothing of the room is in flight (0.5.23 common/conn.py CommonKVManager.conclude_transfer)
+TARGETS += [
+    (("sglang.srt.disaggregation.common.conn",), "CommonKVManager.conclude_transfer", h_conclude),
 ]
 
 

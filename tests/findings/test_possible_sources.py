@@ -64,7 +64,10 @@ def _tables(con: duckdb.DuckDBPyConnection) -> None:
     )
     # no transfer was sent without landing: no unlanded send pairs
     con.execute("""CREATE TABLE unlanded_sends (sender VARCHAR, receiver VARCHAR, room BIGINT, start BIGINT,
-        "end" BIGINT, failed BOOLEAN, alloc_seq BIGINT, alloc_ts TIMESTAMPTZ)""")
+        "end" BIGINT, failed BOOLEAN, alloc_seq BIGINT, alloc_ts TIMESTAMPTZ, concluded_ts TIMESTAMPTZ,
+        bound_ts TIMESTAMPTZ)""")
+    con.execute("""CREATE TABLE unlanded_readers (node VARCHAR, room BIGINT, sender VARCHAR, send_room BIGINT,
+        start BIGINT, "end" BIGINT, failed BOOLEAN)""")
     con.execute("CREATE TABLE log_outages (node VARCHAR, source VARCHAR, gap_from TIMESTAMPTZ, gap_to TIMESTAMPTZ)")
     # every room here is named by a gateway record: no room lists candidate accounts
     con.execute("""CREATE TABLE room_candidates (room BIGINT, node VARCHAR, request_id VARCHAR, account_id VARCHAR,

@@ -6,8 +6,9 @@ add_transfer_request, CommonKVManager.update_status, conclude_transfer and the d
 run, hooked as a server hooks them: each chunk handed to the manager is a transfer row with src "sent"
 (the destination pages' slots, the peer by its endpoint); a completed room writes its landed rows and
 lands in the receiver's ledger; an abort mid-transfer writes its chunks again with src "failed"
-(possibly landed); a chunk the manager drops after the abort, a Success it refuses after a failure and
-a dummy rank write none. Not run here: the transfer worker's
+(possibly landed), and again with src "concluded" when the transfer worker concludes the room (0.5.23's
+conclude_transfer: nothing of it is in flight after); a chunk the manager drops after the abort, a
+Success it refuses after a failure and a dummy rank write none. Not run here: the transfer worker's
 RDMA writes (the engine needs RDMA devices)."""
 
 from __future__ import annotations
@@ -116,7 +117,7 @@ def test_sends_aborts_and_refused_successes_through_the_real_manager(cluster: An
     open_room(m, 103, [])
     m.add_transfer_request(103, np.array([1], np.int32), slice(0, 1), True, aux_index=0)
     m.update_status(103, KVPoll.Success)
-    assert hooks._pending == {}
+    assert hooks._pending == {} and hooks._unconcluded == {}
     pre.rec.close()
     rows = [json.loads(x) for f in pre.rec.files for x in f.read_text().splitlines()]
     assert [(r["op"], r["room"], r["start"], r["end"], r["peer"], r.get("src")) for r in rows] == [
@@ -128,7 +129,46 @@ def test_sends_aborts_and_refused_successes_through_the_real_manager(cluster: An
         ("transfer", 101, 9 * PS, 10 * PS, "decode-0", None),
         ("transfer", 102, 20 * PS, 21 * PS, "decode-0", "sent"),  # room 102's first chunk sent
         ("transfer", 102, 20 * PS, 21 * PS, "decode-0", "failed"),  # the abort: it may still land
+        ("transfer", 102, 20 * PS, 21 * PS, "decode-0", "concluded"),  # the worker concluded it: no more writes
     ]
     written = np.flatnonzero(dec.writer[: 12 * PS] == 101)
     assert written.tolist() == [*range(5 * PS, 8 * PS), *range(9 * PS, 10 * PS)]
     assert (dec.writer[20 * PS : 22 * PS] == -1).all()  # room 102's pages: nothing landed that is known
+
+
+def test_a_room_is_bounded_only_when_no_other_chunk_of_it_is_counted(cluster: Any) -> None:
+    """With staging, a chunk may be deferred past the last one and conclude_transfer runs again after it
+    (common/conn.py): while the worker counts another chunk of the room (_staging_outstanding, counted at
+    dequeue), the failed send is not bounded; the room's next conclusion bounds it."""
+    from forensics.sglang import hooks
+
+    pre, _ = cluster
+    KVPoll = conn.KVPoll
+    m = manager([])
+    open_room(m, 201, [30])
+    m.add_transfer_request(201, np.array([1], np.int32), slice(0, 1), True, aux_index=0)
+    m.update_status(201, KVPoll.Failed)  # decode's abort mid-send
+    m._staging_outstanding[201] = 2  # the chunk at hand and a deferred one
+    m.conclude_transfer(bootstrap_room=201, status=KVPoll.Failed, targets=[(ENDPOINT, PORT)])
+    assert 201 in hooks._unconcluded
+    m._staging_outstanding[201] = 1
+    m.conclude_transfer(bootstrap_room=201, status=KVPoll.Failed, targets=[(ENDPOINT, PORT)])
+    assert hooks._unconcluded == {}
+    pre.rec.close()
+    rows = [json.loads(x) for f in pre.rec.files for x in f.read_text().splitlines()]
+    assert [r.get("src") for r in rows] == ["sent", "failed", "concluded"]
+
+
+def test_rooms_never_concluded_are_not_kept_forever(cluster: Any, monkeypatch: Any) -> None:
+    """A room whose chunks the worker skips after an abort is never concluded: the plugin keeps at most
+    UNCONCLUDED_ROOMS of them, dropping the oldest (their sends then stay unbounded)."""
+    from forensics.sglang import hooks
+
+    monkeypatch.setattr(hooks, "UNCONCLUDED_ROOMS", 2)
+    m = manager([])
+    for room in (301, 302, 303):
+        open_room(m, room, [40 + room - 301])
+        m.add_transfer_request(room, np.array([1], np.int32), slice(0, 1), False)
+        m.update_status(room, conn.KVPoll.Failed)
+    assert list(hooks._unconcluded) == [302, 303]
+    hooks._unconcluded.clear()

@@ -82,6 +82,9 @@ MEASURED = {
     "aborted room's late chunk may still write; it landed after they ended)",
     ("0.5.11", 1, "guard_false_alarms"): "the guard alarms on 54 clean requests (no hook sees prefill's final "
     "status of an aborted room on 0.5.11: its pages stay open)",
+    ("0.5.23", 16, "indeterminate_clean"): "investigate leaves 9 clean responses indeterminate, each a reader "
+    "that took an aborted room's page before the prefill concluded the room (its late chunk may have landed "
+    "after the reader's own KV)",
 }
 
 
@@ -104,6 +107,13 @@ def test_investigate_names_no_false_source(run: dict[str, Any], request: Any) ->
 
 def test_investigate_misses_no_affected_response(run: dict[str, Any], request: Any) -> None:
     _none(run, request, "missed")
+
+
+def test_investigate_leaves_no_clean_response_indeterminate(run: dict[str, Any], request: Any) -> None:
+    """An aborted room's failed send is bounded by the prefill's conclusion of the room (src concluded):
+    a reader that took its slots after that, proven by the clock bounds, and read its own KV there is
+    clean; one that took them inside the window stays indeterminate."""
+    _none(run, request, "indeterminate_clean")
 
 
 def test_the_guard_raises_no_false_alarm(run: dict[str, Any], request: Any) -> None:

@@ -1,7 +1,7 @@
 -- Rooms whose answer the evidence cannot decide, with the reason. A room with a certain exposure is
 -- still confirmed; these make every other room here indeterminate rather than clean.
 -- grain: node, room, reason; reads: page_events, seq_gaps, read_provenance, transfer_landing, replay_window,
---        room_state, conflict_rooms, unlanded_sends; params: none
+--        room_state, conflict_rooms, unlanded_readers; params: none
 CREATE OR REPLACE TABLE room_flags AS
 SELECT DISTINCT node, room, reason FROM (
     -- events on both sides of a gap: some of the room's own events may be lost
@@ -53,17 +53,14 @@ SELECT DISTINCT node, room, reason FROM (
      AND p.start < t."end" AND p."end" > t.start
     WHERE t.ambiguous AND p.room <> t.room
     UNION ALL
-    -- a transfer sent that never landed in the files (unlanded_sends) may have written its slots at any
-    -- moment after its room took them on the receiver, so a later read of those slots by another room
-    -- is not cleared
-    SELECT p.node, p.room, 'a transfer from ' || s.sender || ' (room ' || s.room || ') into [' || s.start || ','
-           || s."end" || ') ' || CASE WHEN s.failed THEN 'ended Failed after it was sent'
-                                      ELSE 'was sent and never logged as landed' END
+    -- a transfer sent that never landed in the files may have written its slots at any moment after its
+    -- room took them on the receiver and before the sender concluded it: a read of those slots by another
+    -- room within its reach (unlanded_readers) is not cleared
+    SELECT node, room, 'a transfer from ' || sender || ' (room ' || send_room || ') into [' || start || ','
+           || "end" || ') ' || CASE WHEN failed THEN 'ended Failed after it was sent'
+                                    ELSE 'was sent and never logged as landed' END
            || ': it may have landed in the slots it read'
-    FROM unlanded_sends s
-    JOIN page_events p
-      ON p.node = s.receiver AND p.op IN ('read', 'share') AND p.room <> s.room
-     AND p.start < s."end" AND p."end" > s.start AND p.seq > coalesce(s.alloc_seq, -1)
+    FROM unlanded_readers
     UNION ALL
     -- a read of slots two transfers filled in an order the clock bounds cannot settle
     SELECT node, room, reason FROM conflict_rooms

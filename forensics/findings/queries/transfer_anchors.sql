@@ -2,4 +2,4 @@
 -- (the receiver cannot see one-sided writes): they fix where each request's KV is in the allocator model.
 -- Landed transfers only: a row with src sent or failed is a send whose landing nothing proves (room_flags).
 -- grain: transfer event into $node; reads: page_events; params: $node
-SELECT room, start, "end" FROM page_events WHERE op = 'transfer' AND peer = $node AND coalesce(src, '') NOT IN ('sent', 'failed') ORDER BY room, start, "end"
+SELECT room, start, "end" FROM page_events WHERE op = 'transfer' AND peer = $node AND coalesce(src, '') NOT IN ('sent', 'failed', 'concluded') ORDER BY room, start, "end"

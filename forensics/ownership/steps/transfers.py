@@ -104,7 +104,7 @@ def transfer_links(con: duckdb.DuckDBPyConnection) -> None:
             f"""CREATE OR REPLACE TEMP TABLE xfers AS
                SELECT node AS sender, peer AS receiver, seq AS xseq, ts AS xts, room, start, "end"
                FROM page_events WHERE op = 'transfer' AND peer IN (SELECT node FROM telemetry_nodes)
-                 AND coalesce(src, '') NOT IN ('sent', 'failed')
+                 AND coalesce(src, '') NOT IN ('sent', 'failed', 'concluded')
                {"ORDER BY receiver" if many else ""}"""
         )
     con.execute(

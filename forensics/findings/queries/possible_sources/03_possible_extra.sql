@@ -12,10 +12,12 @@
 --     read (sender_sources), but
 --     those the page events already pair with it (exposures);
 --   - the unlanded pairs: each affected response with page evidence that read slots a send which never
---     landed in the files may have written (unlanded_sends), with the send's room.
+--     landed in the files may have written (unlanded_readers), with the send's room.
 -- grain: recipient request, source request (or room), node; reads: late_write_responses, signature_responses,
 --        affected_responses, room_requests, missing_rooms, room_flags, gap_sources, sender_sources, page_events,
---        seq_gaps, exposures, gateway, request_cohort, unlanded_sends; params: none
+--        seq_gaps, exposures, gateway, request_cohort, unlanded_sends,
+--        unlanded_readers; params: none
+-- scratch: unlanded_readers (read by room_flags too, which runs before)
 CREATE OR REPLACE TABLE possible_extra AS
 WITH indeterminate AS (
     SELECT request_id, account_id, cohort, decode_node, room FROM affected_responses
@@ -100,16 +102,14 @@ WITH indeterminate AS (
            'a transfer from ' || u.sender || ' into [' || u.start || ',' || u."end" || ') '
            || CASE WHEN u.failed THEN 'ended Failed after it was sent' ELSE 'was sent and never logged as landed' END
            || ': it may have landed in the slots the response read'
-           || CASE WHEN q.request_id IS NULL THEN '; no gateway record names room ' || u.room ELSE '' END AS basis,
-           x.cohort AS recipient_cohort, q.cohort AS source_cohort, x.room AS recipient_room, u.room AS source_room
+           || CASE WHEN q.request_id IS NULL THEN '; no gateway record names room ' || u.send_room ELSE '' END AS basis,
+           x.cohort AS recipient_cohort, q.cohort AS source_cohort, x.room AS recipient_room, u.send_room AS source_room
     FROM affected x
-    JOIN unlanded_sends u ON u.receiver = x.node AND u.room IS DISTINCT FROM x.room
-    JOIN page_events p ON p.node = x.node AND p.room = x.room AND p.op IN ('read', 'share')
-     AND p.start < u."end" AND p."end" > u.start AND p.seq > coalesce(u.alloc_seq, -1)
-    LEFT JOIN requests q ON q.node = x.node AND q.room = u.room
+    JOIN unlanded_readers u ON u.node = x.node AND u.room = x.room
+    LEFT JOIN requests q ON q.node = x.node AND q.room = u.send_room
     WHERE q.request_id IS DISTINCT FROM x.request_id
       AND NOT EXISTS (SELECT 1 FROM exposures e WHERE e.node = x.node AND e.recipient_room = x.room
-                      AND e.source_room = u.room)
+                      AND e.source_room = u.send_room)
 )
 SELECT w.request_id AS recipient_request_id, coalesce(w.source_request_id, '') AS source_request_id,
        w.account_id AS recipient_account_id, w.source_account_id, w.node, w.why AS basis,
