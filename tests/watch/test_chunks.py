@@ -324,6 +324,8 @@ ODD_PAGES = [
     _ev_line(op="transfer", room=10, start=4, end=12, peer="n2"),
     _ev_line(node="n2", op="share", room=11, start=4, end=12),
     _ev_line(op="transfer", room=12, start=4, end=12, peer="n2"),
+    _ev_line(op="transfer", room=21, start=0, end=16, src="sent", peer="n2"),  # the plugin's send rows
+    _ev_line(op="transfer", room=21, start=0, end=16, src="failed", peer="n2"),
     _ev_line(node="n2", op="read", room=11, start=0, end=16),
     _ev_line(op="free", room=9, start=0, end=8),
     _ev_line(op="transfer", room=13, start=4, end=12),  # no peer
@@ -371,3 +373,20 @@ def test_page_events_read_in_bulk_as_one_by_one(tmp_path: Path, monkeypatch: pyt
 
     assert len(PAGE_LINE.findall(datas[1])) == datas[1].count(b"\n")  # the writer's lines all taken
     assert _page_run(datas[0], "python", 0, monkeypatch)[0]  # the odd lines raise alerts too
+
+
+@pytest.mark.parametrize("reader", ["python", "bulk"])
+def test_a_send_is_no_landing_a_landed_transfer_is(reader: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The plugin records a transfer when sent, when its room fails and when the sender concludes it
+    (src sent / failed / concluded): none of them says the KV landed, so none writes the receiver's
+    slots or raises an alert; the landed row (no src) into the same held slots does."""
+    held = _ev_line(node="n2", op="share", room=11, start=4, end=12)
+    sends = [
+        _ev_line(op="transfer", room=10, start=4, end=12, src=s, peer="n2") for s in ("sent", "failed", "concluded")
+    ]
+    landed = _ev_line(op="transfer", room=10, start=4, end=12, peer="n2")
+    alerts, maps = _page_run(("\n".join([held, *sends]) + "\n").encode(), reader, 0, monkeypatch)
+    assert alerts == [] and set(maps["n2"]) == {-1}
+    alerts, maps = _page_run(("\n".join([held, *sends, landed]) + "\n").encode(), reader, 0, monkeypatch)
+    assert [(a["kind"], a["room"]) for a in alerts] == [("exposure", 11)], alerts
+    assert "foreign_write" in alerts[0]["summary"] and maps["n2"][4:12] == [10] * 8
