@@ -16,7 +16,7 @@ another engine (a traceback through vLLM's kernels) is never taken for it.
 
 The config audit (forensics.audit: pool size against context length, with the lines that prove it) is
 run here once over the bundle's engine/<node>/ folders, every file under them as the standalone audit
-reads them (DuckDB sieving the plain files on ingest's connection: forensics.audit.lines.read_logs), and its
+reads them (DuckDB sieving the plain files on ingest's connection: forensics.audit.sieved.read_logs), and its
 verdicts are stored (store_audit) for the report's root cause.
 
 Reads: engine/<node>/ files. Writes: node_config rows of the nodes of other engines, node_audit.
@@ -30,6 +30,7 @@ from pathlib import Path
 import duckdb
 
 from forensics.audit import ServerInput, audit_engine_dirs, audit_server
+from forensics.audit.sieved import drop_kept
 from forensics.engines import ENGINES, marker_scores, winner
 from forensics.engines.sglang_startup import NAME as SGLANG
 from forensics.ingest import rawtext
@@ -140,6 +141,8 @@ def store_audit(con: duckdb.DuckDBPyConnection, bundle: Path) -> None:
     except Exception as err:  # the report stands on node_config without it, and says so
         con.execute("INSERT INTO node_audit (reason) VALUES (?)", [f"{type(err).__name__}: {err}"])
         return
+    finally:
+        drop_kept(con)  # the lines the bulk reader kept for the audit (forensics.ingest.bulk)
 
     def rel(file: str) -> str:  # bundle-relative: the report must not depend on where the bundle lies
         return Path(file).relative_to(root).as_posix() if Path(file).is_relative_to(root) else Path(file).name
