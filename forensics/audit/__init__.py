@@ -15,8 +15,8 @@ from pathlib import Path
 
 import duckdb
 
-from forensics.audit.lines import read_logs
 from forensics.audit.model import OK, TOO_SMALL, UNKNOWN, ServerAudit
+from forensics.audit.sieved import read_logs
 from forensics.audit.verdict import attach_leak_windows, decide
 from forensics.engines import ENGINES, KEYWORDS, detect
 from forensics.engines.facts import LogLine
@@ -115,7 +115,7 @@ def _read(
 def audit_server(
     server: ServerInput, context_length: int | None = None, con: duckdb.DuckDBPyConnection | None = None
 ) -> ServerAudit:
-    """The audit of one server; with `con`, DuckDB sieves its plain files (forensics.audit.lines.read_logs)."""
+    """The audit of one server; with `con`, DuckDB sieves its plain files (forensics.audit.sieved.read_logs)."""
     by_file = _read(server, SIEVE, con)
     path = str(server.path)
     if not server.files:

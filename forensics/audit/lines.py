@@ -7,17 +7,13 @@ logical line. Bytes that are not UTF-8 are replaced, NUL and other control chara
 
 from __future__ import annotations
 
-import mmap
 import re
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from itertools import accumulate, islice
 from pathlib import Path
 
-import duckdb
-
-from forensics.db import sql_literal
 from forensics.engines.facts import LogLine
 from forensics.errors import InputError
 from forensics.intake import shippers
@@ -208,127 +204,6 @@ def _sieved(data: Iterable[bytes], words: tuple[str, ...], dropped: list[int]) -
             else:
                 yield n, raw
         chunk, plain, hit = after, after_plain, after_hit
-
-
-def _sql_escape(word: str) -> str:
-    return "".join("\\" + c if c in r".^$*+?()[]{}|\\" else c for c in word)
-
-
-COMPRESSED = (".gz", ".zst")  # DuckDB would decompress them; the Python reader reads their bytes
-MAX_SQL_LINE = 64 << 20  # DuckDB's longest line: a longer one fails the read, and Python reads the file
-_CHECK_BYTES = 64 << 20  # a file is searched for bytes DuckDB may not read this many at a time (memory)
-# SGLang's record prefix as _SGLANG_PREFIX matches it (RE2's \d is ASCII too), without the group
-_PREFIX_SQL = _RECORD[0].pattern.replace("(?P<rank>", "(?:")
-
-
-def _sql_plain(path: Path) -> bool | None:
-    """None when DuckDB's line reader may not give this file's lines byte for byte or a line of it may not
-    be what clean leaves as it is: empty, compressed, a byte-order mark (dropped), or one of the bytes
-    a plain line may not hold (_NOT_PLAIN_BYTES: control characters, among them the carriage return, a
-    line break to DuckDB, NUL and the record separator, its delimiter; a backslash, ^). Else whether no
-    line holds the words that let a line join the next in any file (_OPENERS). A file that is not
-    UTF-8 fails the read itself."""
-    if path.name.lower().endswith(COMPRESSED):
-        return None
-    with path.open("rb") as fh:
-        if not fh.seek(0, 2):
-            return None
-        with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-            if mm[:3] == b"\xef\xbb\xbf":
-                return None
-            for at in range(0, len(mm), _CHECK_BYTES):
-                part = mm[at : at + _CHECK_BYTES]
-                if len(part.translate(None, _NOT_PLAIN_BYTES)) < len(part):
-                    return None
-            return all(mm.find(w.encode()) < 0 for w in _OPENERS)
-
-
-def _loose(path: Path, joinless: bool) -> bool:
-    """Every line of the file but a blank one is a logical line of its own: no line can join the next
-    (`joinless`, _sql_plain) and the head finds no record prefixes (_logical's sniff), so none wraps."""
-    if not joinless:
-        return False
-    with path.open("rb") as fh:
-        return not _prefixed(list(_physical(enumerate(islice(fh, SNIFF_LINES), start=1))))
-
-
-def _sieved_sql(
-    con: duckdb.DuckDBPyConnection, files: list[tuple[Path, bool]], words: tuple[str, ...]
-) -> dict[str, list[tuple[int, bytes]]] | None:
-    """_sieved by DuckDB, for files _sql_plain passes, each with whether it is _loose, in one query: per
-    file, the numbered lines kept; None when DuckDB cannot read one of them (not UTF-8, a line too
-    long). A line left out is one past the head holding no word that is plain (SGLang's record prefix:
-    the file holds no byte that would unmake it) and followed by a plain line or the end, as _sieved
-    leaves out; in a loose file, any line past the head holding no word but a blank one. Either is a
-    logical line of its own, and the lines around it read the same without it."""
-    names = [str(f) for f, _ in files]
-    prefix = f"coalesce(regexp_matches(line, {sql_literal(_PREFIX_SQL)}), false)"
-    hit = f"coalesce(regexp_matches(line, {sql_literal('|'.join(_sql_escape(w) for w in words))}), false)"
-    try:
-        # one reader thread and insertion order kept: the rowids of a file's lines follow each other, in
-        # order; the line's text is carried through no sort (the next line's by a window on the flags)
-        con.execute(
-            f"CREATE OR REPLACE TEMP TABLE audit_raw AS SELECT filename, line, {prefix} AS plain, {hit} AS hit, "
-            "coalesce(regexp_matches(line, '^[!-~]'), false) AS nonblank FROM read_csv($names, "
-            "columns = {'line': 'VARCHAR'}, delim = chr(30), quote = '', escape = '', header = false, "
-            f"auto_detect = false, parallel = false, max_line_size = {MAX_SQL_LINE}, strict_mode = false, "
-            "null_padding = true, new_line = '\\n', compression = 'none', filename = true)",
-            {"names": names},
-        )
-    except duckdb.Error:
-        con.execute("DROP TABLE IF EXISTS audit_raw")
-        return None
-    try:
-        rows = con.execute(
-            f"""WITH s AS (SELECT filename, min(rowid) AS r0, max(rowid) AS r1 FROM audit_raw GROUP BY filename),
-                     l AS (SELECT unnest($names) AS filename, unnest($loose) AS loose),
-                     w AS (SELECT rowid AS r, lead(plain, 1, true) OVER (ORDER BY rowid) AS next_plain FROM audit_raw)
-                SELECT filename, a.rowid - r0 + 1 AS n, coalesce(line, '') FROM audit_raw a
-                JOIN s USING (filename) JOIN l USING (filename) JOIN w ON w.r = a.rowid
-                WHERE a.rowid - r0 + 1 <= {SNIFF_LINES} OR hit
-                   OR NOT CASE WHEN loose THEN nonblank ELSE plain AND (next_plain OR a.rowid = r1) END
-                ORDER BY filename, n""",
-            {"names": names, "loose": [loose for _, loose in files]},
-        ).fetchall()
-    finally:
-        con.execute("DROP TABLE audit_raw")
-    out: dict[str, list[tuple[int, bytes]]] = {name: [] for name in names}
-    for name, n, text in rows:
-        out[name].append((n, text.encode()))
-    return out
-
-
-def read_logs(
-    paths: Sequence[Path],
-    keep: Callable[[str], bool],
-    head: int,
-    sieve: tuple[str, ...] | None,
-    con: duckdb.DuckDBPyConnection | None,
-) -> list[list[LogLine]]:
-    """read_log of each file; with `sieve` and `con`, DuckDB sieves the plain files it reads as is in
-    one query (_sieved_sql: the lines _sieved keeps, or fewer that no parse reads either, so that Python
-    reads only those), the other files as read_log does (all of them when DuckDB cannot read one)."""
-    got: dict[str, list[tuple[int, bytes]]] = {}
-    if sieve is not None and con is not None:
-        plain = []
-        for path in paths:
-            try:
-                if not shippers.recognise(path) and (joinless := _sql_plain(path)) is not None:
-                    plain.append((path, _loose(path, joinless)))
-            except OSError:  # read_log names the file and the error
-                continue
-        if plain:
-            got = _sieved_sql(con, plain, sieve) or {}
-    out = []
-    for path in paths:
-        if str(path) in got:
-            kept = got[str(path)]
-            # every line not kept was left out: those before the i-th kept line, its number less 1 less i
-            before = {n: n - 1 - i for i, (n, _) in enumerate(kept)}
-            out.append(_kept(_logical(str(path), kept), before.__getitem__, keep, head))
-        else:
-            out.append(read_log(path, keep, head, sieve))
-    return out
 
 
 def read_log(

@@ -10,7 +10,9 @@ listed in ENGINES, plus its fixtures under tests/fixtures/engines/ (ARCHITECTURE
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Iterable
+from itertools import accumulate
 
 from forensics.engines import lmdeploy, sglang_startup, trtllm, vllm
 from forensics.engines.facts import Engine
@@ -28,6 +30,8 @@ def marker_scores(texts: Iterable[str], *, ignore_spaces: bool = False) -> dict[
     """Per engine, how many of the texts hold one of its markers; with ignore_spaces, how many markers
     the texts hold, markers and texts compared without their whitespace (a message pasted over several
     lines may have lost a space at each break)."""
+    if not ignore_spaces:
+        return _lines_marked(list(texts))
     scores = dict.fromkeys(ENGINES, 0)
     markers = {
         name: tuple(_squeeze(m) for m in e.markers) if ignore_spaces else e.markers for name, e in ENGINES.items()
@@ -40,6 +44,24 @@ def marker_scores(texts: Iterable[str], *, ignore_spaces: bool = False) -> dict[
                 scores[name] += sum(m in text for m in marks)
             elif any(m in text for m in marks):
                 scores[name] += 1
+    return scores
+
+
+def _lines_marked(texts: list[str]) -> dict[str, int]:
+    """marker_scores without ignore_spaces, by searching the texts joined once: a marker holds no NUL,
+    so none of its occurrences spans two texts, and each is mapped to its text by its offset."""
+    buf = "\0".join(texts)
+    starts = [0, *accumulate(len(t) + 1 for t in texts)]
+    scores = dict.fromkeys(ENGINES, 0)
+    for name, e in ENGINES.items():
+        hit: set[int] = set()
+        for m in e.markers:
+            pos = buf.find(m)
+            while pos >= 0:
+                i = bisect_right(starts, pos) - 1
+                hit.add(i)
+                pos = buf.find(m, starts[i + 1])
+        scores[name] = len(hit)
     return scores
 
 

@@ -33,6 +33,8 @@ from zoneinfo import ZoneInfo
 import duckdb
 import pyarrow as pa
 
+from forensics.audit import SIEVE
+from forensics.audit.sieved import kept_from, sql_sieved
 from forensics.db import sql_literal, timed
 from forensics.engines.facts import EngineRows
 from forensics.engines.sglang.reader import READER as LINES
@@ -485,7 +487,25 @@ def _flush(con: duckdb.DuckDBPyConnection, batch: list[tuple[InputFile, bool]], 
              s AS (SELECT filename, min(r) AS r0 FROM r GROUP BY filename)
         SELECT fidx, r - r0 + 1 AS line, line AS text FROM r JOIN s USING (filename) JOIN eng_files USING (filename)""")
     con.execute("DROP TABLE eng_raw0")
+    with timed("ingest/engine_audit_lines"):
+        _audit_lines(con, batch)
     _bulk(con, batch, tz, rows)
+
+
+def _audit_lines(con: duckdb.DuckDBPyConnection, batch: list[tuple[InputFile, bool]]) -> None:
+    """The lines the config audit reads of the batch's files, kept from eng_raw (forensics.audit.sieved.
+    kept_from) for ingest's audit (forensics.ingest.startup.store_audit), which then reads none of these
+    files again. A file DuckDB may not sieve (forensics.audit.sieved.sql_sieved) the audit reads itself."""
+    files = []
+    for i, (f, _) in enumerate(batch):
+        try:
+            loose = sql_sieved(f.path)
+        except OSError:  # the audit names the file and the error
+            continue
+        if loose is not None:
+            files.append((i, str(f.path), loose))
+    if files:
+        kept_from(con, "eng_raw", files, SIEVE)
 
 
 def _one_by_one(con: duckdb.DuckDBPyConnection, f: InputFile, tz: ZoneInfo, rows: EngineRows) -> None:

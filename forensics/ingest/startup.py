@@ -16,7 +16,7 @@ another engine (a traceback through vLLM's kernels) is never taken for it.
 
 The config audit (forensics.audit: pool size against context length, with the lines that prove it) is
 run here once over the bundle's engine/<node>/ folders, every file under them as the standalone audit
-reads them (DuckDB sieving the plain files on ingest's connection: forensics.audit.lines.read_logs), and its
+reads them (DuckDB sieving the plain files on ingest's connection: forensics.audit.sieved.read_logs), and its
 verdicts are stored (store_audit) for the report's root cause.
 
 Reads: engine/<node>/ files. Writes: node_config rows of the nodes of other engines, node_audit.
@@ -30,6 +30,7 @@ from pathlib import Path
 import duckdb
 
 from forensics.audit import ServerInput, audit_engine_dirs, audit_server
+from forensics.audit.sieved import drop_kept
 from forensics.engines import ENGINES, marker_scores, winner
 from forensics.engines.sglang_startup import NAME as SGLANG
 from forensics.ingest import rawtext
@@ -62,19 +63,43 @@ def _line_count(f: InputFile) -> int:
     return n + (last != b"\n")
 
 
+# SGLang's markers as bytes: all ASCII, so a marker is in a head's decoded lines exactly when its bytes
+# are in the head's bytes (the decoder replaces no ASCII byte, and no marker holds a line break)
+_SGLANG_BYTES = tuple(m.encode("ascii") for m in ENGINES[SGLANG].markers)
+_LONGEST = max(len(m) for m in _SGLANG_BYTES)
+
+
+def _names_sglang(f: InputFile) -> bool:
+    """The head of a plain engine log (DETECT_BYTES) holds an SGLang marker: read chunk by chunk, and
+    no further than the first marker (in SGLang's logs, the first start-up lines)."""
+    data = bytearray()
+    for chunk in rawtext.readable_chunks(f, 1 << 16):
+        start = max(0, len(data) - _LONGEST + 1)
+        data += chunk[: DETECT_BYTES - len(data)]
+        if any(data.find(m, start) >= 0 for m in _SGLANG_BYTES):
+            return True
+        if len(data) >= DETECT_BYTES:
+            break
+    return False
+
+
 def node_engines(files: list[InputFile]) -> dict[str, str]:
     """The engine of each node with plain engine logs: SGLang unless its files' heads name another
-    engine of the registry and no SGLang marker (the module's docstring)."""
-    heads: dict[str, list[str]] = {}
+    engine of the registry and no SGLang marker (the module's docstring). A node is SGLang's as soon as
+    one head holds an SGLang marker (the first file's start-up lines, as a rule): the heads of its other
+    files are then not read, and the other engines' markers not counted, as they decide nothing."""
+    logs: dict[str, list[InputFile]] = {}
     for f in files:
         if f.source != "engine_log" or f.node is None or f.error or f.skipped:
             continue
-        lines = heads.setdefault(f.node, [])
-        if not f.rel.lower().endswith(COMPRESSED_UNREAD):
-            lines.extend(_head(f))
+        logs.setdefault(f.node, []).append(f)
     out = {}
-    for node, lines in heads.items():
-        scores = marker_scores(lines)
+    for node, group in logs.items():
+        read = [f for f in group if not f.rel.lower().endswith(COMPRESSED_UNREAD)]
+        if any(not f.format and _names_sglang(f) for f in read):
+            out[node] = SGLANG
+            continue
+        scores = marker_scores(line for f in read for line in _head(f))
         out[node] = (winner(scores) if scores[SGLANG] == 0 else None) or SGLANG
     return out
 
@@ -116,6 +141,8 @@ def store_audit(con: duckdb.DuckDBPyConnection, bundle: Path) -> None:
     except Exception as err:  # the report stands on node_config without it, and says so
         con.execute("INSERT INTO node_audit (reason) VALUES (?)", [f"{type(err).__name__}: {err}"])
         return
+    finally:
+        drop_kept(con)  # the lines the bulk reader kept for the audit (forensics.ingest.bulk)
 
     def rel(file: str) -> str:  # bundle-relative: the report must not depend on where the bundle lies
         return Path(file).relative_to(root).as_posix() if Path(file).is_relative_to(root) else Path(file).name

@@ -21,7 +21,8 @@ from forensics.audit import (
     audit_paths,
     audit_server,
 )
-from forensics.audit.lines import _NOT_PLAIN_BYTES, SNIFF_LINES, read_log, read_logs
+from forensics.audit.lines import _NOT_PLAIN_BYTES, SNIFF_LINES, read_log
+from forensics.audit.sieved import read_logs
 from tests import support
 
 DATA = support.DATA / "audit"
@@ -54,7 +55,7 @@ PIECES = [
 ]
 
 
-# the pieces DuckDB sieves (forensics.audit.lines._sql_plain): no byte that would unmake a plain line
+# the pieces DuckDB sieves (forensics.audit.sieved._sql_plain): no byte that would unmake a plain line
 CLEAN = [i for i, p in enumerate(PIECES) if p.encode().translate(None, _NOT_PLAIN_BYTES) == p.encode()]
 JSON = [i for i in CLEAN if PIECES[i].startswith("{")] + [PIECES.index("")]
 

@@ -1,0 +1,246 @@
+"""The audit's reads of whole files with DuckDB's sieve (forensics.audit.lines' rule, in SQL): DuckDB's
+line reader reads the plain files of a server in one query and keeps the lines a parse may read
+(_kept_sql), and Python makes logical lines of those alone. Ingest's bulk reader, which has read the
+same files into its lines table, keeps them for the audit from there (kept_from), so that ingest's
+audit reads no engine file a second time.
+"""
+
+from __future__ import annotations
+
+import mmap
+from collections.abc import Callable, Sequence
+from itertools import islice
+from pathlib import Path
+
+import duckdb
+
+from forensics.audit.lines import (
+    _NOT_PLAIN_BYTES,
+    _OPENERS,
+    _RECORD,
+    SNIFF_LINES,
+    _kept,
+    _logical,
+    _physical,
+    _prefixed,
+    read_log,
+)
+from forensics.db import sql_literal
+from forensics.engines.facts import LogLine
+from forensics.intake import shippers
+
+
+def _sql_escape(word: str) -> str:
+    return "".join("\\" + c if c in r".^$*+?()[]{}|\\" else c for c in word)
+
+
+COMPRESSED = (".gz", ".zst")  # DuckDB would decompress them; the Python reader reads their bytes
+MAX_SQL_LINE = 64 << 20  # DuckDB's longest line: a longer one fails the read, and Python reads the file
+_CHECK_BYTES = 64 << 20  # a file is searched for bytes DuckDB may not read this many at a time (memory)
+# SGLang's record prefix as _SGLANG_PREFIX matches it (RE2's \d is ASCII too), without the group
+_PREFIX_SQL = _RECORD[0].pattern.replace("(?P<rank>", "(?:")
+
+
+def _sql_plain(path: Path) -> bool | None:
+    """None when DuckDB's line reader may not give this file's lines byte for byte or a line of it may not
+    be what clean leaves as it is: empty, compressed, a byte-order mark (dropped), or one of the bytes
+    a plain line may not hold (_NOT_PLAIN_BYTES: control characters, among them the carriage return, a
+    line break to DuckDB, NUL and the record separator, its delimiter; a backslash, ^). Else whether no
+    line holds the words that let a line join the next in any file (_OPENERS). A file that is not
+    UTF-8 fails the read itself."""
+    if path.name.lower().endswith(COMPRESSED):
+        return None
+    with path.open("rb") as fh:
+        if not fh.seek(0, 2):
+            return None
+        with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            if mm[:3] == b"\xef\xbb\xbf":
+                return None
+            for at in range(0, len(mm), _CHECK_BYTES):
+                part = mm[at : at + _CHECK_BYTES]
+                if len(part.translate(None, _NOT_PLAIN_BYTES)) < len(part):
+                    return None
+            return all(mm.find(w.encode()) < 0 for w in _OPENERS)
+
+
+def _loose(path: Path, joinless: bool) -> bool:
+    """Every line of the file but a blank one is a logical line of its own: no line can join the next
+    (`joinless`, _sql_plain) and the head finds no record prefixes (_logical's sniff), so none wraps."""
+    if not joinless:
+        return False
+    with path.open("rb") as fh:
+        return not _prefixed(list(_physical(enumerate(islice(fh, SNIFF_LINES), start=1))))
+
+
+def _sieved_sql(
+    con: duckdb.DuckDBPyConnection, files: list[tuple[Path, bool]], words: tuple[str, ...]
+) -> dict[str, list[tuple[int, bytes]]] | None:
+    """_sieved by DuckDB, for files _sql_plain passes, each with whether it is _loose, in one query: per
+    file, the numbered lines kept (kept_lines); None when DuckDB cannot read one of them (not UTF-8, a
+    line too long)."""
+    names = [str(f) for f, _ in files]
+    try:
+        # one reader thread and insertion order kept: the rowids of a file's lines follow each other, in order
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE audit_raw0 AS SELECT filename, line FROM read_csv($names, "
+            "columns = {'line': 'VARCHAR'}, delim = chr(30), quote = '', escape = '', header = false, "
+            f"auto_detect = false, parallel = false, max_line_size = {MAX_SQL_LINE}, strict_mode = false, "
+            "null_padding = true, new_line = '\\n', compression = 'none', filename = true)",
+            {"names": names},
+        )
+    except duckdb.Error:
+        con.execute("DROP TABLE IF EXISTS audit_raw0")
+        return None
+    try:
+        con.execute(
+            """CREATE OR REPLACE TEMP TABLE audit_raw AS
+               WITH f AS (SELECT unnest($names) AS filename, unnest($fidx) AS fidx),
+                    s AS (SELECT filename, min(rowid) AS r0 FROM audit_raw0 GROUP BY filename)
+               SELECT fidx, rowid - r0 + 1 AS line, line AS text FROM audit_raw0 JOIN s USING (filename)
+               JOIN f USING (filename)""",
+            {"names": names, "fidx": list(range(1, len(names) + 1))},
+        )
+        got = kept_lines(con, "audit_raw", [(i + 1, name, loose) for i, (name, (_, loose)) in
+                                            enumerate(zip(names, files, strict=True))], words)  # fmt: skip
+    finally:
+        con.execute("DROP TABLE IF EXISTS audit_raw0")
+        con.execute("DROP TABLE IF EXISTS audit_raw")
+    return got
+
+
+def sql_sieved(path: Path) -> bool | None:
+    """Whether DuckDB may sieve the file (_sql_plain passes it and no log shipper wrote it): None if not,
+    else whether it is _loose."""
+    if shippers.recognise(path) or (joinless := _sql_plain(path)) is None:
+        return None
+    return _loose(path, joinless)
+
+
+def _kept_sql(table: str, words: tuple[str, ...]) -> str:
+    """The lines _sieved keeps (fidx, line, text) of whole files whose lines DuckDB's line reader put in
+    `table` (fidx, line from 1, text), for the files $fidx, each with whether it is _loose ($loose): a
+    line left out is one past the head holding no word that is plain (SGLang's record prefix: the file
+    holds no byte that would unmake it) and followed by a plain line or the end, as _sieved leaves out;
+    in a loose file, any line past the head holding no word but a blank one. Either is a logical line of
+    its own, and the lines around it read the same without it. A line is kept for what it holds, or as
+    the line before one that is not plain (no sort: such lines are few)."""
+    prefix = f"coalesce(regexp_matches(text, {sql_literal(_PREFIX_SQL)}), false)"
+    hit = f"coalesce(regexp_matches(text, {sql_literal('|'.join(_sql_escape(w) for w in words))}), false)"
+    return f"""WITH l AS (SELECT unnest($fidx) AS fidx, unnest($loose) AS loose),
+                 r AS (SELECT fidx, line, text, loose, {prefix} AS plain, {hit} AS hit,
+                              coalesce(regexp_matches(text, '^[!-~]'), false) AS nonblank
+                       FROM {table} JOIN l USING (fidx)),
+                 k AS (SELECT fidx, line FROM r
+                       WHERE line <= {SNIFF_LINES} OR hit OR NOT CASE WHEN loose THEN nonblank ELSE plain END
+                       UNION
+                       SELECT fidx, line - 1 FROM r WHERE NOT loose AND NOT plain AND line > 1)
+            SELECT fidx, line, coalesce(text, '') AS text FROM {table} JOIN k USING (fidx, line)"""
+
+
+def kept_lines(
+    con: duckdb.DuckDBPyConnection, table: str, files: list[tuple[int, str, bool]], words: tuple[str, ...]
+) -> dict[str, list[tuple[int, bytes]]]:
+    """_kept_sql's lines per file (fidx, name, whether it is _loose) of `files`."""
+    rows = con.execute(
+        f"SELECT * FROM ({_kept_sql(table, words)}) ORDER BY fidx, line",
+        {"fidx": [i for i, _, _ in files], "loose": [loose for _, _, loose in files]},
+    ).fetchall()
+    names = {i: name for i, name, _ in files}
+    out: dict[str, list[tuple[int, bytes]]] = {name: [] for _, name, _ in files}
+    for i, n, text in rows:
+        out[names[i]].append((n, text.encode()))
+    return out
+
+
+KEPT = "audit_kept"  # the kept lines of files read already (kept_from), on the connection the audit gets
+
+
+def kept_from(
+    con: duckdb.DuckDBPyConnection, table: str, files: list[tuple[int, str, bool]], words: tuple[str, ...]
+) -> None:
+    """_kept_sql's lines of files another reader (ingest's bulk reader) has read whole into `table`,
+    stored on `con` for read_logs with the same words (the files named as read_logs is given them), so
+    the audit reads no file a second time."""
+    con.execute(f"CREATE TEMP TABLE IF NOT EXISTS {KEPT} (filename VARCHAR, n BIGINT, text VARCHAR)")
+    con.execute(f"CREATE TEMP TABLE IF NOT EXISTS {KEPT}_files (filename VARCHAR, words VARCHAR[])")
+    params = {
+        "fidx": [i for i, _, _ in files],
+        "loose": [loose for _, _, loose in files],
+        "names": [name for _, name, _ in files],
+        "words": list(words),
+    }
+    con.execute(
+        f"INSERT INTO {KEPT}_files SELECT unnest($names), $words", {"names": params["names"], "words": params["words"]}
+    )
+    con.execute(
+        f"""INSERT INTO {KEPT} SELECT n.filename, k.line, k.text FROM ({_kept_sql(table, words)}) k
+            JOIN (SELECT unnest($fidx) AS fidx, unnest($names) AS filename) n USING (fidx)""",
+        {"fidx": params["fidx"], "loose": params["loose"], "names": params["names"]},
+    )
+
+
+def drop_kept(con: duckdb.DuckDBPyConnection) -> None:
+    """The lines kept_from stored, once the audit has read them."""
+    con.execute(f"DROP TABLE IF EXISTS {KEPT}")
+    con.execute(f"DROP TABLE IF EXISTS {KEPT}_files")
+
+
+def _kept_before(
+    con: duckdb.DuckDBPyConnection, names: list[str], words: tuple[str, ...]
+) -> dict[str, list[tuple[int, bytes]]]:
+    """The files of `names` whose kept lines kept_from stored for these words, and those lines."""
+    stored = con.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE temporary AND table_name = $t", {"t": f"{KEPT}_files"}
+    ).fetchall()
+    if not stored[0][0]:
+        return {}
+    have = [
+        name
+        for (name,) in con.execute(
+            f"SELECT DISTINCT filename FROM {KEPT}_files WHERE filename IN (SELECT unnest($names)) AND words = $words",
+            {"names": names, "words": list(words)},
+        ).fetchall()
+    ]
+    out: dict[str, list[tuple[int, bytes]]] = {name: [] for name in have}
+    for name, n, text in con.execute(
+        f"SELECT filename, n, text FROM {KEPT} WHERE filename IN (SELECT unnest($names)) ORDER BY filename, n",
+        {"names": have},
+    ).fetchall():
+        out[name].append((n, text.encode()))
+    return out
+
+
+def read_logs(
+    paths: Sequence[Path],
+    keep: Callable[[str], bool],
+    head: int,
+    sieve: tuple[str, ...] | None,
+    con: duckdb.DuckDBPyConnection | None,
+) -> list[list[LogLine]]:
+    """read_log of each file; with `sieve` and `con`, DuckDB sieves the plain files it reads as is in
+    one query (_sieved_sql: the lines _sieved keeps, or fewer that no parse reads either, so that Python
+    reads only those), the other files as read_log does (all of them when DuckDB cannot read one)."""
+    got: dict[str, list[tuple[int, bytes]]] = {}
+    if sieve is not None and con is not None:
+        got = _kept_before(con, [str(p) for p in paths], sieve)
+        plain = []
+        for path in paths:
+            if str(path) in got:
+                continue
+            try:
+                if (loose := sql_sieved(path)) is not None:
+                    plain.append((path, loose))
+            except OSError:  # read_log names the file and the error
+                continue
+        if plain:
+            got |= _sieved_sql(con, plain, sieve) or {}
+    out = []
+    for path in paths:
+        if str(path) in got:
+            kept = got[str(path)]
+            # every line not kept was left out: those before the i-th kept line, its number less 1 less i
+            before = {n: n - 1 - i for i, (n, _) in enumerate(kept)}
+            out.append(_kept(_logical(str(path), kept), before.__getitem__, keep, head))
+        else:
+            out.append(read_log(path, keep, head, sieve))
+    return out
