@@ -101,6 +101,26 @@ def _nothing(name: str) -> Any:
     return _Nothing()
 
 
+class _Inbox:
+    """Decode's zmq PULL socket as the decode thread reads it (recv_multipart): the driver delivers a
+    message and waits until the thread has handled it (it is back at recv_multipart)."""
+
+    def __init__(self) -> None:
+        self.q: queue.Queue[list[bytes]] = queue.Queue()
+        self.busy = False
+
+    def recv_multipart(self) -> list[bytes]:
+        if self.busy:
+            self.q.task_done()
+        msg = self.q.get()
+        self.busy = True
+        return msg
+
+    def deliver(self, msg: list[bytes]) -> None:
+        self.q.put(msg)
+        self.q.join()
+
+
 class Node:
     def __init__(self, spec: dict[str, Any]) -> None:
         from tests.support.sglang_cluster import stubs
@@ -219,7 +239,28 @@ class Node:
         m.waiting_timeout = 3600.0  # SGLANG_DISAGGREGATION_WAITING_TIMEOUT: the driver's ticks decide
         m.send_kv_status_message = lambda **kw: self.sent.append(kw)  # the zmq status message: relayed
         m._send_multipart_locked = lambda *a, **kw: self.sent.append({"multipart": a})  # the ABORT_ACK
+        self.inbox = None
+        if self.role == "decode" and not hasattr(m, "apply_prefill_status"):
+            self._start_decode_thread(m)
         return m
+
+    def _start_decode_thread(self, m: Any) -> None:
+        """0.5.11: SGLang's own decode thread (mooncake/conn.py MooncakeKVManager.start_decode_thread,
+        through the plugin's hook on it), reading prefill's status messages from an inbox the driver
+        fills (status) in place of the zmq PULL socket; its threads made daemons (SGLang starts them
+        as non-daemon threads, which would keep a node process from exiting) and its heartbeat checker
+        idle (its HTTP health checks: prefill_info_table is empty and it sleeps an hour)."""
+        m.server_socket = self.inbox = _Inbox()
+        m.heartbeat_interval, m.prefill_info_table, m.connection_lock = 3600.0, {}, threading.Lock()
+        real = self.conn.threading
+        self.conn.threading = SimpleNamespace(
+            **{k: getattr(real, k) for k in ("Lock", "RLock", "Event", "Condition", "current_thread")},
+            Thread=lambda *a, **k: real.Thread(*a, **{**k, "daemon": True}),
+        )
+        try:
+            type(m).start_decode_thread(m)  # the class's attribute: the plugin's hook around it
+        finally:
+            self.conn.threading = real
 
     def _metadata_buffers(self, rows: int) -> Any:
         import inspect
@@ -451,8 +492,8 @@ class Node:
         decode_thread closure calls update_status, for a room it still tracks."""
         if hasattr(self.mgr, "apply_prefill_status"):
             self.mgr.apply_prefill_status(bootstrap_room=room, status=status, prefill_rank=0)
-        elif room in self.mgr.request_status:
-            self.mgr.update_status(room, status)  # KVPoll: plain ints
+        elif self.inbox is not None:  # 0.5.11: the message as sync_status_to_decode_endpoint sends it
+            self.inbox.deliver([str(room).encode("ascii"), str(status).encode("ascii"), b"0"])
         return {"poll": int(self.mgr.check_status(room)) if room in self.mgr.request_status else -1}
 
     def admit(self, room: int, out_len: int) -> dict[str, Any]:
@@ -490,6 +531,8 @@ class Node:
             rc.abort()  # 0.5.23: update_status(room, Failed) too; 0.5.11: its conclude_state only
         if release:
             self._release(room)
+            if rc is not None:  # pop_transferred's Failed path: the receiver cleared (the room untracked)
+                rc.clear()
         return {"ok": True}
 
     def release(self, room: int) -> dict[str, Any]:
