@@ -244,6 +244,8 @@ class Node:
         # SGLANG_DISAGGREGATION_DEFERRED_DECODE_KV_RELEASE (on by default in 0.5.23): the run's choice
         m.deferred_bootstrap, m.enable_deferred_decode_kv_release = None, self.deferred
         m._deferred_abort_ack_tracker, m._deferred_abort_generation = {}, 0
+        # one rank per node (the ABORT_ACK names the sender: _prefill_unique_rank)
+        m.attn_tp_rank, m.pp_size, m.attn_cp_size, m.pp_rank, m.attn_cp_rank = 0, 1, 1, 0, 0
         m._deferred_ack_targets, m._deferred_ack_poisoned_rooms, m._staging_outstanding = {}, set(), {}
         m.failure_lock, m.failure_records = threading.Lock(), {}
         m.enable_staging, m._staging_handler, m.defer_decode_allocation = False, None, False
@@ -324,7 +326,7 @@ class Node:
         prefill)."""
         rc = object.__new__(self.conn.MooncakeKVReceiver)
         rc.kv_mgr, rc.bootstrap_room, rc.conclude_state, rc.init_time = self.mgr, room, None, None
-        rc.abort_notified = False
+        rc.abort_notified, rc._abort_generation = False, None  # 0.5.23's __init__ sets both
         rc.trace_ctx = _Nothing()
         # send_metadata's bootstrap message: one prefill rank, its zmq socket captured (the driver relays
         # the destination to the prefill itself)
@@ -582,6 +584,9 @@ class Node:
             # the deferred release, its drain-ack generation armed first); 0.5.11: its conclude_state only
             rc.abort()
         msg = next((list(x["metadata"]) for x in self.sent if "metadata" in x), None)
+        if msg is None and rc is not None and hasattr(rc, "ensure_abort_notified"):
+            # 0.5.23's abort always notifies the prefill (ensure_abort_notified); it logs a failure at debug
+            raise RuntimeError(f"room {room}: the receiver's abort sent no ABORT message")
         r = self.reqs.get(room)
         hold = getattr(self.tq, "enable_deferred_kv_release", False) and self.mgr.enable_deferred_decode_kv_release
         if hold and not release and rc is not None and r is not None and getattr(rc, "abort_notified", False):
