@@ -49,6 +49,10 @@ class Landings:
         self.open_n = np.zeros(1 << 12, np.int32)  # page -> open transfers that may write it
         # room -> rooms whose open transfer could write a page it was given (refused at its commit)
         self.contended: dict[int, list[int]] = {}
+        # room -> prefill ranks whose terminal status ends its transfer (what the manager awaited when
+        # the destination went out: SGLang drops its own count when it clears an aborted room)
+        self.need: dict[int, int] = {}
+        self.ranks: dict[int, set[int]] = {}  # room -> prefill ranks whose terminal status came
 
     def _grow(self, top: int) -> None:
         if top >= len(self.open_n):
@@ -76,8 +80,20 @@ class Landings:
         self.open_pages[room] = pages
         np.add.at(self.open_n, pages, 1)
 
+    def rank_done(self, room: int, rank: Any) -> bool:
+        """A prefill rank's terminal status for the room came: True when every rank the room awaited
+        has said so (its transfer is then over)."""
+        got = self.ranks.setdefault(room, set())
+        got.add(rank)
+        if len(got) < self.need.get(room, 1):
+            return False
+        self.ranks.pop(room, None)
+        return True
+
     def over(self, room: int) -> None:
         """The room's transfer can write no more (its Success, prefill's terminal status, the drain ack)."""
+        self.need.pop(room, None)
+        self.ranks.pop(room, None)
         pages = self.open_pages.pop(room, None)
         if pages is not None:
             np.subtract.at(self.open_n, pages, 1)
@@ -104,10 +120,13 @@ def stage(rt: Any, room: int, pos0: int, slots: np.ndarray) -> None:
             rt.land.stage(room, pos0, slots)
 
 
-def publish(rt: Any, room: int) -> None:
-    """Decode sends prefill the room's destination."""
+def publish(rt: Any, room: int, ranks: int | None = None) -> None:
+    """Decode sends prefill the room's destination; `ranks`: the prefill ranks that will each send
+    the room's terminal status (None: one)."""
     with rt.lock:
         rt.land.publish(room, rt.ps)
+        if ranks is not None and ranks > 1:
+            rt.land.need[room] = int(ranks)
 
 
 def commit(rt: Any, room: int, length: int | None) -> None:

@@ -23,7 +23,9 @@ def h_send_metadata(original: Callable[..., Any], self: Any, *args: Any, **kwarg
     room = getattr(self, "bootstrap_room", None)
     if rt is not None and room is not None:
         try:
-            rt.on_publish(int(room))
+            # the prefill ranks the manager awaits (the receiver's _setup_bootstrap_infos filled the table)
+            need = getattr(getattr(self, "kv_mgr", None), "required_prefill_response_num_table", {}).get(room)
+            rt.on_publish(int(room), None if need is None else int(need))
         except Exception as err:  # noqa: BLE001 (the room is then not open: its commit is refused)
             say_once("publish", "cannot open a published destination", err)
     return original(self, *args, **kwargs)
@@ -116,32 +118,69 @@ def h_prefill_status(original: Callable[..., Any], self: Any, *args: Any, **kwar
     """Decode receives a prefill rank's status for a room (CommonKVManager.apply_prefill_status, 0.5.23;
     SGLang drops it for a room already cleared, the plugin does not): Success or Failed is sent by
     conclude_transfer once that rank's transfer worker is done with the room, so its chunks are over.
-    Counted per rank: the room is over when as many ranks as the room awaits have said so."""
+    Counted per rank (Landings.rank_done): the room is over when every rank it awaited has said so."""
     named = dict(zip(("bootstrap_room", "status", "prefill_rank"), args, strict=False)) | kwargs
-    room, status = int(named.get("bootstrap_room", -1)), named.get("status")
-    need = getattr(self, "required_prefill_response_num_table", {}).get(room)
     out = original(self, *args, **kwargs)
-    rt = hooks.runtime()
-    if rt is not None and status in (SUCCESS, FAILED):
-        try:
-            ranks = _over_ranks.setdefault(room, [int(need or 1), set()])
-            ranks[1].add(named.get("prefill_rank"))
-            if len(ranks[1]) >= ranks[0]:
-                _over_ranks.pop(room, None)
-                rt.on_over(room)
-        except Exception as err:  # noqa: BLE001 (the room stays open: its pages' next holders are refused)
-            say_once("status", "cannot take a prefill status", err)
+    prefill_status(int(named.get("bootstrap_room", -1)), named.get("status"), named.get("prefill_rank"))
     return out
 
 
-_over_ranks: dict[int, list[Any]] = {}  # room -> [prefill ranks awaited, ranks whose terminal status came]
+def prefill_status(room: int, status: Any, rank: Any) -> None:
+    """A prefill rank's status message for `room` reached this decode process. Never raises."""
+    rt = hooks.runtime()
+    if rt is not None and status in (SUCCESS, FAILED):
+        try:
+            rt.on_prefill_status(room, rank)
+        except Exception as err:  # noqa: BLE001 (the room stays open: its pages' next holders are refused)
+            say_once("status", "cannot take a prefill status", err)
+
+
+class StatusTap:
+    """Decode's server socket as 0.5.11's decode thread reads it (mooncake/conn.py
+    MooncakeKVManager.start_decode_thread: its closure parses prefill's status message, (room, status,
+    rank) as sync_status_to_decode_endpoint sends it, inline, and drops it for a room decode already
+    cleared: an aborted room, cleared by pop_transferred's failure_exception). The tap hands every
+    such message to prefill_status as it is received; every other call goes to the socket itself."""
+
+    def __init__(self, sock: Any) -> None:
+        self._sock = sock
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._sock, name)
+
+    def recv_multipart(self, *args: Any, **kwargs: Any) -> Any:
+        msg = self._sock.recv_multipart(*args, **kwargs)
+        try:
+            if len(msg) == 3 and all(bytes(x).isdigit() for x in msg):  # a status, not aux data or staging
+                room, status, rank = (int(bytes(x).decode("ascii")) for x in msg)
+                prefill_status(room, status, rank)
+        except Exception as err:  # noqa: BLE001 (the room stays open: its pages' next holders are refused)
+            say_once("tap", "cannot read a status message", err)
+        return msg
+
+
+def h_decode_thread(original: Callable[..., Any], self: Any, *args: Any, **kwargs: Any) -> Any:
+    """The decode thread starts (MooncakeKVManager.start_decode_thread, called by the manager's
+    __init__ on a decode node): where the release has no apply_prefill_status (0.5.11), the thread's
+    socket is tapped (StatusTap) before it starts, so an aborted room's final status reaches the guard."""
+    try:
+        sock = getattr(self, "server_socket", None)
+        if sock is not None and not hasattr(type(self), "apply_prefill_status") and not isinstance(sock, StatusTap):
+            self.server_socket = StatusTap(sock)
+    except Exception as err:  # noqa: BLE001 (then an aborted room stays open: its pages' next holders are refused)
+        say_once("tap", "cannot tap the decode thread's socket", err)
+    return original(self, *args, **kwargs)
 
 
 def h_release_safe(original: Callable[..., Any], self: Any, bootstrap_room: int, *args: Any, **kwargs: Any) -> Any:
     """0.5.23's deferred release asks whether every prefill rank acknowledged the abort of a room
-    (CommonKVManager.is_abort_release_safe): True means no chunk of it is still in flight."""
+    (CommonKVManager.is_abort_release_safe(room, required_acks), from DecodeTransferQueue.
+    resolve_deferred_releases): True with at least one ack required means no chunk of it is still in
+    flight. With none required (a receiver that never notified prefill: _defer_release) it is True
+    without any ack, which proves nothing of a destination already published."""
     out = original(self, bootstrap_room, *args, **kwargs)
+    need = (list(args) + [kwargs.get("required_acks")])[0]
     rt = hooks.runtime()
-    if out is True and rt is not None:
+    if out is True and rt is not None and (need is None or int(need) >= 1):
         rt.on_over(int(bootstrap_room))
     return out

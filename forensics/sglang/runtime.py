@@ -19,9 +19,10 @@ the metadata row (those pages count as the room's writes; without it the room is
 end of an aborted room's transfer. The guard first checks a request at its commit, before any forward
 pass (admit); a page an unfinished transfer may still write refuses its next holder (`in_flight`).
 In-process landings (`peers`: the tests' simulator driver) still reach on_landed.
-Limitation: on 0.5.11 prefill's final status for an aborted room reaches no hook: its pages refuse their
-next holders until the process restarts. A refusal found only at a later batch (in-process landings,
-fail-closed) still runs that batch, its output dropped (finish_with_error).
+Each prefill rank's terminal status ends a room's transfer (on_prefill_status: 0.5.23's
+apply_prefill_status; 0.5.11's decode thread, whose socket the plugin taps). A refusal found only at a
+later batch (in-process landings, fail-closed) still runs that batch, its output dropped
+(finish_with_error).
 The guard alerts once per room (a flagged room's later batches are flagged to enforce, not alerted).
 """
 
@@ -289,12 +290,19 @@ class Runtime:
     def on_stage(self, room: int, pos0: int, slots: np.ndarray) -> None:
         landing.stage(self, room, pos0, slots)
 
-    def on_publish(self, room: int) -> None:
-        landing.publish(self, room)
+    def on_publish(self, room: int, ranks: int | None = None) -> None:
+        landing.publish(self, room, ranks)
 
     def on_over(self, room: int) -> None:
         with self.lock:
             self.land.over(room)
+
+    def on_prefill_status(self, room: int, rank: int | None) -> None:
+        """A prefill rank's terminal status (Success or Failed) for the room reached this process: that
+        rank's transfer worker is done with it. The room is over once every awaited rank has said so."""
+        with self.lock:
+            if self.land.rank_done(room, rank):
+                self.land.over(room)
 
     def on_commit(self, room: int, length: int | None) -> None:
         landing.commit(self, room, length)

@@ -27,7 +27,8 @@ Targets, and where each lives (python/sglang/srt/...):
   commit of a Success (disaggregation/decode.py DecodeTransferQueue._commit_transfer_to_req, both), a
   prefill rank's terminal status and the abort's drain ack (disaggregation/common/conn.py
   CommonKVManager.apply_prefill_status and is_abort_release_safe, 0.5.23; 0.5.11 handles the status
-  message inside MooncakeKVManager.start_decode_thread's closure, which no hook reaches);
+  message inside MooncakeKVManager.start_decode_thread's closure: the hook on start_decode_thread taps
+  the socket that closure reads);
 - the sender's end of a room's transfer: disaggregation/common/conn.py CommonKVManager.conclude_transfer
   (0.5.23; forensics.sglang.drain; 0.5.11 has none).
 A target a release lacks is skipped and named in the log (APPLIED lists what took, MISSING the rest).
@@ -56,7 +57,14 @@ from forensics.sglang.hooks import (
     h_rows_write,
     h_update_status,
 )
-from forensics.sglang.protocol import h_commit, h_prefill_status, h_release_safe, h_send_metadata, h_set_buf
+from forensics.sglang.protocol import (
+    h_commit,
+    h_decode_thread,
+    h_prefill_status,
+    h_release_safe,
+    h_send_metadata,
+    h_set_buf,
+)
 
 log = logging.getLogger("forensics.sglang")
 
@@ -100,6 +108,9 @@ TARGETS: list[tuple[tuple[str, ...], str, Callable[..., Any]]] = [
     (("sglang.srt.disaggregation.mooncake.conn",), "MooncakeKVReceiver.send_metadata", h_send_metadata),
     (("sglang.srt.disaggregation.common.conn",), "CommonKVManager.apply_prefill_status", h_prefill_status),
     (("sglang.srt.disaggregation.common.conn",), "CommonKVManager.is_abort_release_safe", h_release_safe),
+    # 0.5.11: prefill's status message reaches decode only inside start_decode_thread's closure (its
+    # socket tapped: forensics.sglang.protocol.StatusTap); 0.5.23 has apply_prefill_status (above)
+    (("sglang.srt.disaggregation.mooncake.conn",), "MooncakeKVManager.start_decode_thread", h_decode_thread),
 ]
 # the sender's end of a room's transfer (forensics.sglang.drain): after the transfer worker concludes
 # it, nothing of the room is in flight (0.5.23 common/conn.py CommonKVManager.conclude_transfer)

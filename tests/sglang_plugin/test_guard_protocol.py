@@ -80,7 +80,8 @@ def test_late_chunks_after_an_immediate_release_are_refused() -> None:
 
 def test_the_drain_ack_and_a_stale_metadata_row() -> None:
     """0.5.23's deferred release asks its manager whether prefill acknowledged the abort
-    (CommonKVManager.is_abort_release_safe, hooked): True ends the room's open transfer. A metadata row
+    (CommonKVManager.is_abort_release_safe, hooked): True with an ack required ends the room's open
+    transfer, True with none required (nothing awaited) does not. A metadata row
     left by an earlier room (another room's record, or none) gives no length: the request is unproven."""
     import numpy as np
 
@@ -101,9 +102,14 @@ def test_the_drain_ack_and_a_stale_metadata_row() -> None:
         assert rt.land.open_in(np.array([12]), 1)
         m = _manager()
         if m is not None:
+            from sglang.srt.disaggregation.common.conn import DeferredAbortAckState
+
             m._deferred_abort_ack_tracker = {}
             assert m.is_abort_release_safe(5, 1) is False and rt.land.open_in(np.array([12]), 1)
-            assert m.is_abort_release_safe(5, 0) is True and not rt.land.open_in(np.array([12]), 1)
+            # no ack required (a receiver that never notified prefill): True, but nothing drained
+            assert m.is_abort_release_safe(5, 0) is True and rt.land.open_in(np.array([12]), 1)
+            m._deferred_abort_ack_tracker[5] = DeferredAbortAckState(generation=1, prefill_ranks={0})
+            assert m.is_abort_release_safe(5, 1) is True and not rt.land.open_in(np.array([12]), 1)
         bufs = _metadata_buffers(4)
         row = bufs.cached_tokens[2]
         row[COL_ROOM], row[COL_LEN], row[COL_MARK] = room32(99), 7, MARK  # room 99's record
@@ -130,3 +136,38 @@ def test_decode_output_into_a_page_a_late_chunk_may_write_is_refused() -> None:
     assert [(k, v.kind, v.sources, v.rid) for k, v in flagged] == [(1, "in_flight", [5], "r1")]
     rt.on_over(5)  # prefill's final status: the page can be written no more
     assert rt.on_batch(True, [9], np.array([20]), {}, np.array([41]), None) == []
+
+
+def test_a_status_message_read_by_the_decode_thread_ends_the_room_once_every_rank_said_so() -> None:
+    """0.5.11 handles prefill's status message inside MooncakeKVManager.start_decode_thread's closure
+    and drops it for a room decode already cleared (an aborted room): the plugin's tap on that thread's
+    socket (protocol.StatusTap) hands each (room, status, rank) message to the guard. A room awaiting two
+    prefill ranks (the manager's required_prefill_response_num_table when its destination went out) is
+    over at the second rank's status only; other messages (aux data, a status still in progress) end
+    nothing and reach the thread unchanged."""
+    import numpy as np
+
+    from forensics.sglang import hooks, protocol
+    from forensics.sglang.runtime import Runtime
+
+    class Sock:
+        def __init__(self, msgs: list[list[bytes]]) -> None:
+            self.msgs, self.closed = msgs, False
+
+        def recv_multipart(self) -> list[bytes]:
+            return self.msgs.pop(0)
+
+    hooks.configure(None)  # type: ignore[arg-type]
+    rt = Runtime("decode-0", 1, None, "enforce")
+    hooks.install(rt)
+    try:
+        rt.on_stage(5, 0, np.arange(10, 20))
+        rt.on_publish(5, 2)  # two prefill ranks write room 5
+        msgs = [[b"AUX_DATA", b"5", b"\x00\x01"], [b"5", b"3", b"0"], [b"5", b"4", b"0"], [b"5", b"4", b"1"]]
+        tap = protocol.StatusTap(Sock([list(m) for m in msgs]))
+        assert tap.closed is False  # every other attribute is the socket's
+        got = [tap.recv_multipart() for _ in range(3)]
+        assert got == msgs[:3] and rt.land.open_in(np.array([12]), 1)  # Transferring, then one rank's Success
+        assert tap.recv_multipart() == msgs[3] and not rt.land.open_in(np.array([12]), 1)
+    finally:
+        hooks.install(None)

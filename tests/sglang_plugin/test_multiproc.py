@@ -74,14 +74,15 @@ def test_the_harness_runs_a_node_per_process_with_affected_and_clean_responses(r
 
 
 # what the plugin still fails, as measured on this module's runs (seed 7 at page size 1, seed 8 at 16,
-# 120 requests, immediate release, observe; the harness through the guard's protocol points):
+# 120 requests, immediate release, observe; the harness through the guard's protocol points, 0.5.11's
+# own decode thread, SGLang's own deferred release):
 # (release, page size, column) -> the figure
 MEASURED = {
     ("0.5.23", 1, "guard_false_alarms"): "the guard alarms on 2 clean requests, both in_flight",
-    ("0.5.23", 16, "guard_false_alarms"): "the guard alarms on 9 clean requests, all in_flight (given a page an "
-    "aborted room's late chunk may still write; it landed after they ended)",
-    ("0.5.11", 1, "guard_false_alarms"): "the guard alarms on 54 clean requests (no hook sees prefill's final "
-    "status of an aborted room on 0.5.11: its pages stay open)",
+    ("0.5.23", 16, "guard_false_alarms"): "the guard alarms on 9 clean requests, all in_flight (each given a page "
+    "while an aborted room's transfer was unconcluded: immediate release orders nothing between its late chunk "
+    "and their writes, so the guard fails closed)",
+    ("0.5.11", 1, "guard_false_alarms"): "the guard alarms on 2 clean requests, both in_flight (as on 0.5.23)",
     ("0.5.23", 16, "indeterminate_clean"): "investigate leaves 9 clean responses indeterminate, each a reader "
     "that took an aborted room's page before the prefill concluded the room (its late chunk may have landed "
     "after the reader's own KV)",
@@ -127,10 +128,9 @@ def test_the_guard_flags_every_leaking_response(run: dict[str, Any], request: An
 ENFORCE = {"imm-ps1": ("immediate", 1, 7), "imm-ps16": ("immediate", 16, 8), "def-ps16": ("deferred", 16, 8)}
 # (release, case) -> the clean requests enforce refused, as measured
 ENFORCE_MEASURED: dict[tuple[str, str], str] = {
-    ("0.5.23", "imm-ps16"): "enforce refuses 4 clean requests",
-    ("0.5.23", "def-ps16"): "enforce refuses 1 clean request",
-    ("0.5.11", "imm-ps1"): "enforce refuses 28 clean requests (no hook sees prefill's final status of an "
-    "aborted room on 0.5.11: its pages stay open)",
+    ("0.5.23", "imm-ps16"): "enforce refuses 4 clean requests (in_flight: pages of aborted rooms released at once)",
+    ("0.5.23", "def-ps16"): "enforce refuses 1 clean request (in_flight: SGLang's deferred release timed out, 3 "
+    "ticks, before the aborted room's transfer drained: released without the drain ack)",
 }
 
 

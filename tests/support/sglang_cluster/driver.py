@@ -4,9 +4,10 @@ the transfers relayed between them, and the truth from the driver's own bookkeep
 The run is a sequence of ticks. Each tick: new requests arrive (the decode pre-allocates through
 DecodePreallocQueue._pre_alloc, the prefill computes the prompt, 1 token for an over-length prompt,
 and queues its send through add_transfer_request); client aborts that are due reach the decode (the
-room turns Failed; its pages go back at once, immediate release, or are held until the prefill's
-in-flight write drained or a timeout, deferred release: decode.py _defer_release /
-resolve_deferred_releases with enable_deferred_kv_release); transfers that are due land (the RDMA
+room turns Failed and the ABORT goes to the prefill; its pages go back at once, immediate release, or
+are held by SGLang's own deferred release, decode.py _defer_release, until the prefill's ABORT_ACK says
+its in-flight chunks drained or the timeout in ticks passes: resolve_deferred_releases, every tick on
+every decode); transfers that are due land (the RDMA
 write: a message that writes the destination slots of the decode's KV buffer, after an abort freed
 them where the abort came first; the metadata row prefill filled rides with the last chunk) and the
 prefill concludes the room (conclude_transfer: Success, or Failed where the room failed), its status
@@ -154,6 +155,7 @@ def _specs(s: Setup, out: Path) -> dict[str, dict[str, Any]]:
                "KVF_SGLANG_GUARD": s.guard, "KVF_SGLANG_FORMAT": "jsonl", "KVF_SGLANG_PEERS": peers}  # fmt: skip
         role = "decode" if name.startswith("decode") else "prefill"
         specs[name] = {"name": name, "role": role, "page_size": s.page_size, "env": env, "rows": 512,
+                       "release": s.release, "timeout_ticks": s.timeout_ticks,
                        "pool": s.pool if role == "decode" else 4 * s.pool, "context": 2 * LIMIT + 64}  # fmt: skip
     return specs
 
@@ -203,11 +205,11 @@ def _drive(c: Cluster, s: Setup, reqs: list[Req], logs: dict[str, list[tuple[flo
     # room -> (req, landing tick, chunks, metadata row, decode's metadata row index)
     flight: dict[int, tuple[Req, int, list[list[int]], dict[str, Any], int]] = {}
     aborts: dict[int, int] = {}  # room -> abort tick
-    held: dict[int, int] = {}  # room -> tick its deferred release falls due (the timeout)
+    held: dict[str, int] = {}  # decode -> rooms its deferred release still holds
     by_room = {r.room: r for r in reqs}
     running: set[int] = set()  # rooms admitted to a decode batch, not yet ended
     tick = 0
-    while pending or flight or held or running:
+    while pending or flight or any(held.values()) or running:
         tick += 1
         for r in pending[: s.per_tick]:
             _arrive(c, r, tick, flight, aborts, logs)
@@ -215,27 +217,25 @@ def _drive(c: Cluster, s: Setup, reqs: list[Req], logs: dict[str, list[tuple[flo
         for room, t in sorted(aborts.items()):
             if t == tick:
                 r = by_room[room]
-                c.call(r.decode, "abort", room, s.release == "immediate")
-                k = DECODES.index(r.decode)
-                c.call(r.prefill, "abort_notice", room, (f"10.0.0.{k + 1}", ENDPOINT_PORT + k))
+                msg = c.call(r.decode, "abort", room, s.release == "immediate", tick)["abort"]
+                acks = c.call(r.prefill, "abort_notice", room, msg)["acks"]  # the ABORT message relayed
+                if acks:  # nothing of the room in flight: the prefill acks at once
+                    c.call(r.decode, "abort_acks", acks)
                 r.status, r.t1 = 499, time.time()
                 logs[r.decode].append((r.t1, f"Decode transfer failed for request rank=0 decode_req.req.rid='d{r.rid}' "
                                        f"decode_req.req.bootstrap_room={room} with exception KVTransferError("
                                        f"bootstrap_room={room}): Aborted by AbortReq."))  # fmt: skip
-                if s.release == "deferred":
-                    held[room] = tick + s.timeout_ticks
         for room in [rm for rm, f in flight.items() if f[1] == tick]:
             r, _, chunks, meta, aux = flight.pop(room)
             for k, slots in enumerate(chunks):  # the metadata row rides with the last chunk
                 last = k == len(chunks) - 1
                 c.call(r.decode, "land", room, slots, meta if last else None, aux)
             host = f"10.0.0.{DECODES.index(r.decode) + 1}"
-            st = c.call(r.prefill, "conclude", room, host, ENDPOINT_PORT + DECODES.index(r.decode))["status"]
-            c.call(r.decode, "status", room, st)  # also for a room decode aborted: its transfer is over
-            if room in held:  # the in-flight write drained: the prefill's ack releases the held pages
-                c.call(r.decode, "release", room)
-                held.pop(room)
-            elif r.status != 499:
+            done = c.call(r.prefill, "conclude", room, host, ENDPOINT_PORT + DECODES.index(r.decode))
+            if done["acks"]:  # the in-flight write drained: the ABORT_ACK of an aborted, held room
+                c.call(r.decode, "abort_acks", done["acks"])
+            c.call(r.decode, "status", room, done["status"])  # also for a room decode aborted
+            if r.status != 499:
                 got = c.call(r.decode, "admit", room, r.out)
                 if got["ok"]:
                     running.add(room)
@@ -244,10 +244,8 @@ def _drive(c: Cluster, s: Setup, reqs: list[Req], logs: dict[str, list[tuple[flo
                     r.would = sorted(set(got["would"]) | _late(flight, got["row"], tick + r.out - 1))
                 else:
                     r.status, r.t1 = 500, time.time()
-        for room, due in sorted(held.items()):
-            if due == tick:  # the timeout: released although the write may still come
-                c.call(by_room[room].decode, "release", room)
-                held.pop(room)
+        for d in DECODES:  # the scheduler loop's resolve_deferred_releases: drained, or timed out
+            held[d] = c.call(d, "resolve", tick)["held"]
         for d in DECODES:
             for e in c.call(d, "step")["ended"]:
                 r = by_room[e["room"]]

@@ -34,9 +34,13 @@ unless said):
   pages and the metadata row index from ReqToMetadataIdxAllocator); the prefill's
   MetadataBuffers.set_buf (disaggregation/utils.py, CPU buffers) for the first output token; decode's
   DecodeTransferQueue._commit_transfer_to_req (made without its __init__) on Success, which reads the
-  metadata row; the prefill's status on decode through CommonKVManager.apply_prefill_status (0.5.23;
-  0.5.11's decode_thread closure calls update_status, which the driver calls alike), also for a room
-  decode aborted.
+  metadata row; the prefill's status on decode through CommonKVManager.apply_prefill_status (0.5.23)
+  or 0.5.11's own decode thread (start_decode_thread's closure, which drops it for a room decode
+  cleared; the plugin taps its socket), also for a room decode aborted;
+- the deferred release on 0.5.23 (decode.py DecodeTransferQueue._defer_release,
+  resolve_deferred_releases, _do_release; the receiver's ensure_abort_notified, the prefill's
+  _handle_deferred_abort_notification and _maybe_ack_drained_abort, decode's handle_abort_ack_message
+  and is_abort_release_safe), SGLang's default (SGLANG_DISAGGREGATION_DEFERRED_DECODE_KV_RELEASE).
 
 What is a stub (it needs a GPU, RDMA devices or a network):
 - the model forward (model_worker.forward_batch_generation): it reads the KV buffer (a CPU tensor,
@@ -48,13 +52,20 @@ What is a stub (it needs a GPU, RDMA devices or a network):
   buffer, possibly late (after an abort freed them and another request took them);
 - the zmq messages (status, ABORT, ABORT_ACK, the receiver's metadata message): relayed by the driver
   (send_kv_status_message, _send_multipart_locked and the receiver's bootstrap socket captured), and
-  the decode thread's handling of a status message (apply_prefill_status or update_status, above);
+  0.5.23's decode thread's handling of a status message (apply_prefill_status, above);
 - the metadata row's RDMA write: the prefill returns its filled row (every MetadataBuffers tensor's
   row) and the driver writes it into the decode's MetadataBuffers row with the room's last chunk,
   at the index decode sent, whoever holds that row by then;
-- the deferred release (0.5.23 DecodeTransferQueue._defer_release / resolve_deferred_releases): the
-  driver holds an aborted request's pages until the prefill concluded the room or a timeout in ticks,
-  then releases them (SGLang's own needs the ABORT_ACK generations, a gloo group and metadata buffers);
+- of the deferred release (above): pop_transferred's Failed path (the driver calls _defer_release as
+  it does for a held room), its clock (time.monotonic in decode.py is the driver's tick, so the
+  timeout is in ticks), its all-reduce (a gloo group of this one rank), the
+  transfer worker's chunk accounting (_staging_outstanding counted when the driver takes the chunks,
+  drained when they land), the decode thread's dispatch of the ABORT_ACK (the driver hands it to
+  handle_abort_ack_message) and release_kv_cache in _release_request (the driver's _release);
+- 0.5.11's decode thread (MooncakeKVManager.start_decode_thread) is SGLang's own, reading prefill's
+  status messages from an inbox the driver fills instead of its zmq socket, its heartbeat checker idle;
+  0.5.23's decode thread is not started: the driver calls apply_prefill_status and
+  handle_abort_ack_message as it would;
 - the decode radix cache (off: --disaggregation-decode-enable-radix-cache is off by default) and
   release_kv_cache: a request's slots go back through the allocator's own free() and its row through
   the pool's own free(), which is what ChunkCache.cache_finished_req does (mem_cache/chunk_cache.py);
@@ -101,6 +112,26 @@ def _nothing(name: str) -> Any:
     return _Nothing()
 
 
+class _Inbox:
+    """Decode's zmq PULL socket as the decode thread reads it (recv_multipart): the driver delivers a
+    message and waits until the thread has handled it (it is back at recv_multipart)."""
+
+    def __init__(self) -> None:
+        self.q: queue.Queue[list[bytes]] = queue.Queue()
+        self.busy = False
+
+    def recv_multipart(self) -> list[bytes]:
+        if self.busy:
+            self.q.task_done()
+        msg = self.q.get()
+        self.busy = True
+        return msg
+
+    def deliver(self, msg: list[bytes]) -> None:
+        self.q.put(msg)
+        self.q.join()
+
+
 class Node:
     def __init__(self, spec: dict[str, Any]) -> None:
         from tests.support.sglang_cluster import stubs
@@ -143,6 +174,8 @@ class Node:
         ):
             raise RuntimeError(paged_refusal(self.version))
         self.name, self.role, self.ps = spec["name"], spec["role"], spec["page_size"]
+        self.deferred, self.timeout_ticks = spec.get("release") == "deferred", spec.get("timeout_ticks", 3)
+        self.tick = 0
         size, rows, ctx = spec["pool"], spec["rows"], spec["context"]
         torch = sg.torch
         if self.ps == 1:
@@ -208,7 +241,11 @@ class Node:
         m = object.__new__(self.conn.MooncakeKVManager)
         m.disaggregation_mode = mode
         m.request_status, m.transfer_infos, m.transfer_queues = {}, {}, [queue.Queue()]
-        m.deferred_bootstrap, m.enable_deferred_decode_kv_release = None, False
+        # SGLANG_DISAGGREGATION_DEFERRED_DECODE_KV_RELEASE (on by default in 0.5.23): the run's choice
+        m.deferred_bootstrap, m.enable_deferred_decode_kv_release = None, self.deferred
+        m._deferred_abort_ack_tracker, m._deferred_abort_generation = {}, 0
+        # one rank per node (the ABORT_ACK names the sender: _prefill_unique_rank)
+        m.attn_tp_rank, m.pp_size, m.attn_cp_size, m.pp_rank, m.attn_cp_rank = 0, 1, 1, 0, 0
         m._deferred_ack_targets, m._deferred_ack_poisoned_rooms, m._staging_outstanding = {}, set(), {}
         m.failure_lock, m.failure_records = threading.Lock(), {}
         m.enable_staging, m._staging_handler, m.defer_decode_allocation = False, None, False
@@ -219,7 +256,28 @@ class Node:
         m.waiting_timeout = 3600.0  # SGLANG_DISAGGREGATION_WAITING_TIMEOUT: the driver's ticks decide
         m.send_kv_status_message = lambda **kw: self.sent.append(kw)  # the zmq status message: relayed
         m._send_multipart_locked = lambda *a, **kw: self.sent.append({"multipart": a})  # the ABORT_ACK
+        self.inbox = None
+        if self.role == "decode" and not hasattr(m, "apply_prefill_status"):
+            self._start_decode_thread(m)
         return m
+
+    def _start_decode_thread(self, m: Any) -> None:
+        """0.5.11: SGLang's own decode thread (mooncake/conn.py MooncakeKVManager.start_decode_thread,
+        through the plugin's hook on it), reading prefill's status messages from an inbox the driver
+        fills (status) in place of the zmq PULL socket; its threads made daemons (SGLang starts them
+        as non-daemon threads, which would keep a node process from exiting) and its heartbeat checker
+        idle (its HTTP health checks: prefill_info_table is empty and it sleeps an hour)."""
+        m.server_socket = self.inbox = _Inbox()
+        m.heartbeat_interval, m.prefill_info_table, m.connection_lock = 3600.0, {}, threading.Lock()
+        real = self.conn.threading
+        self.conn.threading = SimpleNamespace(
+            **{k: getattr(real, k) for k in ("Lock", "RLock", "Event", "Condition", "current_thread")},
+            Thread=lambda *a, **k: real.Thread(*a, **{**k, "daemon": True}),
+        )
+        try:
+            type(m).start_decode_thread(m)  # the class's attribute: the plugin's hook around it
+        finally:
+            self.conn.threading = real
 
     def _metadata_buffers(self, rows: int) -> Any:
         import inspect
@@ -240,7 +298,26 @@ class Node:
                                        enable_decode_hicache=False)  # fmt: skip
         tq.spec_algorithm = SimpleNamespace(is_none=lambda: True)
         tq.tree_cache = _Nothing()
+        # the deferred release (0.5.23 _defer_release / resolve_deferred_releases / _do_release), SGLang's
+        # own: its timeout in the driver's ticks (the clock decode.py reads, time.monotonic, is the tick:
+        # _TickClock), its all-reduce over a gloo group of this one rank, no staging, no host receive,
+        # no metrics; the KV released by the driver's release_kv_cache stand-in (_release), the metadata
+        # row by _do_release itself
+        tq.enable_deferred_kv_release, tq.deferred_kv_release_timeout = self.deferred, float(self.timeout_ticks)
+        tq._deferred_releases, tq.enable_staging, tq.enable_host_receive = [], False, False
+        tq.gloo_group, tq.req_to_metadata_buffer_idx_allocator = None, self.meta_idx
+        tq.scheduler.metrics_reporter = SimpleNamespace(enable_metrics=False)
+        tq._release_request = self._release_held
+        if hasattr(tq, "resolve_deferred_releases"):
+            _one_rank_group()
+            self.D.time = _TickClock(self.D.time, lambda: float(self.tick))
         return tq
+
+    def _release_held(self, decode_req: Any) -> None:
+        """DecodeTransferQueue._release_request's release_kv_cache (a held room's KV; _do_release frees
+        its metadata row itself)."""
+        decode_req.req.metadata_buffer_index = -1
+        self._release(decode_req.req.bootstrap_room)
 
     def _receiver(self, room: int) -> Any:
         """The decode's receiver of a room (mooncake/conn.py MooncakeKVReceiver, made without its
@@ -249,7 +326,7 @@ class Node:
         prefill)."""
         rc = object.__new__(self.conn.MooncakeKVReceiver)
         rc.kv_mgr, rc.bootstrap_room, rc.conclude_state, rc.init_time = self.mgr, room, None, None
-        rc.abort_notified = False
+        rc.abort_notified, rc._abort_generation = False, None  # 0.5.23's __init__ sets both
         rc.trace_ctx = _Nothing()
         # send_metadata's bootstrap message: one prefill rank, its zmq socket captured (the driver relays
         # the destination to the prefill itself)
@@ -386,23 +463,37 @@ class Node:
             c = m.transfer_queues[0].get_nowait()
             dst = np.asarray(m.transfer_infos[c.room][f"{peer[0]}:{peer[1]}"].dst_kv_indices[c.index_slice], np.int64)
             chunks.append(self._slots_of_pages(dst).tolist())
+            # the transfer worker counts a chunk at dequeue (its write now in flight): the drain ack of
+            # an aborted room waits for it (mooncake/conn.py transfer_worker, _staging_outstanding)
+            m._staging_outstanding[room] = m._staging_outstanding.get(room, 0) + 1
         return {"ok": True, "chunks": chunks, "meta": meta}
 
-    def abort_notice(self, room: int, decode: tuple[str, int]) -> dict[str, Any]:
-        """Decode's ABORT message reaches the prefill (0.5.23: mooncake/conn.py
-        MooncakeKVManager._handle_abort_notification, the room turns Failed if still active and the
-        ABORT_ACK goes back). 0.5.11 has no such message: the prefill never learns of the abort."""
+    def abort_notice(self, room: int, msg: list[bytes] | None) -> dict[str, Any]:
+        """Decode's ABORT message (what its receiver's abort sent) reaches the prefill (0.5.23:
+        mooncake/conn.py MooncakeKVManager._handle_abort_notification: the room turns Failed if still
+        active; with the deferred release its ABORT_ACK waits until the room's chunks drained,
+        _maybe_ack_drained_abort). 0.5.11 has no such message: the prefill never learns of the abort."""
         handle = getattr(self.mgr, "_handle_abort_notification", None)
-        if handle is not None:
-            from sglang.srt.disaggregation.common.conn import AbortNotification
+        self.sent.clear()
+        if handle is not None and msg is not None:
+            handle(msg)
+        return {"status": int(self.mgr.request_status.get(room, -1)), "acks": self._acks()}
 
-            handle(AbortNotification(room=room, decode_ip=decode[0], decode_port=decode[1]).to_zmq())
-        return {"status": int(self.mgr.request_status.get(room, -1))}
+    def _acks(self) -> list[list[bytes]]:
+        """The ABORT_ACK messages this prefill sent since (captured _send_multipart_locked: addr, msg)."""
+        return [list(x["multipart"][1]) for x in self.sent if "multipart" in x]
 
     def conclude(self, room: int, host: str, port: int) -> dict[str, Any]:
         """The transfer worker's end of the room: Success, which the manager turns into Failed where
         the room already failed; the status message goes to decode; the prefill releases the request."""
         self.sent.clear()
+        m = self.mgr
+        if room in m._staging_outstanding:  # the worker's chunks written: the room's writes drained
+            m._staging_outstanding[room] -= 1
+            if m.enable_deferred_decode_kv_release and hasattr(m, "_maybe_ack_drained_abort"):
+                m._maybe_ack_drained_abort(room)  # an aborted room: its ABORT_ACK goes to decode now
+            m._staging_outstanding.pop(room, None)
+        acks = self._acks()
         if hasattr(self.mgr, "conclude_transfer"):  # 0.5.23: disaggregation/common/conn.py
             out = self.mgr.conclude_transfer(bootstrap_room=room, status=self.KVPoll.Success, targets=[(host, port)])
         else:  # 0.5.11: mooncake/conn.py transfer_worker's last chunk, then sync_status_to_decode_endpoint
@@ -411,7 +502,7 @@ class Node:
         self.mgr.request_status.pop(room, None)
         self.mgr.transfer_infos.pop(room, None)
         self._release(room)
-        return {"status": int(out) if out is not None else -1}
+        return {"status": int(out) if out is not None else -1, "acks": acks}
 
     # --- decode commands ---------------------------------------------------------------------------
     def prealloc(self, room: int, rid: str, n: int) -> dict[str, Any]:
@@ -451,8 +542,8 @@ class Node:
         decode_thread closure calls update_status, for a room it still tracks."""
         if hasattr(self.mgr, "apply_prefill_status"):
             self.mgr.apply_prefill_status(bootstrap_room=room, status=status, prefill_rank=0)
-        elif room in self.mgr.request_status:
-            self.mgr.update_status(room, status)  # KVPoll: plain ints
+        elif self.inbox is not None:  # 0.5.11: the message as sync_status_to_decode_endpoint sends it
+            self.inbox.deliver([str(room).encode("ascii"), str(status).encode("ascii"), b"0"])
         return {"poll": int(self.mgr.check_status(room)) if room in self.mgr.request_status else -1}
 
     def admit(self, room: int, out_len: int) -> dict[str, Any]:
@@ -482,20 +573,48 @@ class Node:
         self.out_left[room] = out_len
         return {"ok": True}
 
-    def abort(self, room: int, release: bool) -> dict[str, Any]:
+    def abort(self, room: int, release: bool, tick: int = 0) -> dict[str, Any]:
         """The client's abort of a request still in the transfer queue: the room turns Failed (the
         receiver's abort()), and its pages go back now (release) or when the driver says (deferred)."""
         rc = self.receivers.pop(room, None)
+        self.sent.clear()
+        self.tick = max(self.tick, tick)  # _defer_release's deadline counts from this tick
         if rc is not None and room in self.mgr.request_status:
-            rc.abort()  # 0.5.23: update_status(room, Failed) too; 0.5.11: its conclude_state only
-        if release:
+            # 0.5.23: update_status(room, Failed) too, and ensure_abort_notified: the ABORT message (with
+            # the deferred release, its drain-ack generation armed first); 0.5.11: its conclude_state only
+            rc.abort()
+        msg = next((list(x["metadata"]) for x in self.sent if "metadata" in x), None)
+        if msg is None and rc is not None and hasattr(rc, "ensure_abort_notified"):
+            # 0.5.23's abort always notifies the prefill (ensure_abort_notified); it logs a failure at debug
+            raise RuntimeError(f"room {room}: the receiver's abort sent no ABORT message")
+        r = self.reqs.get(room)
+        hold = getattr(self.tq, "enable_deferred_kv_release", False) and self.mgr.enable_deferred_decode_kv_release
+        if hold and not release and rc is not None and r is not None and getattr(rc, "abort_notified", False):
+            # pop_transferred's Failed path with the deferred release: held by SGLang's own _defer_release
+            # until resolve_deferred_releases finds the drain ack (or its timeout)
+            dr = self.D.DecodeRequest(req=r, kv_receiver=rc, metadata_buffer_index=r.metadata_buffer_index)
+            self.tq._defer_release(dr)
+        else:
             self._release(room)
+            if rc is not None:  # pop_transferred's Failed path: the receiver cleared (the room untracked)
+                rc.clear()
+        return {"ok": True, "abort": msg}
+
+    def abort_acks(self, msgs: list[list[bytes]]) -> dict[str, Any]:
+        """Prefill's ABORT_ACK messages, as the decode thread hands them to the manager (0.5.23
+        CommonKVManager.handle_abort_ack_message; the thread's dispatch is the driver's)."""
+        for msg in msgs:
+            self.mgr.handle_abort_ack_message(msg)
         return {"ok": True}
 
-    def release(self, room: int) -> dict[str, Any]:
-        self.mgr.request_status.pop(room, None)
-        self._release(room)
-        return {"ok": True}
+    def resolve(self, tick: int) -> dict[str, Any]:
+        """The scheduler loop's resolve_deferred_releases (0.5.23 decode.py, every event-loop pass): held
+        rooms released once drained or timed out (in ticks). Returns how many are still held."""
+        self.tick = tick
+        if not hasattr(self.tq, "resolve_deferred_releases"):
+            return {"held": 0}
+        self.tq.resolve_deferred_releases()
+        return {"held": self.tq.num_pending_deferred_releases()}
 
     def step(self) -> dict[str, Any]:
         """One decode step of the running batch through Scheduler.run_batch; returns the requests that
@@ -570,6 +689,25 @@ def _server_args() -> Any:
     return SimpleNamespace(disaggregation_decode_enable_radix_cache=False, enable_dp_attention=False,
                            disaggregation_transfer_backend="mooncake",
                            elastic_ep_backend=None)  # fmt: skip
+
+
+class _TickClock:
+    """decode.py's time module with monotonic() the driver's tick (the deferred release's timeout)."""
+
+    def __init__(self, real: Any, now: Any) -> None:
+        self._real, self.monotonic = getattr(real, "_real", real), now
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+
+def _one_rank_group() -> None:
+    """The default process group of this one rank (gloo, an in-memory store): all_reduce_flags over
+    it returns the flags unchanged, as on a decode of attention TP 1."""
+    import torch.distributed as dist
+
+    if not dist.is_initialized():
+        dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
 
 
 def _publish_disagg() -> None:
