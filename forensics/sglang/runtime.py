@@ -156,11 +156,19 @@ class Runtime:
     def on_alloc(self, slots: np.ndarray) -> None:
         if slots.size == 0:
             return
-        s = self._page_slots(slots)
-        self._grow(int(s.max()))
-        if self.ps > 1:  # alloc_extend / alloc_decode hand out the rest of a request's last page too:
-            s = s[self.holder[s] == NONE]  # that page is the request's already, only new pages are fresh
-        self.fresh[s] = True
+        ps = self.ps
+        if ps == 1:
+            self._grow(int(slots.max()))
+            self.fresh[slots] = True
+            return
+        # alloc_extend / alloc_decode hand out the rest of a request's last page too: that page is the
+        # request's already, only new pages are fresh. A page has one holder (rows and frees take whole
+        # pages), so its first slot answers for it: the holder is read once per slot handed out, and
+        # only the new pages are expanded (a decode step: one page in ps)
+        first = slots - slots % ps
+        self._grow(int(first.max()) + ps - 1)
+        new = np.unique(first[self.holder[first] == NONE])
+        self.fresh[(new[:, None] + np.arange(ps)).ravel()] = True
 
     def on_free(self, slots: np.ndarray) -> None:
         if slots.size == 0:
