@@ -42,18 +42,9 @@ from forensics.sglang.recorder import Recorder
 NONE = -1
 
 
-def runs(slots: np.ndarray) -> list[tuple[int, int]]:
-    """Half-open ranges of consecutive slots, in the order given."""
-    if slots.size == 0:
-        return []
-    brk = np.flatnonzero(np.diff(slots) != 1) + 1
-    starts = np.concatenate(([0], brk))
-    ends = np.concatenate((brk, [slots.size]))
-    return [(int(slots[s]), int(slots[e - 1]) + 1) for s, e in zip(starts.tolist(), ends.tolist(), strict=True)]
-
-
 def run_cols(slots: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """runs() as two arrays (starts, ends): what the recorder takes in one call, no tuple per run."""
+    """Half-open ranges of consecutive slots, in the order given, as two arrays (starts, ends): what the
+    recorder takes in one call, no tuple per run."""
     if slots.size == 0:
         return slots[:0], slots[:0]
     brk = np.flatnonzero(np.diff(slots) != 1) + 1
@@ -61,7 +52,7 @@ def run_cols(slots: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def runs_of(slots: np.ndarray, owner: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """runs() of many requests' slots at once, `owner[i]` the request of slots[i] (requests one after
+    """run_cols() of many requests' slots at once, `owner[i]` the request of slots[i] (requests one after
     another): (index of each run's request, its start, its end), in the order given."""
     brk = np.flatnonzero((np.diff(slots) != 1) | (np.diff(owner) != 0)) + 1
     first = np.concatenate(([0], brk))
@@ -412,7 +403,7 @@ class Runtime:
             self.writer[outs] = wrooms
             self.wtick[outs] = self.tick
             self.reader[outs] = wrooms
-            if rec is not None:  # a run per request and stretch of consecutive slots, as runs() gives
+            if rec is not None:  # a run per request and stretch of consecutive slots, as run_cols() gives
                 src = "decode" if decode else "prefill"
                 if out_n is None:  # outs may be a view of the batch's tensor: the recorder keeps a copy
                     s = outs.copy()
