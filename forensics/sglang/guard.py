@@ -102,7 +102,9 @@ def _guard_batch(self: Any, batch: Any) -> None:
         rooms: list[int] = [getattr(r, "bootstrap_room", None) for r in reqs]  # type: ignore[misc]
         if None in rooms:  # a request without a transfer room (a prefill node's own, or no disaggregation)
             rooms = [-1 if x is None else x for x in rooms]
-        rows = [r.req_pool_idx for r in reqs] if hasattr(reqs[0], "req_pool_idx") else [r.kv.req_pool_idx for r in reqs]
+        kv = not hasattr(reqs[0], "req_pool_idx")  # 0.5.23 keeps the row on Req.kv (hooks.row_of)
+        rows = np.fromiter((r.kv.req_pool_idx for r in reqs) if kv else (r.req_pool_idx for r in reqs), np.int64,
+                           len(reqs))  # fmt: skip
         pre = getattr(
             batch, "prefix_lens", None
         )  # an extend batch's (ScheduleBatch.prefix_lens; Req.prefix_len: 0.5.23)
@@ -112,7 +114,7 @@ def _guard_batch(self: Any, batch: Any) -> None:
             end = _np(pre)
         else:
             end = np.array([int(getattr(r, "prefix_len", 0) or 0) for r in reqs], np.int64)
-        lo = rt.unchecked(rooms, end)
+        lo = rt.unchecked(rows, np.asarray(rooms, np.int64), end)
         # positions not yet checked: a request's first batch, or its slots written by another since
         atts = {k: (str(getattr(reqs[k], "rid", "")), _np(rt2t[int(rows[k]), int(lo[k]) : int(end[k])]))
                 for k in np.flatnonzero(lo < end).tolist()}  # fmt: skip
@@ -122,6 +124,7 @@ def _guard_batch(self: Any, batch: Any) -> None:
                     for w, e, n in zip(rows, end.tolist(), seq.tolist(), strict=True)]  # fmt: skip
             out_n = np.array([o.size for o in outs], np.int64)
             out = np.concatenate(outs)
-        for k, v in rt.on_batch(decode, rooms, seq, atts, out, out_n, lambda k: str(getattr(reqs[k], "rid", ""))):
+        rid_of = lambda k: str(getattr(reqs[k], "rid", ""))  # noqa: E731
+        for k, v in rt.on_batch(decode, rooms, seq, atts, out, out_n, rid_of, rows):
             if rt.guard == "enforce":
                 finish_with_error(reqs[k], refusal(v))

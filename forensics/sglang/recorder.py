@@ -92,7 +92,8 @@ class Recorder:
             self.queued += 1
             self.q.append((self.seq, 1, self.clock(), op, room, a, b, peer, src))
 
-    def ev_cols(self, op: str, rooms: Any, starts: np.ndarray, ends: np.ndarray, src: str | None = None) -> None:
+    def ev_cols(self, op: str, rooms: Any, starts: np.ndarray, ends: np.ndarray, src: str | None = None,
+                peer: str | None = None) -> None:  # fmt: skip
         """Events of one op at one time, [starts[i], ends[i]) of rooms[i] (or all of room `rooms`):
         one clock read, one append; the arrays are the caller's and must not change afterwards. What
         does not fit the queue is dropped as in ev."""
@@ -106,9 +107,9 @@ class Recorder:
             if k:
                 if k < n:
                     starts, ends = starts[:k], ends[:k]
-                    rooms = rooms if isinstance(rooms, int) else rooms[:k]
+                    rooms = rooms if np.ndim(rooms) == 0 else rooms[:k]
                 self.queued += k
-                self.q.append((base + 1, k, self.clock(), op, rooms, starts, ends, None, src))
+                self.q.append((base + 1, k, self.clock(), op, rooms, starts, ends, peer, src))
             if k < n:
                 self._drop(base + k + 1, base + n)
 
@@ -195,7 +196,7 @@ class Recorder:
             if self._in_file >= self.rotate or not self.files:
                 self._open()
             k = min(n - i, self.rotate - self._in_file)
-            part = [c[i : i + k] for c in cols]
+            part = [c[i : i + k] for c in cols[:8]] + [cols[8]]
             i += k
             self._in_file += k
             if self.fmt == "jsonl":
@@ -207,7 +208,9 @@ class Recorder:
     def _write_jsonl(self, cols: list[np.ndarray]) -> None:
         assert self._fh is not None
         node = json.dumps(self.node)
-        seq, ts, op, room, a, b, peer, src = (c.tolist() for c in cols)
+        seq, ts, room, a, b = (cols[j].tolist() for j in (0, 1, 3, 4, 5))
+        names = cols[8]
+        op, peer, src = ([names[c] for c in cols[j].tolist()] for j in (2, 6, 7))
         iso = {t: iso_us(t) for t in set(ts)}
         lines = []
         for s, t, o, r, x, y, p, c in zip(seq, ts, op, room, a, b, peer, src, strict=True):
@@ -219,11 +222,21 @@ class Recorder:
         self._fh.flush()
 
     def _write_parquet(self, cols: list[np.ndarray]) -> None:
+        import pyarrow as pa
+        import pyarrow.compute as pc
         import pyarrow.parquet as pq
 
-        from forensics.contract import PAGE_SCHEMA, page_columns
+        from forensics.contract import PAGE_SCHEMA
 
-        table = page_columns(self.node, *cols)
+        # whole columns: the strings (op, peer, src) taken from the chunk's few names by their codes, no
+        # Python object per event (this thread shares the GIL with the scheduler)
+        names = pa.array(cols[8].tolist(), pa.string())
+        n = len(cols[0])
+        arrays = [pa.repeat(pa.scalar(self.node, pa.string()), n), pa.array(cols[0], pa.int64()),
+                  pa.array(cols[1], pa.int64()).cast(pa.timestamp("us", tz="UTC")), pc.take(names, cols[2]),
+                  *(pa.array(cols[j], pa.int64()) for j in (3, 4, 5)), pc.take(names, cols[6]),
+                  pc.take(names, cols[7])]  # fmt: skip
+        table = pa.table(arrays, schema=PAGE_SCHEMA)
         if self._pq is None:
             self._pq = pq.ParquetWriter(self.files[-1], PAGE_SCHEMA)
         self._pq.write_table(table)
@@ -259,26 +272,32 @@ class Recorder:
 
 
 def columns(entries: list[Entry]) -> list[np.ndarray]:
-    """The entries' events as columns (seq, ts, op, room, start, end, peer, src), in seq order (the
-    transfer threads of a prefill node may append beside the scheduler)."""
+    """The entries' events as columns (seq, ts, op, room, start, end, peer, src, names), in seq order
+    (the transfer threads of a prefill node may append beside the scheduler): op, peer and src are
+    int32 codes into `names` (an object array of the strings and None), one per entry repeated."""
     m = len(entries)
     counts = np.fromiter((e[1] for e in entries), np.int64, m)
     total = int(counts.sum())
     offsets = np.cumsum(counts) - counts
     seq = np.repeat(np.fromiter((e[0] for e in entries), np.int64, m) - offsets, counts) + np.arange(total)
-    cols = [seq, np.repeat(np.fromiter((e[2] for e in entries), np.int64, m), counts)]
-    cols.append(np.repeat(np.array([e[3] for e in entries], object), counts))
+    code: dict[Any, int] = {}  # op, peer and src values (str or None), in first-seen order
+
+    def codes(j: int) -> np.ndarray:
+        return np.repeat(np.fromiter((code.setdefault(e[j], len(code)) for e in entries), np.int32, m), counts)
+
+    cols = [seq, np.repeat(np.fromiter((e[2] for e in entries), np.int64, m), counts), codes(3)]
     for j in (4, 5, 6):
         if total == m:  # one event per entry: ints, or arrays of one
             cols.append(np.fromiter((_one(e[j]) for e in entries), np.int64, m))
         else:
             cols.append(np.concatenate([_piece(e[j], e[1]) for e in entries]))
-    for j in (7, 8):
-        cols.append(np.repeat(np.array([e[j] for e in entries], object), counts))
+    cols += [codes(7), codes(8)]
     if total > 1 and (np.diff(seq) < 0).any():
         order = np.argsort(seq, kind="stable")
         cols = [c[order] for c in cols]
-    return cols
+    names = np.empty(len(code), object)
+    names[:] = list(code)
+    return [*cols, names]
 
 
 def _spans(seqs: list[int]) -> list[tuple[int, int]]:

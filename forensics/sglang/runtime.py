@@ -43,18 +43,17 @@ from forensics.sglang.recorder import Recorder
 NONE = -1
 
 
-def runs(slots: np.ndarray) -> list[tuple[int, int]]:
-    """Half-open ranges of consecutive slots, in the order given."""
+def run_cols(slots: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Half-open ranges of consecutive slots, in the order given, as two arrays (starts, ends): what the
+    recorder takes in one call, no tuple per run."""
     if slots.size == 0:
-        return []
+        return slots[:0], slots[:0]
     brk = np.flatnonzero(np.diff(slots) != 1) + 1
-    starts = np.concatenate(([0], brk))
-    ends = np.concatenate((brk, [slots.size]))
-    return [(int(slots[s]), int(slots[e - 1]) + 1) for s, e in zip(starts.tolist(), ends.tolist(), strict=True)]
+    return slots[np.concatenate(([0], brk))], slots[np.concatenate((brk - 1, [slots.size - 1]))] + 1
 
 
 def runs_of(slots: np.ndarray, owner: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """runs() of many requests' slots at once, `owner[i]` the request of slots[i] (requests one after
+    """run_cols() of many requests' slots at once, `owner[i]` the request of slots[i] (requests one after
     another): (index of each run's request, its start, its end), in the order given."""
     brk = np.flatnonzero((np.diff(slots) != 1) | (np.diff(owner) != 0)) + 1
     first = np.concatenate(([0], brk))
@@ -104,14 +103,17 @@ class Runtime:
         self.wtick = np.zeros(n, np.int64)
         self.reader = np.full(n, NONE, np.int64)
         self.fresh = np.zeros(n, bool)
+        self.mark = np.zeros(n, np.int64)  # scratch: a batch's attended slots, to find one attended twice
         self.shared: dict[int, set[int]] = {}  # room -> slots the radix cache shared to it
         self.rows: dict[int, tuple[int, str]] = {}  # req_to_token row -> (room, rid)
         self.row_room = np.full(1 << 12, NONE, np.int64)  # the same rooms, by row, for a batch's rows at once
         self.stats = Stats()
         self.alerted: set[int] = set()  # rooms already alerted (one alert line per room)
-        # room -> row positions already checked and read: a later batch checks only the positions
-        # past it; a write into a room's slots by someone else (a landing) drops the entry
-        self.seen: dict[int, int] = {}
+        # row -> positions already checked and read, and the room they were checked for: a later batch
+        # of that room checks only the positions past it; a write into the room's slots by someone
+        # else (a landing) sets them back to 0
+        self.checked = np.zeros(len(self.row_room), np.int64)
+        self.checked_room = np.full(len(self.row_room), NONE, np.int64)
         self.peers: dict[str, Runtime] = {}  # in-process receivers (tests, single-host setups)
         self.land = Landings()  # decode: what the transfer protocol says of each room (landing.py)
         self.unproven: set[int] = set()  # rooms committed without the transferred length
@@ -131,6 +133,7 @@ class Runtime:
         f = np.zeros(m, bool)
         f[:n] = self.fresh
         self.fresh = f
+        self.mark = np.zeros(m, np.int64)
 
     def _page_slots(self, slots: np.ndarray) -> np.ndarray:
         """Every slot of the pages `slots` touch, pages in first-touch order."""
@@ -145,11 +148,19 @@ class Runtime:
     def on_alloc(self, slots: np.ndarray) -> None:
         if slots.size == 0:
             return
-        s = self._page_slots(slots)
-        self._grow(int(s.max()))
-        if self.ps > 1:  # alloc_extend / alloc_decode hand out the rest of a request's last page too:
-            s = s[self.holder[s] == NONE]  # that page is the request's already, only new pages are fresh
-        self.fresh[s] = True
+        ps = self.ps
+        if ps == 1:
+            self._grow(int(slots.max()))
+            self.fresh[slots] = True
+            return
+        # alloc_extend / alloc_decode hand out the rest of a request's last page too: that page is the
+        # request's already, only new pages are fresh. A page has one holder (rows and frees take whole
+        # pages), so its first slot answers for it: the holder is read once per slot handed out, and
+        # only the new pages are expanded (a decode step: one page in ps)
+        first = slots - slots % ps
+        self._grow(int(first.max()) + ps - 1)
+        new = np.unique(first[self.holder[first] == NONE])
+        self.fresh[(new[:, None] + np.arange(ps)).ravel()] = True
 
     def on_free(self, slots: np.ndarray) -> None:
         if slots.size == 0:
@@ -160,9 +171,12 @@ class Runtime:
         if self.land.dest:
             landing.settle(self, s, held)
         if self.rec is not None:
-            for room in np.unique(held[held >= 0]).tolist():
-                for a, b in runs(np.sort(s[held == room])):
-                    self.rec.ev("free", room, a, b)
+            m = held >= 0
+            if m.any():  # rooms in ascending order, each room's slots sorted, a run per stretch
+                hs, ss = held[m], s[m]
+                o = np.lexsort((ss, hs))
+                who, a, b = runs_of(ss[o], hs[o])
+                self.rec.ev_cols("free", who, a, b)
         self.holder[s] = NONE
         self.reader[s] = NONE
         self.fresh[s] = False
@@ -170,33 +184,37 @@ class Runtime:
     # --- req_to_token rows --------------------------------------------------------------------------
     def bind_row(self, row: int, room: int, rid: str) -> None:
         self.rows[row] = (room, rid)
-        if row >= len(self.row_room):
-            self.row_room = np.concatenate((self.row_room, np.full(row + 1, NONE, np.int64)))
+        self._grow_rows(row)
         self.row_room[row] = room
-        self.seen.pop(room, None)
+        self.checked[row] = 0
+
+    def _grow_rows(self, top: int) -> None:
+        if top >= len(self.row_room):
+            self.row_room = np.concatenate((self.row_room, np.full(top + 1, NONE, np.int64)))
+            self.checked = np.concatenate((self.checked, np.zeros(top + 1, np.int64)))
+            self.checked_room = np.concatenate((self.checked_room, np.full(top + 1, NONE, np.int64)))
 
     def unbind_row(self, row: int) -> None:
         owner = self.rows.pop(row, None)
         if owner is not None:
             self.row_room[row] = NONE
-            self.seen.pop(owner[0], None)
+            self.checked[row] = 0
             self.land.contended.pop(owner[0], None)
             self.unproven.discard(owner[0])
 
-    def unchecked(self, rooms: list[int], end: np.ndarray) -> np.ndarray:
-        """The first row position of each room a batch attending positions [0, end) must still check."""
-        n = len(rooms)
-        return np.minimum(np.fromiter(map(self.seen.get, rooms, [0] * n), np.int64, n), end)
+    def unchecked(self, rows: np.ndarray, rooms: np.ndarray, end: np.ndarray) -> np.ndarray:
+        """The first row position of each request (its req_to_token row and room) a batch attending
+        positions [0, end) must still check."""
+        if rows.size:
+            self._grow_rows(int(rows.max()))
+        return np.minimum(np.where(self.checked_room[rows] == rooms, self.checked[rows], 0), end)
 
     def _dirty(self, slots: np.ndarray, writer: int | np.ndarray) -> None:
         """Slots written by `writer`: a room holding any of them (another room) is checked in full again."""
-        if not self.seen:
-            return
         h = self.holder[slots]
         hit = (h >= 0) & (h != writer)
         if hit.any():
-            for room in np.unique(h[hit]).tolist():
-                self.seen.pop(room, None)
+            self.checked[np.isin(self.checked_room, h[hit])] = 0
 
     def on_row_write(self, row: int, slots: np.ndarray) -> None:
         """The row of a request now names these slots: fresh ones are its allocation, slots another
@@ -215,8 +233,7 @@ class Runtime:
             self.atick[s] = self.tick
             self.stats.allocated_pages += len(s) // self.ps
             if self.rec is not None:
-                for a, b in runs(s):
-                    self.rec.ev("alloc", room, a, b)
+                self.rec.ev_cols("alloc", room, *run_cols(s))
         other = slots[~fr]
         if other.size:
             h = self.holder[other]
@@ -225,8 +242,7 @@ class Runtime:
                 self.shared.setdefault(room, set()).update(sh.tolist())
                 self.reader[sh] = room
                 if self.rec is not None:
-                    for a, b in runs(sh):
-                        self.rec.ev("share", room, a, b)
+                    self.rec.ev_cols("share", room, *run_cols(sh))
 
     def on_rows_write_batch(self, rows: np.ndarray, slots: np.ndarray) -> None:
         """One slot per (row, slot) pair, many rows at once (a decode step's out_cache_loc written into
@@ -264,8 +280,7 @@ class Runtime:
     def on_transfer(self, room: int, peer: str, slots: np.ndarray) -> None:
         """Sender side: the KV of `room` landed in `peer`'s slots (logged by the sender, section 4)."""
         if self.rec is not None:
-            for a, b in runs(slots):
-                self.rec.ev("transfer", room, a, b, peer=peer)
+            self.rec.ev_cols("transfer", room, *run_cols(slots), peer=peer)
         rt = self.peers.get(peer)
         if rt is not None:
             rt.on_landed(room, slots)
@@ -274,8 +289,7 @@ class Runtime:
         """Sender side: the KV of `room` handed to the transfer engine for `peer`'s slots ("sent"), or
         its room ended Failed after that ("failed"): possibly landed, never proven (section 4)."""
         if self.rec is not None:
-            for a, b in runs(slots):
-                self.rec.ev("transfer", room, a, b, peer=peer, src=status)
+            self.rec.ev_cols("transfer", room, *run_cols(slots), peer=peer, src=status)
 
     def on_landed(self, room: int, slots: np.ndarray) -> None:
         """Receiver side: a transfer of `room` wrote these slots (whoever holds them now)."""
@@ -353,18 +367,29 @@ class Runtime:
         outs: np.ndarray,
         out_n: np.ndarray | None = None,
         rid_of: Callable[[int], str] | None = None,
+        rows: np.ndarray | None = None,
     ) -> list[tuple[int, Violation]]:
-        """A forward batch, request k of room rooms[k] and row length lens[k]: atts[k] = (rid, the
-        attended slots not yet checked) for the requests with any; outs the slots the batch writes,
-        request after request, out_n[k] of them for request k (None: one each, a decode step). Returns
-        the (index, violation) of requests the guard flags; writes and reads are logged after the check."""
+        """A forward batch, request k of room rooms[k], req_to_token row rows[k] and row length lens[k]:
+        atts[k] = (rid, the attended slots not yet checked) for the requests with any; outs the slots
+        the batch writes, request after request, out_n[k] of them for request k (None: one each, a
+        decode step). Returns the (index, violation) of requests the guard flags; writes and reads are
+        logged after the check. Without rows, no position counts as checked for a later batch.
+        The whole batch is checked with one gather and compare (suspects); Python runs check() only
+        for the requests that gather cannot clear."""
         self.stats.batches += 1
         flagged: list[tuple[int, Violation]] = []
         todo = sorted(atts)  # requests with positions to check and read
+        room_arr = np.asarray(rooms, np.int64)
+        if todo:
+            att = np.concatenate([atts[k][1] for k in todo])
+            who = np.repeat(np.asarray(todo, np.int64), [atts[k][1].size for k in todo])
+            att_room = room_arr[who]
+            if att.size:
+                self._grow(int(att.max()))
         if decode and self.guard != "off":
-            for k in todo:
-                rid, att = atts[k]
-                v = self.check(rooms[k], att)
+            for k in self._suspects(todo, rooms, att, who, att_room) if todo else []:
+                rid, a = atts[k]
+                v = self.check(rooms[k], a)
                 if v is not None:
                     v.rid = rid
                     flagged.append((k, v))
@@ -377,17 +402,16 @@ class Runtime:
                         flagged.append((k, v))
                         self._alert(v)
         rec = self.rec
-        room_arr = np.asarray(rooms, np.int64)
         if outs.size:  # the ledger's writes, the whole batch at once
-            who = np.arange(len(rooms)) if out_n is None else np.repeat(np.arange(len(rooms)), out_n)
-            wrooms = room_arr[who]
+            wk = np.arange(len(rooms)) if out_n is None else np.repeat(np.arange(len(rooms)), out_n)
+            wrooms = room_arr[wk]
             self._grow(int(outs.max()))
-            self._dirty_many(outs, wrooms)
+            self._dirty(outs, wrooms)
             self.tick += 1
             self.writer[outs] = wrooms
             self.wtick[outs] = self.tick
             self.reader[outs] = wrooms
-            if rec is not None:  # a run per request and stretch of consecutive slots, as runs() gives
+            if rec is not None:  # a run per request and stretch of consecutive slots, as run_cols() gives
                 src = "decode" if decode else "prefill"
                 if out_n is None:  # outs may be a view of the batch's tensor: the recorder keeps a copy
                     s = outs.copy()
@@ -396,30 +420,57 @@ class Runtime:
                     # later batch logs it): bound from now until the room frees it, as a read says
                     rec.ev_cols("read", wrooms, s, s + 1)
                 else:
-                    who_run, starts, ends = runs_of(outs, who)
+                    who_run, starts, ends = runs_of(outs, wk)
                     rec.ev_cols("write", room_arr[who_run], starts, ends, src=src)
                     if decode:  # several tokens a step (speculative decoding): read from now on, as above
                         rec.ev_cols("read", room_arr[who_run], starts, ends)
-        for k in todo:
-            room, att = rooms[k], atts[k][1]
-            self._grow(int(att.max()))
-            new = att[self.reader[att] != room]
-            if new.size:
-                self.reader[new] = room
-                if rec is not None:
-                    for a, b in runs(new):
-                        rec.ev("read", room, a, b)
-        self.seen.update(zip(rooms, lens.tolist(), strict=True))
+        if todo and att.size:
+            self._reads(todo, rooms, atts, att, who, att_room)
+        if rows is not None and rows.size == len(rooms):
+            self._grow_rows(int(rows.max()) if rows.size else 0)
+            self.checked[rows] = lens
+            self.checked_room[rows] = room_arr
         return flagged
 
-    def _dirty_many(self, slots: np.ndarray, rooms: np.ndarray) -> None:
-        if not self.seen:
+    def _suspects(self, todo: list[int], rooms: list[int], att: np.ndarray, who: np.ndarray,
+                  att_room: np.ndarray) -> list[int]:  # fmt: skip
+        """The requests among todo that check() may flag: a slot another room wrote, a page an open
+        transfer may write, or a room contended or unproven. The rest pass check() unseen."""
+        land = self.land
+        sus = {k for k in todo if rooms[k] in land.contended or rooms[k] in self.unproven} if (
+            land.contended or self.unproven) else set()  # fmt: skip
+        if att.size:
+            w = self.writer[att]
+            bad = (w != att_room) & (w != NONE)
+            if land.open_pages:
+                pages = att // self.ps
+                n = land.open_n  # read once: publish may grow it meanwhile
+                inside = pages < len(n)
+                bad[inside] |= n[pages[inside]] > 0
+            if bad.any():
+                sus.update(np.unique(who[bad]).tolist())
+        return sorted(sus)
+
+    def _reads(self, todo: list[int], rooms: list[int], atts: dict[int, tuple[str, np.ndarray]], att: np.ndarray,
+               who: np.ndarray, att_room: np.ndarray) -> None:  # fmt: skip
+        """The batch's first reads of the attended slots (reader set, a read event per run), in one pass;
+        request by request where two requests attend a slot (a shared prefix: the later one reads it
+        after the earlier one's read, as in order)."""
+        if len(todo) > 1:
+            mark = self.mark
+            mark[att] = np.arange(att.size)
+            if (mark[att] != np.arange(att.size)).any():
+                for k in todo:
+                    self._reads([k], rooms, atts, atts[k][1], who[who == k], att_room[who == k])
+                return
+        new = self.reader[att] != att_room
+        if not new.any():
             return
-        h = self.holder[slots]
-        hit = (h >= 0) & (h != rooms)
-        if hit.any():
-            for room in np.unique(h[hit]).tolist():
-                self.seen.pop(room, None)
+        ns, nw, nr = att[new], who[new], att_room[new]
+        self.reader[ns] = nr
+        if self.rec is not None:
+            kr, a, b = runs_of(ns, nw)
+            self.rec.ev_cols("read", np.asarray(rooms, np.int64)[kr], a, b)
 
     # --- alerts and metrics (forensics.sglang.alerts) ----------------------------------------------
     def _alert(self, v: Violation) -> None:
