@@ -279,7 +279,7 @@ def test_hostile_values(hostile_out: tuple[Path, Path], tmp_path: Path) -> None:
             assert ext["filePath"] == "engine/x|=\\\n.log"
     first = parse_cef(run(out, "cef", tmp_path, alerts)[len(rows)])[0]
     assert first[4] == "kvf-alert-exposure|x=y\\ " and first[5] == "KV leak alert (exposure|x=y\\ )"
-    for fmt in ("hec", "ecs"):
+    for fmt in ("hec", "ecs", "ocsf"):
         lines = run(out, fmt, tmp_path, alerts)
         assert len(lines) == len(rows) + 3
         for line in lines:
@@ -290,6 +290,12 @@ def test_hostile_values(hostile_out: tuple[Path, Path], tmp_path: Path) -> None:
     assert hec[len(rows)]["event"]["summary"] == HOSTILE_UA
     ecs = [json.loads(x) for x in run(out, "ecs", tmp_path, alerts)]
     assert ecs[0]["organization"]["id"] == HOSTILE and ecs[len(rows)]["labels"]["evidence_text"] == HOSTILE_UA
+    ocsf = [json.loads(x) for x in run(out, "ocsf", tmp_path, alerts)]
+    assert ocsf[0]["actor"]["user"]["account"]["uid"] == HOSTILE and ocsf[0]["device"]["hostname"] == "decode|0=\\\n"
+    assert ocsf[0]["resources"] == [
+        {"type": "KV cache", "uid": "req-x", "owner": {"account": {"uid": HOSTILE_UA}}, "hostname": "decode|0=\\\n"}
+    ]
+    assert ocsf[0]["unmapped"]["reason"] == HOSTILE_UA and ocsf[len(rows)]["message"] == HOSTILE_UA
 
 
 def test_alert_formula_neutralized(tmp_path: Path, hostile_out: tuple[Path, Path]) -> None:
