@@ -461,3 +461,25 @@ def test_ocsf_from_the_database_when_the_csvs_are_gone(sample_out: Path, tmp_pat
     for name in ("manifest.json", "incident.duckdb"):
         shutil.copy(sample_out / name, out / name)
     assert exported(out, "ocsf", tmp_path, None) == exported(sample_out, "ocsf", tmp_path, None)
+
+
+def test_hostile_values_stay_within_each_reference(
+    hostile_out: tuple[Path, Path],
+    ocsf: tuple[dict[str, Any], Any],
+    ecs_fields: dict[str, dict[str, Any]],
+    cef_dictionary: dict[str, Any],
+    tmp_path: Path,
+) -> None:
+    """Pipes, equals signs, backslashes, quotes, line breaks and formulas in every cell leave each format
+    valid: escaped or held as strings, never a new field, line or header."""
+    out, alerts = hostile_out
+    raw, validator = ocsf
+    for doc in map(json.loads, exported(out, "ocsf", tmp_path, alerts)):
+        assert not ocsf_errors(validator, doc), ocsf_errors(validator, doc)
+        check_ocsf_captions(raw, doc)
+    for doc in map(json.loads, exported(out, "ecs", tmp_path, alerts)):
+        assert not ecs_errors(ecs_fields, doc), ecs_errors(ecs_fields, doc)
+    for doc in map(json.loads, exported(out, "hec", tmp_path, alerts)):
+        assert not hec_errors(doc), hec_errors(doc)
+    for line in exported(out, "cef", tmp_path, alerts):
+        assert not cef_errors(cef_dictionary, line), cef_errors(cef_dictionary, line)
