@@ -160,6 +160,7 @@ def _findings(folder: Path, incident: str, made_at: datetime | None) -> Iterator
         pairs = sources.get(row["request_id"], [])
         row["source_accounts"] = ";".join(sorted({acct for _, acct in pairs}))
         by = "page events" if evidence == "pages" else "the placeholder signature"
+        verb = "attended" if status == "confirmed" else "may have attended"  # the evidence decides neither way
         yield Event(
             source="finding",
             signature_id=f"kvf-exposure-{evidence or 'unknown'}",
@@ -167,7 +168,7 @@ def _findings(folder: Path, incident: str, made_at: datetime | None) -> Iterator
             severity=sev,
             time=when,
             event_id=f"{incident}:{row['request_id']}",
-            message=f"response {row['request_id']} of account {row['account_id']} ({row['cohort']}) attended "
+            message=f"response {row['request_id']} of account {row['account_id']} ({row['cohort']}) {verb} "
             f"another request's KV cache on {row.get('decode_node') or 'an unknown node'}: {status}, by {by}, "
             f"{row['source_requests'] or 'unknown'} source requests",
             host=row.get("decode_node") or "",

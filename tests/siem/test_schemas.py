@@ -167,6 +167,8 @@ def test_ocsf_values_are_the_findings_and_the_truths(
             assert doc["status_code"] == row["status"]
             want = {"confirmed": (3, "High"), "indeterminate": (99, "Indeterminate")}[row["status"]]
             assert (doc["confidence_id"], doc["confidence"]) == want
+            # an indeterminate response is not said to have attended another's KV: the evidence decides neither way
+            assert ("may have attended" in doc["message"]) == (row["status"] == "indeterminate")
             assert info["data_sources"] == [
                 {"pages": "page events", "signature": "engine logs (the placeholder signature)"}[row["evidence"]]
             ]
