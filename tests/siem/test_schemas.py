@@ -39,6 +39,10 @@ SIMS = {
 }
 
 
+# two incidents simulated and investigated for the module: make check leaves these tests out
+SIMULATED = pytest.mark.slow
+
+
 def read_csv(path: Path) -> list[dict[str, str]]:
     with path.open(encoding="utf-8", newline="") as f:
         return list(csv.DictReader(f))
@@ -123,6 +127,7 @@ def check_ocsf_captions(raw: dict[str, Any], doc: dict[str, Any]) -> None:
         assert o["value"] in value, o
 
 
+@SIMULATED
 def test_ocsf_validates_on_the_sample_and_two_simulated_incidents(
     incidents: dict[str, tuple[Path, Path | None]], ocsf: tuple[dict[str, Any], Any], tmp_path: Path
 ) -> None:
@@ -138,6 +143,7 @@ def test_ocsf_validates_on_the_sample_and_two_simulated_incidents(
             check_ocsf_captions(raw, doc)
 
 
+@SIMULATED
 def test_ocsf_values_are_the_findings_and_the_truths(
     incidents: dict[str, tuple[Path, Path | None]], tmp_path: Path
 ) -> None:
@@ -298,6 +304,7 @@ def ecs_errors(fields: dict[str, dict[str, Any]], doc: dict[str, Any]) -> list[s
     return errs
 
 
+@SIMULATED
 def test_ecs_against_ecs_flat(
     incidents: dict[str, tuple[Path, Path | None]], ecs_fields: dict[str, dict[str, Any]], tmp_path: Path
 ) -> None:
@@ -380,6 +387,7 @@ def cef_errors(table: dict[str, Any], line: str) -> list[str]:
     return errs
 
 
+@SIMULATED
 def test_cef_against_the_extension_dictionary(
     incidents: dict[str, tuple[Path, Path | None]], cef_dictionary: dict[str, Any], tmp_path: Path
 ) -> None:
@@ -431,6 +439,7 @@ def hec_errors(doc: dict[str, Any]) -> list[str]:
     return errs
 
 
+@SIMULATED
 def test_hec_against_the_event_endpoint(incidents: dict[str, tuple[Path, Path | None]], tmp_path: Path) -> None:
     for name, out, alerts in each_incident(incidents):
         docs = [json.loads(x) for x in exported(out, "hec", tmp_path, alerts)]
