@@ -1,4 +1,4 @@
-"""`forensics export-siem OUT_DIR --format cef|hec|ecs`: the findings of an investigate output folder (and
+"""`forensics export-siem OUT_DIR --format cef|hec|ecs|ocsf`: the findings of an investigate output folder (and
 the alerts of a watch alerts file) as SIEM events, one per affected response and per alert
 (forensics.siem)."""
 
@@ -16,6 +16,8 @@ EPILOG = """Examples:
 
   forensics export-siem out/ --format ecs --output findings.ecs.jsonl
 
+  forensics export-siem out/ --format ocsf --alerts alerts.jsonl --output findings.ocsf.jsonl
+
   forensics export-siem out/ --format hec --alerts alerts.jsonl --index security > hec.jsonl
 
   forensics export-siem out/ --format cef --syslog tcp://siem.example.com:514   # plain TCP, octet counting (no TLS)
@@ -25,7 +27,13 @@ EPILOG = """Examples:
 @app.command("export-siem", epilog=EPILOG)
 def export_siem(
     out_dir: Annotated[Path, typer.Argument(help="Output folder of forensics investigate.")],
-    fmt: Annotated[str, typer.Option("--format", help="cef (ArcSight CEF), hec (Splunk HEC JSON) or ecs (Elastic).")],
+    fmt: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            help="cef (ArcSight CEF), hec (Splunk HEC JSON), ecs (Elastic) or ocsf (OCSF 1.8.0 Data Security Finding).",
+        ),
+    ],
     alerts: Annotated[
         Path | None, typer.Option("--alerts", help="A watch alerts file (JSON lines): one event per alert too.")
     ] = None,
@@ -36,7 +44,7 @@ def export_siem(
     ] = None,
     index: Annotated[str | None, typer.Option("--index", help="Splunk index (HEC metadata).")] = None,
 ) -> None:
-    """Export findings and watch alerts as SIEM events (CEF, Splunk HEC, Elastic Common Schema)."""
+    """Export findings and watch alerts as SIEM events (CEF, Splunk HEC, Elastic Common Schema, OCSF)."""
     from forensics.siem import export
 
     counts = export(out_dir, fmt.lower(), alerts, output, syslog, index)

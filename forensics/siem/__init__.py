@@ -1,7 +1,7 @@
 """SIEM export: the findings of an investigate output folder, and watch alerts, as SIEM events.
 
 One event per row of affected_responses.csv (or of incident.duckdb's view of it when the CSVs are
-gone) and one per line of a watch alerts file, in one of three formats, each written from its own
+gone) and one per line of a watch alerts file, in one of four formats, each written from its own
 documentation (tests/fixtures/siem/SOURCES.md lists them):
 
 - ``cef``: ArcSight Common Event Format, OpenText (Micro Focus) "Implementing ArcSight CEF", CEF
@@ -15,6 +15,7 @@ documentation (tests/fixtures/siem/SOURCES.md lists them):
   events batched one after another as /services/collector/event accepts them).
 - ``ecs``: Elastic Common Schema 9.4.0 (elastic/ecs generated/ecs/ecs_flat.yml at tag v9.4.0): the
   categorization fields take only their allowed values; ``labels`` holds keyword strings only.
+- ``ocsf``: OCSF 1.8.0 Data Security Finding (class_uid 2006; forensics.siem.ocsf cites the schema files).
 
 Every value comes from a log and is hostile: CEF escapes per its character-encoding rules, JSON is
 written by json.dumps (which escapes quotes, backslashes and control characters). The findings' text
@@ -35,10 +36,10 @@ from typing import Any
 
 from forensics.errors import InputError
 from forensics.outputs import neutralize
-from forensics.siem import cef, ecs, hec
+from forensics.siem import cef, ecs, hec, ocsf
 from forensics.siem.model import Event
 
-FORMATS = ("cef", "hec", "ecs")
+FORMATS = ("cef", "hec", "ecs", "ocsf")
 
 # Severity on CEF's 0-10 scale (agentSeverity: 0-3 Low, 4-6 Medium, 7-8 High, 9-10 Very-High), used as
 # ECS event.severity and in HEC's event too: one scale across formats.
@@ -113,7 +114,7 @@ def _tables(out_dir: Path) -> Iterator[Path]:
             )
             write_csv(
                 con,
-                "SELECT recipient_request_id, source_account_id FROM main.exposures",
+                "SELECT recipient_request_id, source_request_id, source_account_id FROM main.exposures",
                 Path(tmp) / "exposures.csv",
             )
         except duckdb.Error as err:
@@ -123,15 +124,16 @@ def _tables(out_dir: Path) -> Iterator[Path]:
         yield Path(tmp)
 
 
-def source_accounts(folder: Path) -> dict[str, list[str]]:
-    """Per recipient request, the accounts whose KV it attended (exposures.csv): whose data, for suser."""
+def source_pairs(folder: Path) -> dict[str, list[tuple[str, str]]]:
+    """Per recipient request, the (source request, source account) pairs whose KV it attended
+    (exposures.csv): whose data, for suser and OCSF's resources."""
     path = folder / "exposures.csv"
     if not path.exists():
         return {}
-    by: dict[str, set[str]] = {}
-    for _, row in _read_csv(path, ("recipient_request_id", "source_account_id")):
+    by: dict[str, set[tuple[str, str]]] = {}
+    for _, row in _read_csv(path, ("recipient_request_id", "source_request_id", "source_account_id")):
         if row["source_account_id"]:
-            by.setdefault(row["recipient_request_id"], set()).add(row["source_account_id"])
+            by.setdefault(row["recipient_request_id"], set()).add((row["source_request_id"], row["source_account_id"]))
     return {k: sorted(v) for k, v in by.items()}
 
 
@@ -142,7 +144,7 @@ def findings(out_dir: Path, incident: str, made_at: datetime | None = None) -> I
 
 def _findings(folder: Path, incident: str, made_at: datetime | None) -> Iterator[Event]:
     path = folder / "affected_responses.csv"
-    sources = source_accounts(folder)
+    sources = source_pairs(folder)
     need = ("request_id", "account_id", "cohort", "status", "evidence", "first_exposed_at", "source_requests")
     for n, row in _read_csv(path, need):
         status, evidence = row["status"], row["evidence"]
@@ -155,8 +157,10 @@ def _findings(folder: Path, incident: str, made_at: datetime | None) -> Iterator
         else:
             raise InputError(f"{where}: empty, and manifest.json has no run.finished_at")
         row = dict(row)
-        row["source_accounts"] = ";".join(sources.get(row["request_id"], []))
+        pairs = sources.get(row["request_id"], [])
+        row["source_accounts"] = ";".join(sorted({acct for _, acct in pairs}))
         by = "page events" if evidence == "pages" else "the placeholder signature"
+        verb = "attended" if status == "confirmed" else "may have attended"  # the evidence decides neither way
         yield Event(
             source="finding",
             signature_id=f"kvf-exposure-{evidence or 'unknown'}",
@@ -164,12 +168,13 @@ def _findings(folder: Path, incident: str, made_at: datetime | None) -> Iterator
             severity=sev,
             time=when,
             event_id=f"{incident}:{row['request_id']}",
-            message=f"response {row['request_id']} of account {row['account_id']} ({row['cohort']}) attended "
+            message=f"response {row['request_id']} of account {row['account_id']} ({row['cohort']}) {verb} "
             f"another request's KV cache on {row.get('decode_node') or 'an unknown node'}: {status}, by {by}, "
             f"{row['source_requests'] or 'unknown'} source requests",
             host=row.get("decode_node") or "",
             incident=incident,
             row=row,
+            sources=pairs,
         )
 
 
@@ -244,6 +249,8 @@ def render(ev: Event, fmt: str, index: str | None = None) -> str:
         return hec.render(ev, index)
     if fmt == "ecs":
         return ecs.render(ev)
+    if fmt == "ocsf":
+        return ocsf.render(ev)
     raise InputError(f"--format {fmt!r}: not one of {', '.join(FORMATS)}")
 
 

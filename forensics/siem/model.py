@@ -27,6 +27,7 @@ class Event:
     host: str  # the decode node (finding) or the alert's node
     incident: str
     row: dict[str, Any] = field(default_factory=dict)  # the CSV row or the alert, as read
+    sources: list[tuple[str, str]] = field(default_factory=list)  # (source request, its account): exposures.csv
 
 
 def version() -> str:

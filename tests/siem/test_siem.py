@@ -153,34 +153,6 @@ def run(out: Path, fmt: str, tmp: Path, alerts: Path | None = None) -> list[str]
     return dest.read_text(encoding="utf-8").splitlines()
 
 
-@pytest.fixture()
-def hostile_out(tmp_path: Path, sample_out: Path) -> tuple[Path, Path]:
-    """An output folder whose findings, and an alerts file whose alerts, carry hostile values everywhere."""
-    out = tmp_path / "hostile"
-    out.mkdir()
-    shutil.copy(sample_out / "manifest.json", out / "manifest.json")
-    rows = read_csv(sample_out / "affected_responses.csv")[:3]
-    for r in rows:
-        r.update(account_id=HOSTILE, cohort=HOSTILE, decode_node="decode|0=\\\n", reason=HOSTILE_UA)
-    with (out / "affected_responses.csv").open("w", encoding="utf-8", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
-    with (out / "exposures.csv").open("w", encoding="utf-8", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["recipient_request_id", "source_request_id", "recipient_account_id", "source_account_id"])
-        w.writerow([rows[0]["request_id"], "req-x", HOSTILE, HOSTILE_UA])
-    alerts = tmp_path / "alerts.jsonl"
-    lines = [json.loads(x) for x in ALERTS.read_text().splitlines()]
-    for a in lines:
-        a["node"] = "decode|0=\\\n"
-        a["summary"] = HOSTILE_UA
-        a["evidence"].append({"file": "engine/x|=\\\n.log", "line": 7, "text": HOSTILE_UA})
-    lines[0]["kind"] = "exposure|x=y\\\n"
-    alerts.write_text("".join(json.dumps(a) + "\n" for a in lines))
-    return out, alerts
-
-
 # ---- the sample's findings, one event per row, values equal to the CSV's ----
 
 
@@ -279,7 +251,7 @@ def test_hostile_values(hostile_out: tuple[Path, Path], tmp_path: Path) -> None:
             assert ext["filePath"] == "engine/x|=\\\n.log"
     first = parse_cef(run(out, "cef", tmp_path, alerts)[len(rows)])[0]
     assert first[4] == "kvf-alert-exposure|x=y\\ " and first[5] == "KV leak alert (exposure|x=y\\ )"
-    for fmt in ("hec", "ecs"):
+    for fmt in ("hec", "ecs", "ocsf"):
         lines = run(out, fmt, tmp_path, alerts)
         assert len(lines) == len(rows) + 3
         for line in lines:
@@ -290,6 +262,12 @@ def test_hostile_values(hostile_out: tuple[Path, Path], tmp_path: Path) -> None:
     assert hec[len(rows)]["event"]["summary"] == HOSTILE_UA
     ecs = [json.loads(x) for x in run(out, "ecs", tmp_path, alerts)]
     assert ecs[0]["organization"]["id"] == HOSTILE and ecs[len(rows)]["labels"]["evidence_text"] == HOSTILE_UA
+    ocsf = [json.loads(x) for x in run(out, "ocsf", tmp_path, alerts)]
+    assert ocsf[0]["actor"]["user"]["account"]["uid"] == HOSTILE and ocsf[0]["device"]["hostname"] == "decode|0=\\\n"
+    assert ocsf[0]["resources"] == [
+        {"type": "KV cache", "uid": "req-x", "owner": {"account": {"uid": HOSTILE_UA}}, "hostname": "decode|0=\\\n"}
+    ]
+    assert ocsf[0]["unmapped"]["reason"] == HOSTILE_UA and ocsf[len(rows)]["message"] == HOSTILE_UA
 
 
 def test_alert_formula_neutralized(tmp_path: Path, hostile_out: tuple[Path, Path]) -> None:
