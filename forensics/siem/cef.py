@@ -32,6 +32,29 @@ def ext_escape(value: Any) -> str:
     return text.replace("\n", "\\n").replace("\r", "\\r")  # each kept: a CR LF reads back as CR LF
 
 
+# the dictionary's length of each string key written here (chapter 2): a consumer may cut or drop a
+# longer value, so the export cuts it first and says so in the value; the CSVs hold every value whole
+LENGTH = {"externalId": 40, "duser": 1023, "suser": 1023, "dhost": 1023, "shost": 1023, "msg": 1023,
+          "reason": 1023, "filePath": 1023, **{f"cs{i}": 4000 for i in range(1, 7)},
+          **{f"cs{i}Label": 1023 for i in range(1, 7)}, **{f"cn{i}Label": 1023 for i in range(1, 4)}}  # fmt: skip
+CUT = "..."
+
+
+def fit(key: str, value: Any) -> Any:
+    """`value` within the dictionary's length for `key`. A list of accounts (suser) keeps whole names and
+    says how many it left out (" (+N more)"); any other value is cut and ends with "..."."""
+    limit = LENGTH.get(key)
+    if limit is None or not isinstance(value, str) or len(value) <= limit:
+        return value
+    if key == "suser":
+        names = value.split(";")
+        for kept in range(len(names) - 1, 0, -1):
+            text = f"{';'.join(names[:kept])} (+{len(names) - kept} more)"
+            if len(text) <= limit:
+                return text
+    return value[: limit - len(CUT)] + CUT
+
+
 def _ms(ev: Event) -> int:
     """Milliseconds since the epoch, in integers (a float product can fall 1 ms short)."""
     return (ev.time - EPOCH) // timedelta(milliseconds=1)
@@ -89,5 +112,5 @@ def extension(ev: Event) -> list[tuple[str, Any]]:
 def render(ev: Event) -> str:
     head = ["CEF:0", VENDOR, PRODUCT, version(), ev.signature_id, ev.name, str(ev.severity)]
     head = [head[0], *(header_escape(h) for h in head[1:])]
-    ext = " ".join(f"{k}={ext_escape(v)}" for k, v in extension(ev))
+    ext = " ".join(f"{k}={ext_escape(fit(k, v))}" for k, v in extension(ev))
     return "|".join(head) + "|" + ext

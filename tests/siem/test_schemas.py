@@ -494,3 +494,34 @@ def test_hostile_values_stay_within_each_reference(
         assert not hec_errors(doc), hec_errors(doc)
     for line in exported(out, "cef", tmp_path, alerts):
         assert not cef_errors(cef_dictionary, line), cef_errors(cef_dictionary, line)
+
+
+def test_cef_values_longer_than_the_dictionary_allows_are_fitted(cef_dictionary: dict[str, Any]) -> None:
+    """A large incident's finding (hundreds of source accounts, a long request id and reason) stays within
+    every key's length: the accounts cut at a whole name with the number left out, the rest cut with
+    "..."; a value within its length is written whole."""
+    from datetime import UTC, datetime
+
+    from forensics.siem import cef
+    from forensics.siem.model import Event
+
+    accounts = [f"acct-{i:05d}-{'x' * (i % 7)}" for i in range(400)]
+    row = {
+        "request_id": "req-" + "9" * 80,
+        "account_id": "victim",
+        "source_accounts": ";".join(accounts),
+        "cohort": "customer",
+        "status": "confirmed",
+        "evidence": "pages",
+        "source_requests": "400",
+        "reason": "r" * 5000,
+    }
+    ev = Event("finding", "kv-exposure", "KV exposure", 8, datetime(2026, 9, 1, tzinfo=UTC), "e1", "m" * 2000,
+               "decode-0", "INC-1", row)  # fmt: skip
+    line = cef.render(ev)
+    assert not cef_errors(cef_dictionary, line), cef_errors(cef_dictionary, line)
+    ext = parse_cef(line)[1]
+    kept, more = re.fullmatch(r"(.*) \(\+(\d+) more\)", ext["suser"]).groups()  # type: ignore[union-attr]
+    assert kept.split(";") == accounts[: len(kept.split(";"))] and len(kept.split(";")) + int(more) == 400
+    assert ext["externalId"] == row["request_id"][:37] + "..." and ext["duser"] == "victim"
+    assert len(ext["reason"]) == 1023 and ext["reason"].endswith("...")
