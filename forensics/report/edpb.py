@@ -50,7 +50,7 @@ def _lateness(config: BundleConfig, as_of: Any) -> dict[str, str]:
     if disc is None:
         return _field(label, "", "[incident] discovered_at")
     if as_of is None:
-        return _field(label, "", "--as-of (the date of this filing)")
+        return _field(label, "", "--as-of (rerun with the date of this filing)")
     if as_of <= disc + timedelta(hours=GDPR_HOURS):
         return _field(label, f"yes: filed {fmt_ts(as_of)}, within 72 h of {fmt_ts(disc)}")
     reasons = config.disclosure.get("delay_reasons")
