@@ -207,6 +207,7 @@ def verify(out: Path, bundle: Path | None = None, trusted_key: Path | None = Non
         if e.get("sha256"):  # bundle.toml and the exclusions file: inputs of the analysis too
             where = run.get("exclusions") if part is None and not bundle else None
             entries.append({**e, "path": where or e.get("path") or part})
+    entries += [e for e in manifest.get("disclosure_files") or [] if isinstance(e, dict)]  # the operator's
     _check_inputs(entries, folder, v)
     _check_chain(out, run.get("previous_manifest"), v)
     _check_signature(out, trusted_key, v)

@@ -410,6 +410,8 @@ def _investigate(
             "incident": {"id": run.config.incident.get("id"), "report": run.config.report.describe()},
             "inputs": [f.manifest_entry() for f in files],
             "config": {"path": "bundle.toml", "sha256": run.config.sha256},
+            # the operator's jurisdictions table and accounts file ([disclosure]), hashed as read
+            "disclosure_files": run.config.disclosure["jurisdictions"]["files"],
             "exclusions": {
                 "path": str(run.exclusions.name) if run.exclusions else None,
                 "sha256": sha256_file(run.exclusions)[0] if run.exclusions else None,

@@ -122,6 +122,7 @@ def investigate(
         None,
         "--notice-template",
         help="A per-account notice template (repeatable), instead of the bundled HTML and text ones; "
+        "`california` names the bundled California Notice of Data Breach (Civ. Code 1798.82); "
         "`forensics notices OUT --template FILE` renders them again later.",
     ),
     quiet: bool = QUIET,

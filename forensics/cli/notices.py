@@ -25,7 +25,11 @@ def notices(
     out: Annotated[Path, typer.Argument(help="Output folder of forensics investigate.")],
     template: Annotated[
         list[Path] | None,
-        typer.Option("--template", help="A notice template (repeatable); default: the bundled HTML and text ones."),
+        typer.Option(
+            "--template",
+            help="A notice template (repeatable); default: the bundled HTML and text ones; `california`: the "
+            "bundled California Notice of Data Breach.",
+        ),
     ] = None,
     sign_key: Annotated[
         Path | None,

@@ -19,7 +19,9 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from forensics.errors import InputError
 from forensics.gateway_formats import GatewaySettings, gateway_settings
 from forensics.intake.damage import Damage
+from forensics.intake.disclosure import DISCLOSURE_KEYS, check_disclosure
 from forensics.intake.shippers import recognise as recognise_shipper
+from forensics.intake.times import parse_utc
 
 ENGINE_VERSION = re.compile(r"\d+\.\d+(?:\.\d+)?(?:\.?(?:post|rc|dev)\d+)?")
 GATEWAY_SUFFIXES = (".jsonl", ".jsonl.gz", ".csv", ".csv.gz", ".parquet")
@@ -43,21 +45,7 @@ BUNDLE_KEYS: dict[str, set[str]] = {
     "report": {"version", "phase", "supersedes"},
     # files of a log shipper's export directly under engine/: which labels name the node, and renames
     "shipper": {"node_labels", "nodes"},
-    # the disclosure fields a person must supply (forensics.report.disclosure says which are missing)
-    "disclosure": {
-        "role",
-        "awareness_basis",
-        "data_categories",
-        "data_subjects",
-        "consequences",
-        "advice",
-        "probing_searched",
-        "hipaa",
-        "sec_8k",
-        "materiality_determined_at",
-        "eu_ai_act",
-        "timeline",
-    },
+    "disclosure": DISCLOSURE_KEYS,  # forensics.intake.disclosure
     "remediation": None,  # type: ignore[dict-item]  # free-form: measures taken, shown on the report
 }
 
@@ -134,7 +122,7 @@ class BundleConfig:
     discovered_at: datetime | None
     engine_version: str | None = None  # the SGLang release the nodes ran ([engine] version)
     report: ReportVersion = field(default_factory=ReportVersion)  # [report]: which filing this is
-    disclosure: dict[str, Any] = field(default_factory=dict)  # [disclosure], checked by _disclosure
+    disclosure: dict[str, Any] = field(default_factory=dict)  # [disclosure], checked by check_disclosure
     gateway: GatewaySettings = field(default_factory=GatewaySettings)  # [gateway] of bundle.toml
     shipper_node_labels: tuple[str, ...] = SHIPPER_NODE_LABELS  # [shipper] node_labels
     shipper_nodes: dict[str, str] = field(default_factory=dict)  # [shipper] nodes: label value -> node
@@ -286,20 +274,6 @@ def read_toml_hashed(path: Path) -> tuple[dict[str, Any], str]:
         raise InputError(f"{path}: cannot read: {err.strerror or err}") from None
 
 
-def parse_utc(value: Any, where: str) -> datetime:
-    """An RFC 3339 timestamp with a zone, as an aware datetime; anything else is an InputError."""
-    if isinstance(value, datetime):
-        dt = value
-    else:
-        try:
-            dt = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
-        except ValueError:
-            raise InputError(f"{where}: {value!r} is not an RFC 3339 timestamp") from None
-    if dt.tzinfo is None:
-        raise InputError(f"{where}: {value!r} has no time zone (write e.g. 2026-09-09T14:05:00Z)")
-    return dt.astimezone(ZoneInfo("UTC"))
-
-
 def load_bundle_config(bundle: Path) -> BundleConfig:
     path = bundle / "bundle.toml"
     data, digest = read_toml_hashed(path) if path.is_file() else ({}, None)
@@ -333,7 +307,7 @@ def load_bundle_config(bundle: Path) -> BundleConfig:
         discovered_at,
         version,
         _report_version(path, data),
-        _disclosure(path, data.get("disclosure", {})),
+        check_disclosure(path, data.get("disclosure", {})),
         gateway_settings(path, data.get("gateway", {})),
         *_shipper(path, data.get("shipper", {})),
         sha256=digest,
@@ -352,41 +326,6 @@ def _shipper(path: Path, d: dict[str, Any]) -> tuple[tuple[str, ...], dict[str, 
     if not isinstance(nodes, dict) or not all(isinstance(v, str) and v for v in nodes.values()):
         raise InputError(f'{path}: [shipper] nodes must be a table of label value = "node name"')
     return tuple(labels), {str(k): v for k, v in nodes.items()}
-
-
-DISCLOSURE_ROLES = ("processor", "controller")
-
-
-def _disclosure(path: Path, d: dict[str, Any]) -> dict[str, Any]:
-    """[disclosure] with its types checked: flags are booleans, times RFC 3339, the timeline a list of
-    {at, event, source} tables, data_categories a list of strings."""
-    out = dict(d)
-    where = f"{path}: [disclosure]"
-    if "role" in d and d["role"] not in DISCLOSURE_ROLES:
-        raise InputError(f"{where} role {d['role']!r} must be one of {', '.join(DISCLOSURE_ROLES)}")
-    for flag in ("hipaa", "sec_8k", "eu_ai_act"):
-        if flag in d and not isinstance(d[flag], bool):
-            raise InputError(f"{where} {flag} must be true or false, not {d[flag]!r}")
-    if "materiality_determined_at" in d:
-        out["materiality_determined_at"] = parse_utc(
-            d["materiality_determined_at"], f"{where} materiality_determined_at"
-        )
-    cats = d.get("data_categories")
-    if cats is not None and not (isinstance(cats, list) and all(isinstance(c, str) for c in cats)):
-        raise InputError(f'{where} data_categories must be a list of strings, e.g. ["prompt text", "names"]')
-    rows = d.get("timeline", [])
-    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
-        raise InputError(f"{where} timeline must be an array of tables ([[disclosure.timeline]])")
-    timeline = []
-    for i, r in enumerate(rows, start=1):
-        missing = [k for k in ("at", "event", "source") if not r.get(k)]
-        if missing:
-            raise InputError(f"{where} timeline entry {i} lacks {', '.join(missing)} (each needs at, event, source)")
-        timeline.append(
-            {"at": parse_utc(r["at"], f"{where} timeline entry {i} at"), **{k: str(r[k]) for k in ("event", "source")}}
-        )
-    out["timeline"] = timeline
-    return out
 
 
 def _report_version(path: Path, data: dict[str, Any]) -> ReportVersion:

@@ -1,7 +1,8 @@
 """Report stage: the disclosure report (report.html, report.md) and the blast-radius files.
 
 Reads the findings stage's tables (see forensics.report.data); writes report.html, report.md,
-brief.html, through forensics.report.blast notifications.csv and blast_*.csv, and through
+brief.html, edpb_art33.html and .md (the GDPR Art. 33 form), through forensics.report.blast
+notifications.csv and blast_*.csv, and through
 forensics.report.notices the per-account notices (notices/) into the output folder.
 """
 
@@ -46,6 +47,7 @@ def render_report(
     no wall-clock time unless `as_of` is given."""
     from forensics.report.blast import write_blast_files
     from forensics.report.data import gather
+    from forensics.report.edpb import form as edpb_form
     from forensics.report.notices import store_incident, write_notices
     from forensics.report.render import render
 
@@ -53,6 +55,7 @@ def render_report(
     counts = write_blast_files(con, out)
     ctx = gather(con, config=config, files=files, rules=rules, as_of=as_of)
     ctx["blast_files"] = counts
+    ctx["edpb"] = edpb_form(ctx, config)
     render(ctx, out)
     store_incident(con, ctx, config.disclosure)
     counts.update(write_notices(con, out, notice_templates))

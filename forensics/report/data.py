@@ -23,6 +23,7 @@ from forensics.findings.damage import lost_phrase
 from forensics.intake import BundleConfig, InputFile
 from forensics.report import disclosure
 from forensics.report.charts import status_buckets
+from forensics.report.jurisdictions import jurisdiction_rows
 from forensics.report.provenance import MAX_RANGES, PROVENANCE_LIMIT, provenance_blocks
 
 MAX_TABLE_ROWS = 100  # long lists (sources, shared prefixes) are cut in the report, whole in their CSV
@@ -238,6 +239,7 @@ def _summary(con: duckdb.DuckDBPyConnection, ctx: dict[str, Any], config: Bundle
     found = {
         "researcher_requests": sum(c["affected"] or 0 for c in ctx["cohorts"] if c.get("kind") == "researcher"),
     }
+    notifications = disclosure.notification_rows(rows(con, "notifications"))
     ctx.update(
         mechanisms={m: [r for r in mechanisms if r["mechanism"] == m] for m in ("stale", "foreign_write")},
         mechanism_counts=_mechanism_counts(mechanisms),
@@ -247,8 +249,9 @@ def _summary(con: duckdb.DuckDBPyConnection, ctx: dict[str, Any], config: Bundle
             "hourly": rows(con, "timeline_cohorts", bucket="hour"),
             "nodes": rows(con, "node_cohorts"),
         },
-        notifications=disclosure.notification_rows(rows(con, "notifications")),
+        notifications=notifications,
         deadlines=disclosure.deadlines(config, as_of),
+        jurisdictions=jurisdiction_rows(config, [n["account_id"] for n in notifications], as_of),
         incident_timeline=disclosure.timeline(config, ctx["clocks"], as_of),
         fields=disclosure.fields(config, ctx["totals"], found, ctx["contact"], as_of),
     )

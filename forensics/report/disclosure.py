@@ -6,98 +6,20 @@ filled from the findings where the tool knows it and from bundle.toml where a pe
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from forensics.intake import BundleConfig
 from forensics.outputs import fmt_ts
+from forensics.report.jurisdictions import regime_deadlines
 from forensics.report.render import f_plain
-
-GDPR_HOURS = 72
-HIPAA_DAYS = 60
-HIPAA_MEDIA_THRESHOLD = 500  # residents of a state (164.406) / individuals for HHS within 60 days (164.408)
-SEC_BUSINESS_DAYS = 4
-AI_ACT_DAYS = 15  # Art. 73(2); 10 days after a death (73(4)), 2 days for a widespread infringement (73(3))
-
-
-def add_business_days(start: datetime, days: int) -> datetime:
-    """`days` working days after `start` (Saturdays and Sundays skipped; public holidays are not known
-    here, so the date may be later in fact: the report says so)."""
-    t = start
-    while days:
-        t += timedelta(days=1)
-        if t.weekday() < 5:
-            days -= 1
-    return t
-
-
-def _deadline(name: str, basis: str, due: datetime | None, as_of: datetime | None, missing: str = "") -> dict:
-    return {
-        "name": name,
-        "basis": basis,
-        "due": due,
-        "hours_left": (due - as_of).total_seconds() / 3600 if due and as_of else None,
-        "missing": missing,
-    }
 
 
 def deadlines(config: BundleConfig, as_of: datetime | None) -> list[dict[str, Any]]:
     """The clocks that apply: GDPR always (the tool cannot rule it out), the others when bundle.toml
-    flags them ([disclosure] hipaa, sec_8k, eu_ai_act)."""
-    d, disc = config.disclosure, config.discovered_at
-    no_disc = "" if disc else "[incident] discovered_at"
-    out = [
-        _deadline(
-            "GDPR Art. 33: supervisory authority",
-            "72 h after becoming aware; later only with reasons for the delay",
-            disc + timedelta(hours=GDPR_HOURS) if disc else None,
-            as_of,
-            no_disc,
-        )
-    ]
-    if d.get("role") == "processor":
-        out.append(
-            _deadline(
-                "GDPR Art. 33(2): each controller (customer)",
-                "without undue delay after becoming aware (the processor's duty; no fixed hours)",
-                disc,
-                as_of,
-                no_disc,
-            )
-        )
-    if d.get("hipaa"):
-        out.append(
-            _deadline(
-                "HIPAA 164.404 / 164.410: individuals, or the covered entity",
-                f"{HIPAA_DAYS} days after discovery; HHS and media too when {HIPAA_MEDIA_THRESHOLD}+ are affected",
-                disc + timedelta(days=HIPAA_DAYS) if disc else None,
-                as_of,
-                no_disc,
-            )
-        )
-    if d.get("sec_8k"):
-        mat = d.get("materiality_determined_at")
-        out.append(
-            _deadline(
-                "SEC Form 8-K Item 1.05",
-                f"{SEC_BUSINESS_DAYS} business days after the materiality determination (weekends skipped, "
-                "holidays not)",
-                add_business_days(mat, SEC_BUSINESS_DAYS) if mat else None,
-                as_of,
-                "" if mat else "[disclosure] materiality_determined_at",
-            )
-        )
-    if d.get("eu_ai_act"):
-        out.append(
-            _deadline(
-                "EU AI Act Art. 73: market-surveillance authority",
-                f"{AI_ACT_DAYS} days after awareness (2 days for a widespread infringement, 10 after a death)",
-                disc + timedelta(days=AI_ACT_DAYS) if disc else None,
-                as_of,
-                no_disc,
-            )
-        )
-    return out
+    flags them ([disclosure] hipaa, sec_8k, eu_ai_act); each rule, its clock and its source are in the
+    jurisdictions table (forensics/report/jurisdictions.toml, or the operator's)."""
+    return regime_deadlines(config, as_of)
 
 
 def timeline(config: BundleConfig, clocks: dict[str, Any], as_of: datetime | None) -> list[dict[str, Any]]:

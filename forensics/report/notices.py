@@ -38,10 +38,12 @@ from forensics.outputs import private_open, recover, scratch_path, swap_in, writ
 from forensics.paths import TEMPLATES
 from forensics.report.disclosure import ROLES, notification_rows
 from forensics.report.mail_merge import merge_row, write_merge
-from forensics.report.render import f_num, f_ts
+from forensics.report.render import f_num, f_plain, f_ts
 
 NOTICES = "notices"  # the folder in --out
 DEFAULT_TEMPLATES = (TEMPLATES / "notices" / "notice.html.j2", TEMPLATES / "notices" / "notice.txt.j2")
+# bundled templates chosen by name (--notice-template california): California's Notice of Data Breach
+BUNDLED = {"california": TEMPLATES / "notices" / "california.html.j2"}
 SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]")
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
@@ -103,7 +105,14 @@ def check_notice_templates(templates: Sequence[Path] | None) -> None:
         _compiled(templates)
 
 
+def bundled(template: Path) -> Path:
+    """A bundled template's file for its bare name (BUNDLED), where no file of that name is meant."""
+    name = str(template)
+    return BUNDLED[name] if name in BUNDLED and not template.exists() else template
+
+
 def _compiled(templates: Sequence[Path]) -> list[tuple[jinja2.Template, str]]:
+    templates = [bundled(t) for t in templates]
     for t in templates:
         if not t.is_file():
             raise InputError(f"notice template {t}: no such file")
@@ -178,6 +187,7 @@ def store_incident(con: duckdb.DuckDBPyConnection, ctx: dict[str, Any], disclosu
         "last_customer_at": k["last_customer_at"],
         "discovered_at": k["discovered_at"],
         "advice": str(disclosure.get("advice", "")),
+        "measures": "; ".join(f"{k}: {f_plain(v)}" for k, v in ctx["remediation"].items()),
         "likely_printed": bool(t.get("likely_printed")),
         "likely_reason": t.get("likely_reason") or "",
     }

@@ -99,8 +99,8 @@ def _env(markdown: bool) -> jinja2.Environment:
 
 
 # the report's three parts: the summary and the notification annex in one file (the annex begins a
-# new printed page), the technical annex in its own
-PARTS = {"report": "report", "technical_annex": "technical_annex"}
+# new printed page), the technical annex in its own; and the GDPR Art. 33 form (forensics.report.edpb)
+PARTS = {"report": "report", "technical_annex": "technical_annex", "edpb_art33": "edpb_art33"}
 
 
 def render(ctx: dict[str, Any], out: Path) -> None:

@@ -15,7 +15,7 @@ import pytest
 
 from forensics.errors import InputError
 from forensics.pipeline import investigate
-from forensics.report.disclosure import add_business_days
+from forensics.report.jurisdictions import add_business_days
 from forensics.simulate import build_config, simulate
 
 PAGE_BUDGET = 5  # printed A4 pages for the disclosure summary (part 1)
