@@ -22,9 +22,11 @@ demo: $(STAMP)
 	$(BIN)/forensics investigate sample_data/bundle --out out/sample
 	@echo "Open in a browser: $(CURDIR)/out/sample/report.html"
 
-# two workers, a test file per worker at a time (its module fixtures are built once)
+# two workers, a test file per worker at a time (its module fixtures are built once), the heaviest files
+# first in the order tests/conftest.py gives them (HEAVY), so that the workers end together
+PYTEST_DIST := -n 2 --dist loadfile --no-loadscope-reorder
 test: $(TEST_STAMP)
-	$(BIN)/python -m pytest -n 2 --dist loadfile
+	$(BIN)/python -m pytest $(PYTEST_DIST)
 	@$(MAKE) --no-print-directory test-sglang
 
 # the SGLang plugin's tests (tests/sglang_plugin) in a venv of their own per release: SGLang's wheel on
@@ -60,7 +62,7 @@ lint: $(STAMP)
 
 # the fast loop: lint, types and the tests not marked slow (make test runs them all)
 check: lint
-	$(BIN)/python -m pytest -n 2 --dist loadfile -m "not slow"
+	$(BIN)/python -m pytest $(PYTEST_DIST) -m "not slow"
 
 # docs/schema.md from the comments of the sample's database (tests/whole/test_catalog.py keeps it current)
 schema-doc: demo

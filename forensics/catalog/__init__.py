@@ -91,6 +91,18 @@ def publish(con: duckdb.DuckDBPyConnection) -> list[str]:
     """Schema main: the public views that the analysis' tables allow, commented; the internal tables
     commented. Returns the public views made. A public column without a meaning is a bug (the test
     of this package keeps catalog.toml complete), so it raises."""
+    # one transaction: a thousand comments committed each on its own cost a commit apiece
+    con.execute("BEGIN TRANSACTION")
+    try:
+        made = _publish(con)
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    con.execute("COMMIT")
+    return made
+
+
+def _publish(con: duckdb.DuckDBPyConnection) -> list[str]:
     internal = _objects(con, INTERNAL)
     views = catalog()["views"]
     made = []

@@ -7,6 +7,7 @@ marks it Raw, so a hostile user agent or account id stays text in both. Formatti
 
 from __future__ import annotations
 
+import functools
 import re
 from datetime import datetime
 from pathlib import Path
@@ -82,6 +83,9 @@ def f_plain(value: Any) -> str:
     return str(value)
 
 
+# one environment of each kind per process: its templates are compiled once and reused by every run
+# the process renders (the loader still reloads a template whose file changed)
+@functools.cache
 def _env(markdown: bool) -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(TEMPLATES)),

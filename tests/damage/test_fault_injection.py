@@ -7,9 +7,9 @@ simulator's truth:
 - every true (recipient, source) pair among the exposures or the possible sources;
 - the damaged input named on the command line and in part 1 (before "## 1.");
 - duplicates and reordering: findings byte-identical to the undamaged run's.
-The first incidents run always; the rest, marked slow, are in test_fault_injection_slow.py (a file of
-their own: the test run gives each file to one worker). `python -m tests.damage.matrix` prints the
-same checks as counts, damage kind x incident."""
+The first incidents run always; the rest, marked slow, are in test_fault_injection_slow*.py (files of
+their own, SLOW_PARTS: the test run gives each file to one worker, so the two workers share them).
+`python -m tests.damage.matrix` prints the same checks as counts, damage kind x incident."""
 
 from __future__ import annotations
 
@@ -20,7 +20,18 @@ from pathlib import Path
 import pytest
 
 from tests.support.damage import KINDS, apply
-from tests.support.faultcheck import FAST, INCIDENTS, Run, Truth, damaged_run, investigate, measure, simulated
+from tests.support.faultcheck import (
+    FAST,
+    INCIDENTS,
+    SLOW,
+    SLOW_PARTS,
+    Run,
+    Truth,
+    damaged_run,
+    investigate,
+    measure,
+    simulated,
+)
 
 # Damage the tool does not yet answer soundly, each named with what fails (a strict xfail: the day one
 # passes, the mark must go).
@@ -34,7 +45,7 @@ def _case(incident: str, kind: str, slow: bool) -> object:
     return pytest.param(incident, kind, id=f"{incident}-{kind}", marks=marks)
 
 
-CASES = [_case(i.name, k, False) for i in FAST for k in KINDS]  # SLOW: test_fault_injection_slow.py
+CASES = [_case(i.name, k, False) for i in FAST for k in KINDS]  # SLOW: test_fault_injection_slow*.py
 
 
 @pytest.fixture(scope="module")
@@ -109,3 +120,11 @@ def _differs(cmp: filecmp.dircmp, base: str = "") -> list[str]:  # type: ignore[
     for name, sub in cmp.subdirs.items():
         out += _differs(sub, f"{base}{name}/")
     return out
+
+
+def test_the_slow_files_share_out_every_slow_incident_once() -> None:
+    """SLOW_PARTS, a test file each, hold every slow incident exactly once: splitting the files dropped none."""
+    parted = [i.name for part in SLOW_PARTS for i in part]
+    assert sorted(parted) == sorted(i.name for i in SLOW) and len(set(parted)) == len(parted)
+    files = sorted(p.name for p in Path(__file__).parent.glob("test_fault_injection_slow*.py"))
+    assert len(files) == len(SLOW_PARTS), files

@@ -1,6 +1,7 @@
 """#47's fault-injection suite on the slow incidents (test_fault_injection.py has the properties and the
-always-run incidents): every damage kind on each, in a file of its own so that a second test worker
-takes it."""
+always-run incidents): every damage kind on each. The slow incidents are split over this file and
+test_fault_injection_slow_b/_c/_d.py (SLOW_PARTS: together every incident of SLOW, each once), so that
+the two test workers share them: a worker takes a file at a time."""
 
 from __future__ import annotations
 
@@ -10,12 +11,12 @@ import pytest
 
 from tests.damage.test_fault_injection import _case, check_case, incidents  # noqa: F401 (the fixture)
 from tests.support.damage import KINDS
-from tests.support.faultcheck import SLOW, Run
+from tests.support.faultcheck import SLOW_PARTS, Run
 
 pytestmark = pytest.mark.slow
 
 
-@pytest.mark.parametrize(("incident", "kind"), [_case(i.name, k, True) for i in SLOW for k in KINDS])
+@pytest.mark.parametrize(("incident", "kind"), [_case(i.name, k, True) for i in SLOW_PARTS[0] for k in KINDS])
 def test_damaged_evidence_keeps_the_disclosure_true_slow(
     incidents: dict[str, tuple[Path, Run]],  # noqa: F811
     tmp_path: Path,

@@ -297,4 +297,7 @@ SLOW = (
     Incident("smg-s6-p64", seed=6, page_size=64, gateway_format="smg"),
     Incident("otlp-s8-p16", seed=8, page_size=16, gateway_format="otlp"),
 )
+# the slow incidents in four parts, a test file each (test_fault_injection_slow*.py): every incident of SLOW
+# in exactly one part, the parts of about equal cost (an incident with page telemetry costs more)
+SLOW_PARTS = (SLOW[0:2], SLOW[2:4], SLOW[4:6], SLOW[6:])
 INCIDENTS = {i.name: i for i in (*FAST, *SLOW)}
