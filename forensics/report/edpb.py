@@ -52,11 +52,13 @@ def _lateness(config: BundleConfig, as_of: Any) -> dict[str, str]:
     if as_of is None:
         return _field(label, "", "--as-of (rerun with the date of this filing)")
     if as_of <= disc + timedelta(hours=GDPR_HOURS):
-        return _field(label, f"yes: filed {fmt_ts(as_of)}, within 72 h of {fmt_ts(disc)}")
+        due = fmt_ts(disc + timedelta(hours=GDPR_HOURS))
+        when = fmt_ts(as_of)
+        return _field(label, f"yes, if filed at this form's as-of time {when} (due {due}: 72 h after {fmt_ts(disc)})")
     reasons = config.disclosure.get("delay_reasons")
     return _field(
         label,
-        f"no: filed {fmt_ts(as_of)}, after {fmt_ts(disc + timedelta(hours=GDPR_HOURS))}"
+        f"no: this form's as-of time {fmt_ts(as_of)} is after {fmt_ts(disc + timedelta(hours=GDPR_HOURS))}"
         + (f"; reasons for the delay: {reasons}" if reasons else ""),
         "" if reasons else "[disclosure] delay_reasons",
     )
