@@ -14,8 +14,10 @@ their own, SLOW_PARTS: the test run gives each file to one worker, so the two wo
 from __future__ import annotations
 
 import filecmp
+import re
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -79,6 +81,21 @@ def check_case(incidents: dict[str, tuple[Path, Run]], tmp_path: Path, incident:
     assert not f.failures(), f"{f.damage}:\n" + "\n".join(f.failures())
 
 
+def slow_part(part: int) -> Any:
+    """The test of one part of the slow incidents (SLOW_PARTS[part]), every damage kind on each: each
+    part's file (test_fault_injection_slow*.py) binds it under one name, so the two workers, which take a
+    file at a time, share the slow incidents."""
+
+    @pytest.mark.slow
+    @pytest.mark.parametrize(("incident", "kind"), [_case(i.name, k, True) for i in SLOW_PARTS[part] for k in KINDS])
+    def test_damaged_evidence_keeps_the_disclosure_true_slow(
+        incidents: dict[str, tuple[Path, Run]], tmp_path: Path, incident: str, kind: str
+    ) -> None:
+        check_case(incidents, tmp_path, incident, kind)
+
+    return test_damaged_evidence_keeps_the_disclosure_true_slow
+
+
 @pytest.mark.parametrize("name", [i.name for i in FAST])
 def test_the_undamaged_incident_holds(incidents: dict[str, tuple[Path, Run]], name: str) -> None:
     """The control: without damage the truth's properties hold, so a failure above is the damage's."""
@@ -128,3 +145,5 @@ def test_the_slow_files_share_out_every_slow_incident_once() -> None:
     assert sorted(parted) == sorted(i.name for i in SLOW) and len(set(parted)) == len(parted)
     files = sorted(p.name for p in Path(__file__).parent.glob("test_fault_injection_slow*.py"))
     assert len(files) == len(SLOW_PARTS), files
+    bound = sorted(t for f in files for t in re.findall(r"slow_part\((\d+)\)", (Path(__file__).parent / f).read_text()))
+    assert bound == [str(n) for n in range(len(SLOW_PARTS))], bound  # each part bound by one file

@@ -3,24 +3,6 @@ always-run incidents): every damage kind on each. The slow incidents are split o
 test_fault_injection_slow_b/_c/_d.py (SLOW_PARTS: together every incident of SLOW, each once), so that
 the two test workers share them: a worker takes a file at a time."""
 
-from __future__ import annotations
+from tests.damage.test_fault_injection import incidents, slow_part  # noqa: F401 (the fixture)
 
-from pathlib import Path
-
-import pytest
-
-from tests.damage.test_fault_injection import _case, check_case, incidents  # noqa: F401 (the fixture)
-from tests.support.damage import KINDS
-from tests.support.faultcheck import SLOW_PARTS, Run
-
-pytestmark = pytest.mark.slow
-
-
-@pytest.mark.parametrize(("incident", "kind"), [_case(i.name, k, True) for i in SLOW_PARTS[0] for k in KINDS])
-def test_damaged_evidence_keeps_the_disclosure_true_slow(
-    incidents: dict[str, tuple[Path, Run]],  # noqa: F811
-    tmp_path: Path,
-    incident: str,
-    kind: str,
-) -> None:
-    check_case(incidents, tmp_path, incident, kind)
+test_damaged_evidence_keeps_the_disclosure_true_slow = slow_part(0)
