@@ -24,13 +24,22 @@ def test_investigate_reads_bundle_toml_and_the_exclusions_once(tmp_path: Path, m
         reads[Path(fh.name).name] += 1
         return load(fh, **kw)
 
+    read_bytes = Path.read_bytes
+
+    def counted_bytes(self: Path) -> bytes:  # intake.read_toml_hashed: the bytes parsed are the bytes hashed
+        if self.suffix == ".toml":
+            reads[self.name] += 1
+        return read_bytes(self)
+
     monkeypatch.setattr(tomllib, "load", counted)
+    monkeypatch.setattr(Path, "read_bytes", counted_bytes)
     bundle = EXAMPLE / "bundle"
     assert (bundle / "bundle.toml").is_file() and (bundle / "exclusions.toml").is_file()
     out = tmp_path / "out"
     investigate(bundle, out)
     investigate(bundle, out)  # into a previous run's --out: its incident id is checked against the same read
-    assert reads == {"bundle.toml": 2, "exclusions.toml": 2}
+    # jurisdictions.toml: the shipped notification rules (forensics/report), read once per run too
+    assert reads == {"bundle.toml": 2, "exclusions.toml": 2, "jurisdictions.toml": 2}
 
 
 def test_the_run_is_frozen_and_holds_what_the_files_say() -> None:
