@@ -45,7 +45,8 @@ def verify(
     typer.echo(
         f"{'verified' if v.ok else 'NOT verified'}: {c['inputs']:,} inputs, {c['outputs']:,} outputs, "
         f"{c['chain']:,} earlier manifests in the chain; "
-        + (f"signed by key {v.signer}" if v.signer else "no valid signature")
+        # a signature that does not hold is a failure above; with none, the run was not signed
+        + (f"signed by key {v.signer}" if v.signer else "unsigned" if v.ok else "no signature verified")
         + ("" if v.ok else f"; {len(v.failures):,} failures")
     )
     if not v.ok:
