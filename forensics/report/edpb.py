@@ -10,11 +10,12 @@ disclosure fields, the clocks, the notification annex): nothing is computed twic
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from forensics.intake import BundleConfig
 from forensics.outputs import fmt_ts
+from forensics.report.jurisdictions import deadline
 
 # where the form's sections come from: the template's own text was not found, these summaries were
 SOURCES: tuple[tuple[str, str], ...] = (
@@ -22,7 +23,6 @@ SOURCES: tuple[tuple[str, str], ...] = (
     ("Pinsent Masons, its 125 questions", "https://www.pinsentmasons.com/en-gb/out-law/news/data-breach-notification-template-developed-eu-gdpr"),
     ("Agence Europe, its adoption on 10 June 2026", "https://agenceurope.eu/en/bulletin/article/13886/11/european-data-protection-board-adopts-common-template-for-notification-of-personal-data-breaches"),
 )  # fmt: skip
-GDPR_HOURS = 72
 
 
 def _field(label: str, value: str, missing: str = "") -> dict[str, str]:
@@ -44,21 +44,27 @@ def _report_field(fields: dict[str, dict[str, Any]], name: str, label: str) -> d
 
 
 def _lateness(config: BundleConfig, as_of: Any) -> dict[str, str]:
-    """Art. 33(1): a notification after 72 h gives the reasons for the delay."""
+    """Art. 33(1): a notification after 72 h gives the reasons for the delay. The due time is the rules
+    table's (jurisdictions.toml's GDPR Art. 33 rule, or the operator's), not a second copy of it here."""
     disc = config.discovered_at
     label = "Notified within 72 hours of awareness? (Art. 33(1))"
     if disc is None:
         return _field(label, "", "[incident] discovered_at")
     if as_of is None:
         return _field(label, "", "--as-of (rerun with the date of this filing)")
-    if as_of <= disc + timedelta(hours=GDPR_HOURS):
-        due = fmt_ts(disc + timedelta(hours=GDPR_HOURS))
-        when = fmt_ts(as_of)
-        return _field(label, f"yes, if filed at this form's as-of time {when} (due {due}: 72 h after {fmt_ts(disc)})")
+    rules = config.disclosure["jurisdictions"]["rules"]
+    rule = next((r for r in rules if r.name.startswith("GDPR Art. 33:")), None)
+    if rule is None:
+        return _field(label, "", "[disclosure] jurisdictions_file (it has no GDPR Art. 33 rule)")
+    due = deadline(rule, config, as_of)["due"]
+    if as_of <= due:
+        hours = (due - disc).total_seconds() / 3600
+        clock = f"due {fmt_ts(due)}: {hours:g} h after {fmt_ts(disc)}"
+        return _field(label, f"yes, if filed at this form's as-of time {fmt_ts(as_of)} ({clock})")
     reasons = config.disclosure.get("delay_reasons")
     return _field(
         label,
-        f"no: this form's as-of time {fmt_ts(as_of)} is after {fmt_ts(disc + timedelta(hours=GDPR_HOURS))}"
+        f"no: this form's as-of time {fmt_ts(as_of)} is after {fmt_ts(due)}"
         + (f"; reasons for the delay: {reasons}" if reasons else ""),
         "" if reasons else "[disclosure] delay_reasons",
     )

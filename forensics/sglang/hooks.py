@@ -25,6 +25,7 @@ log = logging.getLogger("forensics.sglang")
 
 _rt: Runtime | None = None
 _cfg: config_mod.Config | None = None
+_UNCONFIGURED = config_mod.Config(node="")  # a runtime installed without settings (tests): peers unnamed
 _local = threading.local()
 
 
@@ -309,7 +310,7 @@ def h_add_transfer(original: Callable[..., Any], self: Any, bootstrap_room: int,
         room = int(bootstrap_room)
         status = getattr(self, "request_status", {}).get(room)
         if rt is not None and status is not None and status != FAILED:
-            cfg = _cfg if _cfg is not None else config_mod.Config(node="")
+            cfg = _cfg if _cfg is not None else _UNCONFIGURED
             for session, info in getattr(self, "transfer_infos", {}).get(room, {}).items():
                 dst = getattr(info, "dst_kv_indices", None)
                 pages = _np(dst[index_slice]) if dst is not None else _EMPTY
