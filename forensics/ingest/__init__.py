@@ -23,7 +23,7 @@ from forensics.ingest.pages import define_page_events, load_page_file
 from forensics.ingest.seqs import any_duplicate_seq, store_seq_jumps
 from forensics.ingest.shipped import parse_shipped, store_shipped
 from forensics.ingest.staged import InPlace
-from forensics.ingest.startup import load_startup, node_engines, read_requests, store_audit
+from forensics.ingest.startup import load_startup, node_engines, read_requests, reader_of, store_audit
 from forensics.intake import BundleConfig, InputFile, Window, discover, load_bundle_config
 from forensics.paths import load_query
 
@@ -150,6 +150,9 @@ def ingest_into(
             elif f.source == "engine_log" and f.format and f.node not in other:  # inside a log shipper's export
                 parse_shipped(f, config.log_timezone, engine_rows, shipped, config.shipper_node_labels,
                               config.shipper_nodes)  # fmt: skip
+            elif f.source == "engine_log" and f.format and f.node and (dated := reader_of(other[f.node])):
+                parse_shipped(f, config.log_timezone, engine_rows, shipped, config.shipper_node_labels,
+                              config.shipper_nodes, dated)  # fmt: skip
     _check_gateway(bundle, [f for f in files if f.source == "gateway"])
     # plain engine logs and request logs: in batches of files (forensics.ingest.bulk)
     engine = [

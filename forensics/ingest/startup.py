@@ -26,6 +26,7 @@ Reads: engine/<node>/ files. Writes: node_config rows of the nodes of other engi
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from itertools import islice
 from pathlib import Path
 
@@ -34,7 +35,7 @@ import duckdb
 from forensics.audit import ServerInput, audit_engine_dirs, audit_server
 from forensics.audit.sieved import drop_kept
 from forensics.engines import ENGINES, marker_scores, winner
-from forensics.engines.facts import EngineRows
+from forensics.engines.facts import EngineRows, LineReader
 from forensics.engines.sglang_startup import NAME as SGLANG
 from forensics.ingest import rawtext
 from forensics.ingest.engine import parse_log
@@ -108,17 +109,27 @@ def node_engines(files: list[InputFile]) -> dict[str, str]:
     return out
 
 
+def reader_of(engine: str) -> Callable[[int | None], LineReader] | None:
+    """The line reader of an engine of the registry given a year (Engine.dated; an engine whose times
+    carry their year ignores it); None when it has none."""
+    entry = ENGINES[engine]
+    requests = entry.requests
+    if requests is None:
+        return None
+    return entry.dated if entry.dated is not None else (lambda _year: requests)
+
+
 def read_requests(engine: str, files: list[InputFile], config: BundleConfig, rows: EngineRows) -> bool:
     """A node of another engine that has a line reader (forensics.engines.facts.Engine.requests: vLLM's):
     its plain logs through it, into `rows`, each file's lines counted; False when the engine has none
     (its files are then counted by load_startup). The year of a log whose times print none is the
     bundle's [engine] log_year (Engine.dated)."""
-    entry = ENGINES[engine]
-    if entry.requests is None:
+    entry, dated = ENGINES[engine], reader_of(engine)
+    if dated is None:
         return False
-    reader = entry.dated(config.log_year) if entry.dated is not None else entry.requests
+    reader = dated(config.log_year)
     for f in files:
-        if f.format:  # a log shipper's export: not unwrapped for this reader (load_startup counts it)
+        if f.format:  # a log shipper's export: read by forensics.ingest.shipped, each line's year its own
             continue
         parse_log(f, config.log_timezone, rows, reader.text)
         if entry.dated is not None and config.log_year is None:
@@ -158,7 +169,7 @@ def load_startup(
         f"the findings for node {node}'s requests rest on its page events and the gateway log alone"
     )
     for f in files:
-        if requests_read and not f.format:
+        if requests_read:
             f.notes.append(read_note)
         else:
             f.rows_read = f.rows_loaded = _line_count(f)
