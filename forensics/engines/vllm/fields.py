@@ -127,3 +127,17 @@ def generated(m: re.Match[str], base: Row, rows: EngineRows) -> str:
     reason = body[cut + len("finish_reason: ") :]
     rows.requests.append(request(base, m["rid"], None, "finished", detail=json.dumps(reason)[:500]))
     return "finished"
+
+
+def added(m: re.Match[str], base: Row, rows: EngineRows) -> str:
+    """`Added request <id>.` (v1/engine/async_llm.py, with --enable-log-requests): the engine's own id of
+    the request, the one a prefill's kv_transfer_params name as remote_request_id (from 0.12 the API
+    id and 8 random characters; before, the API id itself)."""
+    rows.requests.append(request(base, m["rid"], None, "added"))
+    return "added"
+
+
+def aborted(m: re.Match[str], base: Row, rows: EngineRows) -> str:
+    """`Aborted request(s) <id>,<id>.` (v1/engine/async_llm.py): a row per engine request id."""
+    rows.requests.extend(request(base, rid, None, "aborted") for rid in m["rids"].split(","))
+    return "aborted"

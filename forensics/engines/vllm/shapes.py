@@ -102,6 +102,14 @@ def render_generated(
     )
 
 
+def render_added(rid: str) -> str:
+    return f"Added request {rid}."
+
+
+def render_aborted(rids: list[str]) -> str:
+    return f"Aborted request(s) {','.join(rids)}."
+
+
 def render_record(md_hms: str, source: str, message: str, level: str = "INFO", pid: int = 1) -> str:
     """A record as the default formatter writes it in the API server's process, without colours
     (`md_hms`: `MM-DD HH:MM:SS`; the process prefix: 0.10.2 vllm/utils decorate_logs, 0.33.0 _FORMAT)."""
@@ -126,6 +134,15 @@ SHAPES: dict[str, Shape] = {
         "Generated response ",
         fields.generated,
         render_generated,
+    ),
+    # --enable-log-requests: the engine's id of the request as the engine core is handed it
+    "added": Shape(re.compile(r"Added request (?P<rid>\S+)\.$"), "Added request ", fields.added, render_added),
+    # requests the API server aborted (a client gone, a failure), their engine ids joined by ','
+    "aborted": Shape(
+        re.compile(r"Aborted request\(s\) (?P<rids>[^,\s]+(?:,[^,\s]+)*)\.$"),
+        "Aborted request(s) ",
+        fields.aborted,
+        render_aborted,
     ),
 }
 # the substrings a line this reader reads holds (the audit's sieve and the watcher's candidates)
