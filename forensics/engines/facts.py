@@ -169,6 +169,9 @@ class LineReader:
 
     text: ReadLine
     json: ReadLine
+    # substrings one of which every line it gives rows for holds (the watcher's candidate lines; empty:
+    # the engine's watcher reads its own, as SGLang's forensics.watch.detector)
+    markers: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

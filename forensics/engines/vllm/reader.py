@@ -107,7 +107,7 @@ def dated(year: int | None) -> LineReader:
     """vLLM's line reader for logs of `year` (None: text lines' times unknown). Text and JSON records
     are told apart per line, so both of the entry's readers are the same function."""
     read = _read(year)
-    return LineReader(read, read)
+    return LineReader(read, read, READ_MARKERS)
 
 
 READER = dated(None)
