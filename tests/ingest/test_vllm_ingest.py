@@ -12,8 +12,12 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
+import pytest
+
 from forensics.engines.facts import EngineRows
 from forensics.engines.vllm.reader import dated
+from forensics.errors import InputError
+from forensics.intake import load_bundle_config
 from forensics.pipeline import ingest_bundle
 from tests import support
 
@@ -81,3 +85,12 @@ def test_without_log_year_the_times_are_unknown(tmp_path: Path) -> None:
         entry = next(e for e in manifest["inputs"] if e["path"] == f"engine/{node}/server.log")
         assert any("log_year" in n for n in entry["notes"])
         assert entry["rows_read"] == entry["rows_loaded"] and entry["rows_rejected"] == 0
+
+
+def test_log_year_must_be_a_year(tmp_path: Path) -> None:
+    for bad in ('"2026"', "1969", "true", "2026.0"):
+        (tmp_path / "bundle.toml").write_text(f"[engine]\nlog_year = {bad}\n")
+        with pytest.raises(InputError, match="log_year"):
+            load_bundle_config(tmp_path)
+    (tmp_path / "bundle.toml").write_text("[engine]\nlog_year = 2026\n")
+    assert load_bundle_config(tmp_path).log_year == 2026
