@@ -91,6 +91,12 @@ def simulate(
     echo_noise: float | None = typer.Option(
         None, "--echo-noise", help="Probability that each word of an echoed span is replaced (default 0)."
     ),
+    engine: str | None = typer.Option(
+        None,
+        "--engine",
+        help="The engine whose logs the nodes write: sglang (default) or vllm (vLLM 0.33.0's request lines "
+        "of the same run, with their kv_transfer_params; docs/vllm-lines.md).",
+    ),
     batch_lines: str | None = typer.Option(
         None,
         "--batch-lines",
@@ -171,6 +177,7 @@ def simulate(
                 echo_rate=echo_rate,
                 echo_noise=echo_noise,
                 batch_lines=batch_lines,
+                engine=engine,
                 decode_log_interval=decode_log_interval,
             )
         except ValueError as err:  # an option the user can correct

@@ -146,12 +146,14 @@ def to_int(text: str) -> int:
 @dataclass
 class EngineRows:
     """What a line reader adds per line: its engine_lines row, the request, config and batch_stats rows
-    it gives, and (file_id, line, reason) of a rejected line."""
+    it gives, the transfer references a request line names (engine_request_links: vLLM's
+    kv_transfer_params), and (file_id, line, reason) of a rejected line."""
 
     lines: list[dict[str, Any]] = field(default_factory=list)
     requests: list[dict[str, Any]] = field(default_factory=list)
     config: list[dict[str, Any]] = field(default_factory=list)
     batches: list[dict[str, Any]] = field(default_factory=list)  # batch_stats rows
+    links: list[dict[str, Any]] = field(default_factory=list)  # engine_request_links rows
     rejected: list[tuple[int, int, str]] = field(default_factory=list)
 
 
@@ -167,6 +169,9 @@ class LineReader:
 
     text: ReadLine
     json: ReadLine
+    # substrings one of which every line it gives rows for holds (the watcher's candidate lines; empty:
+    # the engine's watcher reads its own, as SGLang's forensics.watch.detector)
+    markers: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -190,6 +195,10 @@ class Engine:
     # branches, narrower than keywords): past a long log's head the audit leaves the other single lines
     # unread (forensics.audit.lines.read_log); None when its parse has no such list
     reads: tuple[str, ...] | None = None
+    # for an engine whose text lines print no year (vLLM's `%m-%d %H:%M:%S`): its line reader given the
+    # year of the logs (bundle.toml [engine] log_year; None: a text line's time is unknown, NULL);
+    # `requests` is the reader given None
+    dated: Callable[[int | None], LineReader] | None = None
 
 
 def loose(pattern: str) -> re.Pattern[str]:

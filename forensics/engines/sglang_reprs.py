@@ -50,6 +50,10 @@ def _value_end(s: str, i: int) -> int:
     return len(s)
 
 
+# the end of one repr'd value: vLLM's request lines (forensics.engines.vllm.fields) read theirs with it
+value_end = _value_end
+
+
 def read_fields(s: str, i: int, keyed: bool = False) -> tuple[dict[str, str], int]:
     """The top-level items from s[i] up to the closing bracket (or the end of s): `name=value` fields of
     a dataclass repr, or `'key': value` items of a dict repr when keyed; each as its value's text (a

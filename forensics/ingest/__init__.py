@@ -12,8 +12,8 @@ from pathlib import Path
 import duckdb
 
 from forensics.db import query_rows, run_query, thread_count, timed
-from forensics.engines import ENGINES
 from forensics.engines.facts import EngineRows
+from forensics.engines.sglang_startup import NAME as SGLANG
 from forensics.errors import InputError
 from forensics.ingest.bulk import load_engine_files
 from forensics.ingest.damage import store_input_damage
@@ -23,7 +23,7 @@ from forensics.ingest.pages import define_page_events, load_page_file
 from forensics.ingest.seqs import any_duplicate_seq, store_seq_jumps
 from forensics.ingest.shipped import parse_shipped, store_shipped
 from forensics.ingest.staged import InPlace
-from forensics.ingest.startup import load_startup, node_engines, store_audit
+from forensics.ingest.startup import load_startup, node_engines, read_requests, reader_of, store_audit
 from forensics.intake import BundleConfig, InputFile, Window, discover, load_bundle_config
 from forensics.paths import load_query
 
@@ -138,7 +138,7 @@ def ingest_into(
     # engine by its start-up facts (forensics.ingest.startup)
     with timed("ingest/node_engines"):
         engines = node_engines([f for f in files if not (f.error or f.skipped)])
-    other = {node: name for node, name in engines.items() if ENGINES[name].requests is None}
+    other = {node: name for node, name in engines.items() if name != SGLANG}
     for f in files:
         if f.error or f.skipped:
             continue
@@ -150,6 +150,9 @@ def ingest_into(
             elif f.source == "engine_log" and f.format and f.node not in other:  # inside a log shipper's export
                 parse_shipped(f, config.log_timezone, engine_rows, shipped, config.shipper_node_labels,
                               config.shipper_nodes)  # fmt: skip
+            elif f.source == "engine_log" and f.format and f.node and (dated := reader_of(other[f.node])):
+                parse_shipped(f, config.log_timezone, engine_rows, shipped, config.shipper_node_labels,
+                              config.shipper_nodes, dated)  # fmt: skip
     _check_gateway(bundle, [f for f in files if f.source == "gateway"])
     # plain engine logs and request logs: in batches of files (forensics.ingest.bulk)
     engine = [
@@ -159,10 +162,14 @@ def ingest_into(
     ]  # fmt: skip
     with timed("ingest/load_engine"):
         load_engine_files(con, engine, config.log_timezone, engine_rows)
+    other_logs = {
+        node: [f for f in files if f.node == node and f.source == "engine_log" and not (f.error or f.skipped)]
+        for node in sorted(other)
+    }
+    read = {node for node, logs in other_logs.items() if read_requests(other[node], logs, config, engine_rows)}
     store(con, engine_rows)
-    for node, name in sorted(other.items()):
-        logs = [f for f in files if f.node == node and f.source == "engine_log" and not (f.error or f.skipped)]
-        load_startup(con, node, name, logs)
+    for node, logs in other_logs.items():
+        load_startup(con, node, other[node], logs, requests_read=node in read)
     with timed("ingest/audit"):
         store_audit(con, bundle)
     store_shipped(con, shipped)

@@ -4,8 +4,9 @@ from its table of line shapes) where the bulk reader (forensics.ingest.bulk) doe
 rows of both stored.
 
 Text logs carry no zone: their local time is read in the bundle's [engine] log_timezone.
-Reads: engine/<node>/*.log, *.jsonl. Writes: engine_lines, engine_requests, node_config, batch_stats
-(the periodic batch lines: forensics.ingest.batch_lines), rejected.
+Reads: engine/<node>/*.log, *.jsonl. Writes: engine_lines, engine_requests, engine_request_links (the
+KV transfer a vLLM request line names), node_config, batch_stats (the periodic batch lines:
+forensics.ingest.batch_lines), rejected.
 """
 
 from __future__ import annotations
@@ -78,6 +79,20 @@ REQ_SCHEMA = pa.schema(
         ("forwarded_id", pa.string()),
     ]
 )
+LINK_SCHEMA = pa.schema(
+    [
+        ("node", pa.string()),
+        ("file_id", pa.int32()),
+        ("line", pa.int64()),
+        ("rid", pa.string()),
+        ("role", pa.string()),
+        ("remote_engine", pa.string()),
+        ("remote_rid", pa.string()),
+        ("remote_host", pa.string()),
+        ("remote_port", pa.int64()),
+        ("remote_block_ids", pa.string()),
+    ]
+)
 CFG_SCHEMA = pa.schema(
     [
         ("node", pa.string()),
@@ -131,6 +146,9 @@ def store(con: duckdb.DuckDBPyConnection, rows: EngineRows) -> None:
             arg_min(model_path, (file_id, line)) FILTER (WHERE model_path IS NOT NULL),
             min(file_id), min(line), 'sglang'
         FROM cfg_raw c GROUP BY node""")
+    if rows.links:  # vLLM's kv_transfer_params (forensics.engines.vllm.fields)
+        links = pa.Table.from_pylist(rows.links, schema=LINK_SCHEMA)  # noqa: F841
+        con.execute(f"INSERT INTO engine_request_links SELECT {', '.join(LINK_SCHEMA.names)} FROM links")
     batches = pa.Table.from_pylist(rows.batches, schema=batch_lines.SCHEMA)  # noqa: F841
     con.execute(f"INSERT INTO batch_stats SELECT {', '.join(batch_lines.SCHEMA.names)} FROM batches")
     if rows.rejected:

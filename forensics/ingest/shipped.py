@@ -10,12 +10,14 @@ Reads: the shipped files. Writes: through EngineRows (engine_lines, engine_reque
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Callable
 from zoneinfo import ZoneInfo
 
 import duckdb
 import pyarrow as pa
 
-from forensics.engines.facts import EngineRows
+from forensics.engines.facts import EngineRows, LineReader
 from forensics.engines.sglang.reader import READER
 from forensics.intake import InputFile
 from forensics.intake.shippers import node_of, unwrap
@@ -37,6 +39,10 @@ SCHEMA = pa.schema(
 )
 
 
+# a record whose month-day is in December (vLLM's `LEVEL 12-DD HH:MM:SS`)
+_DECEMBER = re.compile(rb"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) 12-\d{2} ")
+
+
 def _is_request_record(raw: bytes) -> bool:
     """An SGLang --log-requests-format json record (request.received / request.finished ...)."""
     if not raw.lstrip().startswith(b"{"):
@@ -55,8 +61,12 @@ def parse_shipped(
     shipped: list[dict[str, object]],
     node_labels: tuple[str, ...],
     node_names: dict[str, str],
+    dated: Callable[[int | None], LineReader] | None = None,
 ) -> None:
-    """Every engine line of a shipped file into `rows` (text lines and JSON request records alike)."""
+    """Every engine line of a shipped file into `rows` (text lines and JSON request records alike), by
+    SGLang's reader or, for a node of another engine, `dated`: its reader given the year of the
+    shipper's time of each line (vLLM's times print none; a line shipped in January of a December
+    time is a year older)."""
     assert f.format is not None
     nodes: set[str] = set()
     try:
@@ -71,7 +81,12 @@ def parse_shipped(
                 )  # fmt: skip
                 continue
             nodes.add(node)
-            reader = READER.json if _is_request_record(s.raw) else READER.text
+            if dated is not None:
+                at = s.shipped_at
+                year = None if at is None else at.year - (at.month == 1 and bool(_DECEMBER.search(s.raw[:400])))
+                reader = dated(year).text
+            else:
+                reader = READER.json if _is_request_record(s.raw) else READER.text
             if reader(s.raw, node, f.file_id, s.line, tz, rows):
                 f.rows_loaded += 1
             shipped.append(

@@ -4,10 +4,12 @@ A bundle's engine logs are SGLang's (docs/evidence-bundle.md), and SGLang's read
 (forensics.ingest.bulk, forensics.ingest.engine) read them. A node whose logs name another engine of
 the registry (forensics.engines.ENGINES: vLLM, TensorRT-LLM, LMDeploy) and never SGLang is read by
 that engine's start-up parser instead: its node_config row holds the pool, context length, role and
-page size the config audit reads from the same lines (forensics.audit), and each of its files says
-that its per-request lines are not read. No other engine logs a request's KV transfer the way SGLang
-does: the findings for those nodes' requests rest on their page events and the gateway log alone, and
-the files' notes and the report's technical annex (T1) say so.
+page size the config audit reads from the same lines (forensics.audit). An engine with a line reader
+of its own (vLLM's request lines: forensics.engines.vllm) has its plain logs read through it too
+(read_requests: engine_requests, engine_request_links); each file of the others says that its
+per-request lines are not read. No other engine logs a request's KV transfer the way SGLang does: the
+findings that rest on SGLang's lines do not cover those nodes' requests, and the files' notes and the
+report's technical annex (T1) say so.
 
 Recognition reads the head of each log file (DETECT_BYTES; of a shipper's export, its first
 DETECT_SHIPPED lines): banners and start-up lines come first. A node goes to another engine's reader
@@ -24,6 +26,7 @@ Reads: engine/<node>/ files. Writes: node_config rows of the nodes of other engi
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from itertools import islice
 from pathlib import Path
 
@@ -32,9 +35,11 @@ import duckdb
 from forensics.audit import ServerInput, audit_engine_dirs, audit_server
 from forensics.audit.sieved import drop_kept
 from forensics.engines import ENGINES, marker_scores, winner
+from forensics.engines.facts import EngineRows, LineReader
 from forensics.engines.sglang_startup import NAME as SGLANG
 from forensics.ingest import rawtext
-from forensics.intake import InputFile, shippers
+from forensics.ingest.engine import parse_log
+from forensics.intake import BundleConfig, InputFile, shippers
 
 DETECT_BYTES = 1 << 20
 COMPRESSED_UNREAD = (".zst",)  # read by DuckDB only: recognised as SGLang's (the bundle's engine)
@@ -104,9 +109,43 @@ def node_engines(files: list[InputFile]) -> dict[str, str]:
     return out
 
 
-def load_startup(con: duckdb.DuckDBPyConnection, node: str, engine: str, files: list[InputFile]) -> None:
-    """A node of another engine: its start-up facts into node_config, its files accounted as read and
-    noted as read for their start-up facts only."""
+def reader_of(engine: str) -> Callable[[int | None], LineReader] | None:
+    """The line reader of an engine of the registry given a year (Engine.dated; an engine whose times
+    carry their year ignores it); None when it has none."""
+    entry = ENGINES[engine]
+    requests = entry.requests
+    if requests is None:
+        return None
+    return entry.dated if entry.dated is not None else (lambda _year: requests)
+
+
+def read_requests(engine: str, files: list[InputFile], config: BundleConfig, rows: EngineRows) -> bool:
+    """A node of another engine that has a line reader (forensics.engines.facts.Engine.requests: vLLM's):
+    its plain logs through it, into `rows`, each file's lines counted; False when the engine has none
+    (its files are then counted by load_startup). The year of a log whose times print none is the
+    bundle's [engine] log_year (Engine.dated)."""
+    entry, dated = ENGINES[engine], reader_of(engine)
+    if dated is None:
+        return False
+    reader = dated(config.log_year)
+    for f in files:
+        if f.format:  # a log shipper's export: read by forensics.ingest.shipped, each line's year its own
+            continue
+        parse_log(f, config.log_timezone, rows, reader.text)
+        if entry.dated is not None and config.log_year is None:
+            f.notes.append(
+                f"a {entry.label} log prints no year in its times: bundle.toml sets no [engine] log_year, "
+                "so the times of its request lines are unknown"
+            )
+    return True
+
+
+def load_startup(
+    con: duckdb.DuckDBPyConnection, node: str, engine: str, files: list[InputFile], *, requests_read: bool = False
+) -> None:
+    """A node of another engine: its start-up facts into node_config; its files, unless read by the
+    engine's line reader (read_requests), accounted as read and noted as read for their start-up facts
+    only."""
     entry = ENGINES[engine]
     audit = audit_server(ServerInput(files[0].path.parent, node, tuple(f.path for f in files)))
     first = files[0]
@@ -119,14 +158,22 @@ def load_startup(con: duckdb.DuckDBPyConnection, node: str, engine: str, files: 
     )  # fmt: skip
     pool = f"pool {audit.pool_tokens} tokens" if audit.pool_tokens is not None else "pool not stated"
     ctx = f"context length {audit.context_len}" if audit.context_len is not None else "context length not stated"
+    read_note = (
+        f"a {entry.label} log (recognised by its lines): its start-up facts ({pool}, {ctx}) and its "
+        "request lines are read (engine_requests, engine_request_links); the findings that rest on SGLang's "
+        f"lines (rooms, transfer timings) do not cover node {node}'s requests"
+    )
     note = (
         f"a {entry.label} log (recognised by its lines): only its start-up facts are read ({pool}, {ctx}); "
-        "KV Forensics reads per-request lines of SGLang only: the findings for node "
-        f"{node}'s requests rest on its page events and the gateway log alone"
+        f"KV Forensics reads per-request lines of SGLang{' and ' + entry.label if entry.requests else ''} only: "
+        f"the findings for node {node}'s requests rest on its page events and the gateway log alone"
     )
     for f in files:
-        f.rows_read = f.rows_loaded = _line_count(f)
-        f.notes.append(note)
+        if requests_read:
+            f.notes.append(read_note)
+        else:
+            f.rows_read = f.rows_loaded = _line_count(f)
+            f.notes.append(note)
 
 
 def store_audit(con: duckdb.DuckDBPyConnection, bundle: Path) -> None:

@@ -40,7 +40,7 @@ SHIPPER_NODE_LABELS = ("pod", "host", "container")  # the labels that name a nod
 
 BUNDLE_KEYS: dict[str, set[str]] = {
     "incident": {"id", "title", "discovered_at", "contact"},
-    "engine": {"log_timezone", "version"},
+    "engine": {"log_timezone", "version", "log_year"},
     "gateway": {"format", "tenant", "timezone", "mapping"},  # forensics.gateway_formats.gateway_settings
     "report": {"version", "phase", "supersedes"},
     # files of a log shipper's export directly under engine/: which labels name the node, and renames
@@ -127,6 +127,9 @@ class BundleConfig:
     shipper_node_labels: tuple[str, ...] = SHIPPER_NODE_LABELS  # [shipper] node_labels
     shipper_nodes: dict[str, str] = field(default_factory=dict)  # [shipper] nodes: label value -> node
     sha256: str | None = None  # of bundle.toml's bytes as read (None: the bundle has none)
+    # [engine] log_year: the year of text logs whose times print none (vLLM's `MM-DD HH:MM:SS`); None:
+    # those lines' times are unknown
+    log_year: int | None = None
 
 
 @dataclass(frozen=True)
@@ -311,7 +314,16 @@ def load_bundle_config(bundle: Path) -> BundleConfig:
         gateway_settings(path, data.get("gateway", {})),
         *_shipper(path, data.get("shipper", {})),
         sha256=digest,
+        log_year=_log_year(path, data.get("engine", {}).get("log_year")),
     )
+
+
+def _log_year(path: Path, year: Any) -> int | None:
+    if year is None:
+        return None
+    if isinstance(year, bool) or not isinstance(year, int) or not 1970 <= year <= 9999:
+        raise InputError(f"{path}: [engine] log_year {year!r} is not a year like 2026")
+    return year
 
 
 def _shipper(path: Path, d: dict[str, Any]) -> tuple[tuple[str, ...], dict[str, str]]:

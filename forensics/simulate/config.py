@@ -84,6 +84,9 @@ class SimConfig:
     # litellm_payload, smg, envoy, otlp (docs/gateway-formats.md); kvf_noroom: the spec's without
     # bootstrap_room and the nodes, joined through the x-request-id the engines' request logs record
     gateway_format: str = "kvf"
+    # the engine whose logs the nodes write: sglang, or vllm (vLLM 0.33.0's request lines of the same run,
+    # forensics.simulate.vllm_logs)
+    engine: str = "sglang"
     # prompt and response texts in the gateway log (forensics.simulate.texts; the formats that carry text:
     # litellm_payload, litellm_spendlogs, otlp); off: the bundle is the same bytes as without the option
     texts: bool = False
@@ -130,6 +133,8 @@ class SimConfig:
         if not self.texts:  # a run without texts describes itself as before the option existed
             for k in ("texts", "echo_rate", "echo_noise"):
                 del d[k]
+        if self.engine == "sglang":  # an SGLang run describes itself as before the option existed
+            del d["engine"]
         if not self.batch_lines:  # a run without them describes itself as before they existed
             for k in ("batch_lines", "decode_log_interval", "decode_step_ms"):
                 del d[k]
@@ -242,6 +247,8 @@ def build_config(preset: str = "default", **overrides: object) -> SimConfig:
         raise ValueError(f"unknown allocator {cfg.allocator!r} (expected one of {', '.join(ALLOCATORS)})")
     if cfg.allocator in ("fifo", "lifo") and (cfg.allocator == "fifo") != (cfg.page_size == 1):
         raise ValueError(f"SGLang runs {cfg.allocator} on page size {'1' if cfg.allocator == 'fifo' else '> 1'} only")
+    if cfg.engine not in ("sglang", "vllm"):
+        raise ValueError(f"engine {cfg.engine!r}: sglang or vllm")
     if cfg.gateway_format not in GATEWAY_FORMATS:
         raise ValueError(
             f"unknown gateway format {cfg.gateway_format!r} (expected one of {', '.join(GATEWAY_FORMATS)})"

@@ -99,7 +99,7 @@ def _simulate(out: Path, cfg: SimConfig) -> dict[str, object]:
         texts, echoes = make_texts(cfg, reqs, pairs)
         for r in reqs:
             r.extra["text"] = texts[r.idx]
-    write_bundle(out / "bundle", cfg, reqs, eng.nodes, kept_by_node, cohorts_for(cfg))
+    write_bundle(out / "bundle", cfg, reqs, eng.nodes, kept_by_node, cohorts_for(cfg), rows)
 
     offsets = {n.name: n.clock_offset_us for n in cfg.nodes}
     room_idx = {r.room: r.idx for r in reqs}

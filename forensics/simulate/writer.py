@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from forensics.contract import GATEWAY_FIELDS, page_table
-from forensics.simulate import gateway_logs
+from forensics.simulate import gateway_logs, vllm_logs
 from forensics.simulate.cluster import Node
 from forensics.simulate.cohorts import Cohort, exclusions_toml
 from forensics.simulate.config import SimConfig
@@ -71,6 +71,8 @@ def bundle_toml(cfg: SimConfig) -> str:
     # the release the nodes ran; not with the old coalesce allocator, which no release runs (its bundles
     # come out as they did before the release was simulated)
     version = "" if cfg.allocator == "coalesce" else f'version = "{cfg.release}"\n'
+    if cfg.engine == "vllm":  # [engine] version names an SGLang release; vLLM's times need their year
+        version = f"log_year = {datetime.fromtimestamp(cfg.start_us / 1e6, tz=UTC).year}\n"
     return (
         f'[incident]\nid = "{cfg.incident_id}"\ntitle = {json.dumps(cfg.incident_title)}\n'
         f'discovered_at = "{cfg.discovered_at}"\ncontact = "privacy@example.com"\n\n'
@@ -224,7 +226,9 @@ def write_bundle(
     nodes: dict[str, Node],
     kept_rows: dict[str, list[Row]],
     cohorts: list[Cohort],
+    rows: list[Row] | None = None,
 ) -> None:
+    """rows: every page event of the run, those the bundle lost too (vLLM's logs name the blocks)."""
     write_bytes(root / "bundle.toml", bundle_toml(cfg).encode())
     write_bytes(root / "exclusions.toml", exclusions_toml(cohorts).encode())
     if cfg.gateway_format in ("kvf", "kvf_noroom"):
@@ -232,7 +236,11 @@ def write_bundle(
         gateway_logs.write_ids(root, None)
     else:
         gateway_logs.write_gateway_format(root, cfg, reqs, nodes)
-    write_engine(root, nodes, cfg, gateway_logs.engine_headers(cfg, reqs))
+    if cfg.engine == "vllm":
+        for name, text in vllm_logs.server_logs(nodes, cfg, reqs, rows or []).items():
+            write_bytes(root / "engine" / name / "server.log", text.encode())
+    else:
+        write_engine(root, nodes, cfg, gateway_logs.engine_headers(cfg, reqs))
     for name in sorted(nodes):
         if nodes[name].spec.telemetry:
             write_pages(root, nodes[name], kept_rows[name])

@@ -167,7 +167,7 @@ class Watch:
         self.gateway = GatewayRooms(gateway) if gateway is not None else None
         cfg = load_bundle_config(root) if (root / "bundle.toml").is_file() else None
         tz = cfg.log_timezone if cfg else ZoneInfo("UTC")  # the spec's default zone of text logs
-        self.detector = Detector(tz)
+        self.detector = Detector(tz, cfg.log_year if cfg else None)
         self.pages = PageWatch() if pages else None
         self.follower = Follower(root, pages=pages)
         self.alerts_path = alerts

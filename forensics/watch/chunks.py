@@ -36,7 +36,7 @@ from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from forensics.engines.facts import EngineRows
+from forensics.engines.facts import EngineRows, ReadLine
 from forensics.engines.sglang.reader import READER as LINES
 from forensics.engines.sglang.reader import local_to_utc
 from forensics.engines.sglang.rows import UTC
@@ -198,18 +198,22 @@ def _time_stats(m: re.Match[bytes], data: bytes, times: _Times) -> dict[str, Any
     }  # fmt: skip
 
 
-def _per_line(raw: bytes, lineno: int, jsonl: bool, tz: ZoneInfo) -> Typed | None:
-    """One line through the per-line parser, as the detector takes it (None: rejected or no rows)."""
+def _per_line(raw: bytes, lineno: int, jsonl: bool, tz: ZoneInfo, read: ReadLine | None = None) -> Typed | None:
+    """One line through the per-line parser (SGLang's, or `read`: another engine's, forensics.watch.engines),
+    as the detector takes it (None: rejected or no rows)."""
     rows = EngineRows()
-    if not (LINES.json if jsonl else LINES.text)(raw, "", 0, lineno, tz, rows):
+    if not (read or (LINES.json if jsonl else LINES.text))(raw, "", 0, lineno, tz, rows):
         return None
     if not rows.requests and not rows.config:
         return None
     return lineno, raw, rows.requests, rows.config, rows.lines[0].get("ts_resolution_ms") if rows.lines else None
 
 
-def per_line(data: bytes, before: int, marker: re.Pattern[bytes], jsonl: bool, tz: ZoneInfo) -> Iterator[Typed]:
-    """The reference: each line of the chunk that holds a watched literal, through the per-line parser."""
+def per_line(
+    data: bytes, before: int, marker: re.Pattern[bytes], jsonl: bool, tz: ZoneInfo, read: ReadLine | None = None
+) -> Iterator[Typed]:
+    """The reference: each line of the chunk that holds a watched literal, through the per-line parser
+    (`read`: another engine's, whose lines have no bulk pattern here: its only reader)."""
     line, pos, last = before, 0, -1
     for m in marker.finditer(data):
         start = data.rfind(b"\n", 0, m.start()) + 1
@@ -218,7 +222,7 @@ def per_line(data: bytes, before: int, marker: re.Pattern[bytes], jsonl: bool, t
         line += data.count(b"\n", pos, start) + 1
         end = data.index(b"\n", m.start())
         pos, last = end + 1, start
-        if (t := _per_line(data[start : end + 1], line, jsonl, tz)) is not None:
+        if (t := _per_line(data[start : end + 1], line, jsonl, tz, read)) is not None:
             yield t
 
 

@@ -38,6 +38,7 @@ from forensics.engines.facts import EngineRows
 from forensics.engines.sglang import POOL_SOURCES, SHAPES, landing_offset, max_req_input_len, node_pool, rank_pool
 from forensics.engines.sglang.reader import READER
 from forensics.watch import chunks
+from forensics.watch.engines import NodeEngines
 
 # the line shapes the rules read (a cheap test before the parser: most lines of a busy server are batch
 # logs), found by their literals (forensics.engines.sglang.SHAPES); investigate reads every shape
@@ -111,8 +112,9 @@ class NodeFacts:
 
 
 class Detector:
-    def __init__(self, tz: ZoneInfo = ZoneInfo("UTC")) -> None:
+    def __init__(self, tz: ZoneInfo = ZoneInfo("UTC"), year: int | None = None) -> None:
         self.tz = tz
+        self.engines = NodeEngines(year)  # the engine of each node: the reader of its lines
         self.nodes: dict[str, NodeFacts] = {}
         self.rooms: dict[int, Room] = {}
         self.overlength: dict[str, dict[str, Any]] = {}  # "node\trid" -> the over-length line (no room yet)
@@ -134,6 +136,7 @@ class Detector:
             "offsets": self.offsets,
             "closed": list(self.closed),
             "clock": self.clock,
+            "engines": self.engines.decided,
         }
 
     def load(self, data: dict[str, Any]) -> None:
@@ -144,15 +147,18 @@ class Detector:
         self.offsets = {k: list(v) for k, v in data.get("offsets", {}).items()}
         self.closed = dict.fromkeys(int(r) for r in data.get("closed", []))
         self.clock = float(data.get("clock", 0.0))
+        self.engines.decided = dict(data.get("engines", {}))
 
     # ---- feeding -----------------------------------------------------------------------------------
 
     def feed(self, node: str, path: str, lineno: int, raw: bytes, jsonl: bool) -> list[Alert]:
         """One line of `path` (relative to the watched folder) on `node`: the alerts it completes."""
         if (JSON_MARKER not in raw) if jsonl else (TEXT_MARKERS.search(raw) is None):
-            return []
+            if (other := self.engines.of(node, raw)) is None or other.markers.search(raw) is None:
+                return []
+        other = self.engines.of(node, raw)
         rows = EngineRows()
-        parse = READER.json if jsonl else READER.text
+        parse = other.read if other is not None else READER.json if jsonl else READER.text
         if not parse(raw, node, 0, lineno, self.tz, rows):
             return []
         res_ms = rows.lines[0].get("ts_resolution_ms") if rows.lines else None
@@ -161,7 +167,9 @@ class Detector:
     def feed_chunk(self, node: str, path: str, before: int, data: bytes, jsonl: bool) -> list[Alert]:
         """A run of whole lines of `path` (`before` lines precede it): the alerts its lines complete, the
         candidate lines typed in bulk (forensics.watch.chunks), or one by one with KVF_WATCH_READER=python."""
-        if chunks.READER == "python":
+        if (other := self.engines.of(node, data)) is not None:  # another engine's lines (forensics.watch.engines)
+            lines = chunks.per_line(data, before, other.markers, jsonl, self.tz, other.read)
+        elif chunks.READER == "python":
             lines = chunks.per_line(data, before, JSON_MARKER_RE if jsonl else TEXT_MARKERS, jsonl, self.tz)
         else:
             lines = chunks.typed(data, before, jsonl, self.tz, JSON_LITERALS if jsonl else TEXT_LITERALS)

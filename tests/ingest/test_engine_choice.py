@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from forensics.audit import audit_paths
+from forensics.engines import ENGINES
 from forensics.pipeline import ingest_bundle
 from tests import support
 
@@ -39,14 +40,25 @@ def test_a_node_of_another_engine_gives_its_start_up_facts(tmp_path: Path, engin
     assert audit.engine == engine and audit.pool_tokens is not None
     assert rows[0] == ("decode-0", engine, audit.role, audit.pool_tokens, audit.context_len, audit.page_size)
     assert rows[1][:2] == ("prefill-0", "sglang")
-    # none of its lines is read as SGLang's, and the limit of SGLang's rule is not claimed for it
-    assert con.execute("SELECT count(*) FROM engine_lines WHERE node = 'decode-0'").fetchone() == (0,)
+    # none of its lines is read as SGLang's: an engine with a line reader of its own (vLLM) reads them
+    # through it (its start-up lines are no request lines), the others not at all; and the limit of
+    # SGLang's rule is not claimed for it
+    reads = ENGINES[engine].requests is not None
+    (lines_read,) = con.execute("SELECT count(*) FROM engine_lines WHERE node = 'decode-0'").fetchone()
+    assert (lines_read > 0) == reads
+    assert con.execute("SELECT count(*) FROM engine_lines WHERE node = 'decode-0' AND kind IS NOT NULL").fetchone() == (
+        0,
+    )
+    assert con.execute("SELECT count(*) FROM engine_requests WHERE node = 'decode-0'").fetchone() == (0,)
     assert con.execute("SELECT node FROM node_limits ORDER BY node").fetchall() == [("prefill-0",)]
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     entry = next(e for e in manifest["inputs"] if e["path"] == "engine/decode-0/server.log")
     lines = (bundle / "engine/decode-0/server.log").read_bytes().count(b"\n")
     assert entry["rows_read"] == entry["rows_loaded"] >= lines and entry["rows_rejected"] == 0
-    assert any("start-up facts" in n and "gateway log alone" in n for n in entry["notes"])
+    if reads:
+        assert any("start-up facts" in n and "request lines are read" in n for n in entry["notes"])
+    else:
+        assert any("start-up facts" in n and "gateway log alone" in n for n in entry["notes"])
 
 
 def test_an_sglang_log_quoting_another_engine_stays_sglang(tmp_path: Path) -> None:

@@ -342,3 +342,33 @@ def test_the_fuzzed_lines_reach_the_bulk_shapes() -> None:
                       ("finished", _request_log())):  # fmt: skip
         pattern = re.compile(SHAPES[name].bulk or "")
         find(gen, lambda msg, p=pattern: bool(p.match(msg)), settings=settings(max_examples=2000, database=None))
+
+
+# --- vLLM's request lines: the per-line reader (forensics.engines.vllm.reader, its only ingest reader) and
+# the watcher's chunk path (forensics.watch.engines picks the reader, chunks.per_line types the chunk) ---
+def test_vllm_chunks_are_its_per_line_reader() -> None:
+    from forensics.engines.vllm.reader import dated
+    from forensics.watch.engines import NodeEngines
+
+    logs = sorted((DATA / "vllm_lines").glob("*.log"))
+    banner = (DATA / "audit" / "vllm_v1_hybrid_ok.log").read_bytes()  # names the node's engine
+    compared = 0
+    for path in logs:
+        data = banner + path.read_bytes()
+        other = NodeEngines(2026).of("n", data)
+        assert other is not None and other.engine == "vllm"
+        expect = {}
+        for lineno, raw in enumerate(data.splitlines(keepends=True), start=1):
+            rows = EngineRows()
+            if dated(2026).text(raw, "", 0, lineno, UTC, rows) and rows.requests:
+                expect[lineno] = _project(rows.requests, chunks.ROW_KEYS)
+        for cut in (len(data), len(banner) + 1):  # the whole log, and in two chunks
+            head = data[: data.rfind(b"\n", 0, cut) + 1]
+            got = {
+                line: _project(reqs, chunks.ROW_KEYS)
+                for part, before in ((head, 0), (data[len(head) :], head.count(b"\n")))
+                for line, _, reqs, _, _ in chunks.per_line(part, before, other.markers, False, UTC, other.read)
+            }
+            assert got == expect, path.name
+        compared += len(expect)
+    assert compared >= 10

@@ -25,8 +25,10 @@ WITH routed AS (  -- served requests routed to a node, in the replay window
       AND (g.status BETWEEN 200 AND 299 OR coalesce(g.completion_tokens, 0) > 0)
       AND g.ts >= coalesce(w.since, '-infinity'::TIMESTAMPTZ) AND g.ts < coalesce(w."until", 'infinity'::TIMESTAMPTZ)
 ), orphans AS (  -- ... whose room the node's evidence never names
+    -- a node whose log names rooms: vLLM's request lines name none (docs/vllm-lines.md), so a vLLM
+    -- node's silence between them says nothing of a room's lines being lost
     SELECT 'engine_log' AS source, r.* FROM routed r
-    WHERE r.node IN (SELECT DISTINCT node FROM engine_requests)
+    WHERE r.node IN (SELECT DISTINCT node FROM engine_requests WHERE room IS NOT NULL)
       AND NOT EXISTS (SELECT 1 FROM engine_requests e WHERE e.node = r.node AND e.room = r.room)
     UNION ALL
     SELECT DISTINCT 'pages', r.* FROM routed r JOIN node_missing m USING (node, file_id, row)

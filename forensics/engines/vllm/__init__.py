@@ -1,4 +1,7 @@
-"""vLLM (V0 and V1) startup lines: KV cache capacity, max model length, and the two start-up errors
+"""vLLM (V0 and V1): its start-up lines here; its per-request lines in shapes.py (the table), fields.py
+(their rows) and reader.py (the line reader); docs/vllm-lines.md says what each release logs.
+
+Start-up lines: KV cache capacity, max model length, and the two start-up errors
 that say one max-length request cannot fit.
 
 Pool: V1 `GPU KV cache size: N tokens`; else a block count times the block size, a derived pool.
@@ -126,4 +129,8 @@ def _errors(facts: Facts, ln: LogLine) -> None:
         )
 
 
-ENGINE = Engine(NAME, "vLLM", MARKERS, KEYWORDS, STARTUP, parse)
+# the per-request lines (--enable-log-requests, --enable-log-outputs): their table of shapes
+# (forensics.engines.vllm.shapes) and the reader derived from it; imported here, below what it reads
+from forensics.engines.vllm.reader import READER, dated  # noqa: E402
+
+ENGINE = Engine(NAME, "vLLM", MARKERS, KEYWORDS, STARTUP, parse, requests=READER, dated=dated)
