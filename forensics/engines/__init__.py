@@ -18,6 +18,8 @@ from forensics.engines import lmdeploy, sglang_startup, trtllm, vllm
 from forensics.engines.facts import Engine
 
 ENGINES: dict[str, Engine] = {e.name: e for e in (sglang_startup.ENGINE, vllm.ENGINE, trtllm.ENGINE, lmdeploy.ENGINE)}
+# the engines whose request lines the logs-only findings read (Engine.signatures; findings' logs_decide)
+SIGNATURE_ENGINES = tuple(name for name, e in ENGINES.items() if e.signatures)
 # the words at least one of which every line an engine's parse reads holds
 KEYWORDS = tuple(dict.fromkeys(k for e in ENGINES.values() for k in e.keywords))
 

@@ -191,6 +191,9 @@ class Engine:
     # the reader of its per-request lines, which ingest and the watcher read; None: ingest reads only its
     # start-up facts (forensics.ingest.startup), and its requests are outside the analysis, said so per node
     requests: LineReader | None = None
+    # its request lines carry the leak signatures the logs-only findings read (a placeholder's lines,
+    # failed transfers): on a node of another engine without page events, nothing decides a response
+    signatures: bool = False
     # every line `parse` acts on and every line `startup` matches holds one of these (the tests of its
     # branches, narrower than keywords): past a long log's head the audit leaves the other single lines
     # unread (forensics.audit.lines.read_log); None when its parse has no such list

@@ -168,4 +168,4 @@ def _mark_swa_halves(facts: Facts, swa_sizes: set[int]) -> None:
         ]
 
 
-ENGINE = Engine(NAME, "SGLang", MARKERS, KEYWORDS, STARTUP, parse, requests=READER, reads=READS)
+ENGINE = Engine(NAME, "SGLang", MARKERS, KEYWORDS, STARTUP, parse, requests=READER, reads=READS, signatures=True)

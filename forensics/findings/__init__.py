@@ -139,6 +139,7 @@ STEPS = (
     "log_outages",  # times a node logged nothing while the gateway routed it requests it never names
     "log_outages_unrouted",  # ... or while a prefill node finished rooms no decode node names (no routing)
     "outage_responses",  # ... and the responses whose evidence they may have taken
+    "unread_responses",  # responses on nodes without page events whose engine's lines no logs-only rule reads
     "room_requests",
     release_scratch,  # node_own_rooms' readers (node_missing, room_requests) are done: ownership drops it
     "dark_rooms",  # what the engine logs say per room on nodes without page telemetry

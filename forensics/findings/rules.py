@@ -22,6 +22,8 @@ from __future__ import annotations
 import duckdb
 
 from forensics.db import define_macros
+from forensics.engines import SIGNATURE_ENGINES
+from forensics.engines.sglang_startup import NAME as SGLANG
 
 MACROS = {
     "cross_account(recipient_account, source_account)": """
@@ -31,6 +33,8 @@ MACROS = {
     NOT coalesce(source_started > recipient_finished, false)
     AND NOT coalesce(source_gone_at <= recipient_started, false)""",
     "source_key(request_id, room)": "coalesce(nullif(request_id, ''), 'room:' || room)",
+    # a node whose engine is unknown is read as SGLang's (forensics.ingest.startup.node_engines)
+    "logs_decide(engine)": f"coalesce(engine, '{SGLANG}') IN (" + ", ".join(f"'{n}'" for n in SIGNATURE_ENGINES) + ")",
 }
 
 

@@ -8,9 +8,10 @@
 -- rejected, or unjoined) is still reported: its request id is then the rid the decode node logged for
 -- the room (else "room:<room>"), its account empty (unknown) and its reason says so.
 -- A response served in a log outage (outage_responses) is indeterminate with that reason, unless its
--- exposure is confirmed; a signature response keeps its own status and carries the reason.
+-- exposure is confirmed; a signature response keeps its own status and carries the reason. So is a
+-- response on a node without page events whose engine's lines no logs-only rule reads (unread_responses).
 -- grain: request_id; reads: exposures, recipient_slots, room_requests, room_flags, missing_rooms,
---        outage_responses, signature_responses, late_write_responses, engine_requests; params: none
+--        outage_responses, unread_responses, signature_responses, late_write_responses, engine_requests; params: none
 CREATE OR REPLACE TABLE affected_responses AS
 WITH seg AS (  -- distinct slots per recipient, whatever their source (recipient_slots: the union of its
                -- ranges on each node)
@@ -37,6 +38,8 @@ WITH seg AS (  -- distinct slots per recipient, whatever their source (recipient
         FROM missing_rooms
         UNION ALL
         SELECT request_id, node || ': ' || reason FROM outage_responses
+        UNION ALL
+        SELECT request_id, node || ': ' || reason FROM unread_responses
     ) GROUP BY 1
 ), page_based AS (
     SELECT request_id,
