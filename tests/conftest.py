@@ -6,6 +6,14 @@ import pytest
 from tests.support import EXAMPLE
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """The numba kernels compiled once for all the test workers (tests/support/numba_once.py)."""
+    import forensics
+    from tests.support import numba_once
+
+    numba_once.serialize(numba_once.lock_path(Path(forensics.__file__).parent))
+
+
 @pytest.fixture
 def example_bundle() -> Path:
     return EXAMPLE / "bundle"
