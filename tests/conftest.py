@@ -1,9 +1,20 @@
+import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.support import EXAMPLE
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The numba kernels compiled once for all the test workers (tests/support/numba_once.py)."""
+    import forensics
+    from tests.support import numba_once
+
+    numba_once.serialize(numba_once.lock_path(Path(forensics.__file__).parent))
 
 
 @pytest.fixture
@@ -11,26 +22,69 @@ def example_bundle() -> Path:
     return EXAMPLE / "bundle"
 
 
-@pytest.fixture(scope="session")
-def sample_out(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
-    """One investigate run of the bundled sample for the whole test session, shared by the xdist
-    workers through a lock file (the catalog and the disclosure tests read it; neither writes into it)."""
+def _shared(tmp_path_factory: pytest.TempPathFactory, worker_id: str, name: str, build: Callable[[Path], None]) -> Path:
+    """A folder built once for the whole test session by `build`, shared by the xdist workers through a
+    lock file: the first worker to ask builds it, the others wait and read it (no test writes into it)."""
     from filelock import FileLock
 
+    if worker_id == "master":  # no xdist
+        folder = tmp_path_factory.mktemp(name) / "out"
+        build(folder)
+        return folder
+    shared = tmp_path_factory.getbasetemp().parent  # the same folder for every worker of this session
+    folder, done = shared / name / "out", shared / f"{name}.done"
+    with FileLock(str(shared / f"{name}.lock")):
+        if not done.exists():
+            shutil.rmtree(folder, ignore_errors=True)  # a worker that died part way
+            build(folder)
+            done.touch()
+    return folder
+
+
+@pytest.fixture(scope="session")
+def sample_out(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
+    """One investigate run of the bundled sample for the whole test session (the catalog and the
+    disclosure tests read it)."""
     from forensics.pipeline import investigate
     from tests.support import SAMPLE
 
-    if worker_id == "master":  # no xdist
-        out = tmp_path_factory.mktemp("sample") / "out"
+    def build(out: Path) -> None:
         investigate(SAMPLE, out)
-        return out
-    shared = tmp_path_factory.getbasetemp().parent  # the same folder for every worker of this session
-    out = shared / "sample" / "out"
-    with FileLock(str(shared / "sample.lock")):
-        if not (out / "manifest.json").exists():
-            shutil.rmtree(out, ignore_errors=True)  # a worker that died part way
-            investigate(SAMPLE, out)
-    return out
+
+    return _shared(tmp_path_factory, worker_id, "sample", build)
+
+
+@pytest.fixture(scope="session")
+def incident_bundle(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
+    """The incident preset simulated once for the session (seed 5, 900 requests: four nodes, page
+    telemetry on all, exposures to compare): test_window, test_nodework and test_ray_cluster read it."""
+    from forensics.simulate import build_config, simulate
+
+    def build(sim: Path) -> None:
+        simulate(sim, build_config("incident", seed=5, requests=900))
+
+    return _shared(tmp_path_factory, worker_id, "incident-s5", build) / "bundle"
+
+
+@pytest.fixture(scope="session")
+def incident_serial(
+    tmp_path_factory: pytest.TempPathFactory, worker_id: str, incident_bundle: Path
+) -> tuple[Path, dict[str, Any]]:
+    """incident_bundle investigated once for the session with one worker (every node on the run's own
+    connection), the reference the other executors and layouts are compared with; beside the out
+    folder, what the run returned that it does not write: its summary and whether the nodes ran apart."""
+    from forensics.ownership import Execution
+    from forensics.pipeline import investigate
+
+    def build(out: Path) -> None:
+        result = investigate(incident_bundle, out, execution=Execution(workers=1))
+        ran = result.execution
+        assert ran is not None
+        said = {"summary": result.summary(), "apart": ran.apart, "tasks_run": ran.tasks_run}
+        (out.parent / "run.json").write_text(json.dumps(said))
+
+    out = _shared(tmp_path_factory, worker_id, "incident-s5-serial", build)
+    return out, json.loads((out.parent / "run.json").read_text())
 
 
 # The files that take longest on the 2-core machine (measured with --durations; the heaviest first).

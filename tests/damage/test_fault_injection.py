@@ -51,9 +51,15 @@ CASES = [_case(i.name, k, False) for i in FAST for k in KINDS]  # SLOW: test_fau
 
 
 @pytest.fixture(scope="module")
-def incidents(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, Run]]:
+def faults_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The module's folder: its simulated incidents under sims/ (each simulated once), their runs beside."""
+    return tmp_path_factory.mktemp("faults")
+
+
+@pytest.fixture(scope="module")
+def incidents(faults_root: Path) -> dict[str, tuple[Path, Run]]:
     """Each incident simulated and investigated undamaged once per module (per xdist worker)."""
-    root = tmp_path_factory.mktemp("faults")
+    root = faults_root
 
     class Lazy(dict):  # type: ignore[type-arg]
         def __missing__(self, name: str) -> tuple[Path, Run]:
@@ -108,9 +114,9 @@ def test_the_undamaged_incident_holds(incidents: dict[str, tuple[Path, Run]], na
 
 
 @pytest.mark.parametrize("kind", sorted(KINDS))
-def test_damage_is_seeded_and_true_to_its_record(tmp_path: Path, kind: str) -> None:
+def test_damage_is_seeded_and_true_to_its_record(faults_root: Path, tmp_path: Path, kind: str) -> None:
     """The same seed damages the same bytes; another seed may not; the record's input is what changed."""
-    sim = simulated(FAST[0], tmp_path / "sims")
+    sim = simulated(FAST[0], faults_root / "sims")  # the module's undamaged incident (damage goes to copies)
     copies = []
     for n in range(2):
         b = tmp_path / f"b{n}"

@@ -18,7 +18,6 @@ import pytest
 from forensics.intake import Window
 from forensics.ownership import Execution
 from forensics.pipeline import ingest_bundle, investigate
-from forensics.simulate import build_config, simulate
 from tests import support
 
 SINCE, UNTIL = "2026-09-01", "2026-09-05"
@@ -35,10 +34,13 @@ def pairs(out: Path) -> set[tuple[str, str, str]]:
 
 
 @pytest.fixture(scope="module")
-def archive(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+def archive(
+    tmp_path_factory: pytest.TempPathFactory, incident_bundle: Path, incident_serial: tuple[Path, dict]
+) -> dict[str, Path]:
+    """The session's incident (tests/conftest.py) as a flat bundle and, copied, as a Hive-partitioned
+    archive of its page events; each investigated whole, and the archive in a window."""
     tmp = tmp_path_factory.mktemp("window")
-    simulate(tmp / "sim", build_config("incident", seed=5, requests=900))
-    flat = tmp / "sim" / "bundle"
+    flat = incident_bundle
     hive = tmp / "hive"
     shutil.copytree(flat, hive, ignore=shutil.ignore_patterns("pages"))
     ingest_bundle(flat, tmp / "flat.duckdb")
@@ -54,8 +56,7 @@ def archive(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
                 TO '{folder / "part-0.parquet"}' (FORMAT parquet)"""
         )
     con.close()
-    outs = {"flat": tmp / "out-flat", "hive": tmp / "out-hive", "window": tmp / "out-window"}
-    investigate(flat, outs["flat"], execution=Execution(workers=1))
+    outs = {"flat": incident_serial[0], "hive": tmp / "out-hive", "window": tmp / "out-window"}  # flat: one worker
     investigate(hive, outs["hive"], execution=Execution(workers=1))
     investigate(hive, outs["window"], execution=Execution(workers=1), window=Window.parse(SINCE, UNTIL))
     outs["bundle"] = hive

@@ -12,7 +12,6 @@ import pytest
 
 from forensics.ownership.execution.nodes import Execution, NodeRun, auto_workers
 from forensics.pipeline import investigate
-from forensics.simulate import build_config, simulate
 from tests import support
 
 FINDINGS = ("affected_responses.csv", "exposures.csv", "accounts.csv", "hazards.csv", "coverage.csv", "report.md")
@@ -27,10 +26,8 @@ TABLES = {  # tables the per-node tasks make, and a total order for comparing th
 
 
 @pytest.fixture(scope="module")
-def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    tmp = tmp_path_factory.mktemp("nodework")
-    simulate(tmp / "sim", build_config("incident", seed=5, requests=900))
-    return tmp / "sim" / "bundle"
+def bundle(incident_bundle: Path) -> Path:
+    return incident_bundle  # the session's incident (tests/conftest.py): seed 5, 900 requests
 
 
 def run(bundle: Path, out: Path, **kw) -> NodeRun:
@@ -64,10 +61,11 @@ def assert_same(a: Path, b: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def serial(bundle: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("serial") / "out"
-    ex = run(bundle, out, workers=1)
-    assert ex.tasks_run is None  # one worker: all nodes at once in this process
+def serial(incident_serial: tuple[Path, dict]) -> Path:
+    """The bundle investigated with one worker (the session's run, tests/conftest.py), as run() checks it."""
+    out, ran = incident_serial
+    assert ran["tasks_run"] is None and not ran["apart"]  # one worker: all nodes at once in this process
+    assert "Per-node tasks" not in ran["summary"]
     rows = sum(1 for _ in (out / "affected_responses.csv").open()) - 1
     assert rows >= 5  # exposures to compare
     return out

@@ -19,9 +19,6 @@ from pathlib import Path
 
 import pytest
 
-from forensics.ownership.execution.nodes import Execution
-from forensics.pipeline import investigate
-from forensics.simulate import build_config, simulate
 from tests.ownership.test_nodework import assert_same
 
 pytestmark = pytest.mark.slow
@@ -86,10 +83,8 @@ def cluster() -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    tmp = tmp_path_factory.mktemp("sim")
-    simulate(tmp / "sim", build_config("incident", seed=5, requests=900))
-    return tmp / "sim" / "bundle"
+def bundle(incident_bundle: Path) -> Path:
+    return incident_bundle  # the session's incident (tests/conftest.py): seed 5, 900 requests
 
 
 def cli(args: list[str], patch: str = "") -> subprocess.CompletedProcess:
@@ -100,9 +95,10 @@ def cli(args: list[str], patch: str = "") -> subprocess.CompletedProcess:
     )
 
 
-def test_two_node_cluster_matches_the_in_process_run(cluster: str, bundle: Path, tmp_path: Path) -> None:
-    serial = tmp_path / "serial"
-    investigate(bundle, serial, execution=Execution(workers=1))
+def test_two_node_cluster_matches_the_in_process_run(
+    cluster: str, bundle: Path, incident_serial: tuple[Path, dict], tmp_path: Path
+) -> None:
+    serial = incident_serial[0]  # the bundle investigated in this process, one worker (tests/conftest.py)
     out = tmp_path / "ray"
     args = ["investigate", str(bundle), "--out", str(out), "--quiet"]
     done = cli([*args, "--executor", "ray", "--ray-address", cluster, "--workers", "2"])
