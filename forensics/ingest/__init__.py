@@ -17,7 +17,7 @@ from forensics.engines.facts import EngineRows
 from forensics.errors import InputError
 from forensics.ingest.bulk import load_engine_files
 from forensics.ingest.damage import store_input_damage
-from forensics.ingest.engine import store
+from forensics.ingest.engine import load_integrity, store, store_integrity
 from forensics.ingest.gateway import define_gateway, join_gateway, load_gateway_file, reject_repeated_records
 from forensics.ingest.pages import define_page_events, load_page_file
 from forensics.ingest.seqs import any_duplicate_seq, store_seq_jumps
@@ -160,9 +160,17 @@ def ingest_into(
     with timed("ingest/load_engine"):
         load_engine_files(con, engine, config.log_timezone, engine_rows)
     store(con, engine_rows)
+    other_rows = EngineRows()
     for node, name in sorted(other.items()):
         logs = [f for f in files if f.node == node and f.source == "engine_log" and not (f.error or f.skipped)]
         load_startup(con, node, name, logs)
+        load_integrity(logs, other_rows)
+    store_integrity(con, other_rows)
+    for fid, lineno, reason in other_rows.rejected:
+        con.execute("INSERT INTO rejected VALUES (?, ?, ?)", [fid, lineno, reason])
+        by_file = next(f for f in files if f.file_id == fid)
+        by_file.rows_loaded -= 1
+        by_file.rows_rejected += 1
     with timed("ingest/audit"):
         store_audit(con, bundle)
     store_shipped(con, shipped)
