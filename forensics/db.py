@@ -19,7 +19,7 @@ from typing import Any
 import duckdb
 
 from forensics import keys, progress
-from forensics.engines import sglang
+from forensics.engines import integrity, sglang
 from forensics.errors import InputError, check_interrupted
 from forensics.paths import step_files
 
@@ -141,8 +141,9 @@ MACRO_HOMES = {
     "(sglang_rank_pool) and the clock bounds (landing_offset_lo, landing_offset_hi, alloc_rounding)",
     "forensics.findings.rules.MACROS": "the findings' first step: cross_account, possible_pair, source_key",
     "forensics.findings.likelihood.MACROS": "its step, once the run has measured source_tier: is_likely, likely_tier",
+    "forensics.engines.integrity.MACROS": "connect: which canary lines name a read (canary_read_violation)",
 }
-CONNECTION_MACROS = {**keys.MACROS, **sglang.MACROS}
+CONNECTION_MACROS = {**keys.MACROS, **sglang.MACROS, **integrity.MACROS}
 
 
 def define_macros(con: duckdb.DuckDBPyConnection, macros: dict[str, str]) -> None:

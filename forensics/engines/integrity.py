@@ -65,8 +65,17 @@ KINDS = {
 }
 # the canary's fail reasons that a read checks (verify_*; `chain_hash`, `position`, `real_kv_hash` in the
 # releases that printed the bare names): a slot that fails one held, at that read, KV other than what its
-# holder wrote. write_* reasons check the canary's own stamping, not a read.
-READ_REASONS = ("verify_chain_hash", "verify_position", "verify_real_kv_hash", "chain_hash", "position", "real_kv_hash")
+# holder wrote. write_* reasons check the canary's own stamping, not a read; a sweep (launch tags SWEEP_*)
+# checks the slots the radix cache keeps, which no request need be reading.
+READ_REASONS = (
+    "verify_chain_hash",
+    "verify_position",
+    "verify_real_kv_hash",
+    "verify_token",
+    "chain_hash",
+    "position",
+    "real_kv_hash",
+)
 
 
 def event(base: Row, kind: str, msg: str, **cols: Any) -> Row:
@@ -105,9 +114,18 @@ def canary_row(m: re.Match[str], msg: str, base: Row) -> Row:
     )
 
 
+# READ_REASONS in SQL (made on every connection: forensics.db CONNECTION_MACROS): whether a canary row's
+# reason names a check made on a forward's read, as is_read_violation decides
+_REASONS_SQL = ", ".join(f"'{r}'" for r in READ_REASONS)
+MACROS = {
+    "canary_read_violation(reason)": f"reason NOT LIKE '%launch_tag=SWEEP\\_%' ESCAPE '\\' "
+    f"AND list_has_any(string_split(split_part(reason, ' ', 1), '+'), [{_REASONS_SQL}])"
+}
+
+
 def is_read_violation(reason: str) -> bool:
-    """Whether a canary row's reason names a check made on a read (READ_REASONS)."""
-    return any(r in READ_REASONS for r in reason.split(" ", 1)[0].split("+"))
+    """Whether a canary row's reason names a check made on a forward's read (READ_REASONS, not a sweep)."""
+    return "launch_tag=SWEEP_" not in reason and any(r in READ_REASONS for r in reason.split(" ", 1)[0].split("+"))
 
 
 # --- the transfer libraries' lines ---

@@ -68,12 +68,13 @@ def summary(r: dict[str, Any]) -> str:
     """One sentence: what the line proves, and no more."""
     kind = r["kind"]
     if kind == "canary_violation":
-        read = integrity.is_read_violation(r["reason"] or "")
-        what = (
-            "held KV other than what its holder wrote, at that read (whose KV it was, the line does not say)"
-            if read
-            else "failed the canary's write check (its stamp, not a read)"
-        )
+        reason = r["reason"] or ""
+        if integrity.is_read_violation(reason):
+            what = "held KV other than what its holder wrote, at that read (whose KV it was, the line does not say)"
+        elif "launch_tag=SWEEP_" in reason:
+            what = "failed a sweep of the cached slots (no read named; whose KV it was, the line does not say)"
+        else:
+            what = "failed the canary's write check (its stamp, not a read)"
         return f"{r['node']}: KV canary: slot {r['slot']} position {r['position']} {what}: {r['reason']}"
     if kind == "checksum_mismatch":
         return (

@@ -47,7 +47,7 @@ def test_sglang_lines_each_into_its_row() -> None:
     assert all(r["node"] == "decode-0" and r["file_id"] == 7 for r in rows.integrity)
     reasons = [r["reason"] for r in rows.integrity]
     assert reasons[0] == "verify_chain_hash+verify_position+verify_real_kv_hash (launch_tag=HEAD_K_FULL)"
-    assert [integrity.is_read_violation(r) for r in reasons[:4]] == [True, True, True, False]
+    assert [integrity.is_read_violation(r) for r in reasons[:4]] == [True, False, True, False]  # 8: a sweep
     assert reasons[4:6] == ["expected=0x1a2b got=0x3c4d", "on a peer rank"]
     assert reasons[6] == "transport retry counter exceeded"
     assert rows.integrity[6]["address"] == (
@@ -106,3 +106,15 @@ def test_a_context_that_is_no_literal_still_names_its_request() -> None:
     )
     assert integrity.read_text_line(line.encode(), "n", 1, 1, rows)
     assert rows.integrity[0]["request_id"] == "r-1" and rows.integrity[0]["kind"] == "nixl_failure"
+
+
+def test_the_sql_macro_reads_the_canary_reasons_as_python_does() -> None:
+    from forensics.db import connect
+
+    con = connect(":memory:")
+    rows = _read("sglang_decode.log", sglang=True).integrity
+    reasons = [r["reason"] for r in rows if r["kind"] == "canary_violation"]
+    reasons += ["chain_hash+position (launch_tag=TAIL_K_FULL)", "verify_token (launch_tag=HEAD_V_FULL)", "none"]
+    for reason in reasons:
+        sql = con.execute("SELECT canary_read_violation(?)", [reason]).fetchone()[0]
+        assert sql == integrity.is_read_violation(reason), reason

@@ -1,9 +1,11 @@
 -- The client requests an engine's integrity line names (forensics.engines.integrity), and what the line
 -- does to each one's finding: `confirm` (its response read KV that was not its own) or `doubt` (it is
 -- not clean: indeterminate at least).
--- A canary line whose reason is a read check (verify_*) proves its slot held, at that read, KV other
--- than what its holder wrote; it does not say whose. Its holder: on a node with page telemetry, the room
--- of the latest alloc of that slot at or before the line (confirm); on a node without, the rooms whose
+-- A canary line whose reason is a read check (verify_*: the macro canary_read_violation) of a forward's reads (launch tags HEAD_*, TAIL_*)
+-- proves its slot held, at that read, KV other than what its holder wrote; it does not say whose. (A
+-- sweep's line, SWEEP_*, checks slots the radix cache keeps, which no request may be reading: it names
+-- no response.) Its holder: on a node with page telemetry, the room of the latest alloc of that slot at
+-- or before the line, unless that room freed it before the line (confirm); on a node without, the rooms whose
 -- pages the logs place on the node at the line's time (node_lifecycle: t_alloc to t_end, the line's
 -- resolution either side): confirm when one room fits, else doubt each (the line does not say which).
 -- A checksum mismatch names its room: the KV that landed there is not what prefill sent; SGLang aborts
@@ -16,14 +18,19 @@ WITH ev AS (
     SELECT i.*, f.path || ':' || i.line AS cite, coalesce(l.ts_resolution_ms, 1000) / 1000.0 AS res
     FROM integrity_events i JOIN files f USING (file_id)
     LEFT JOIN engine_lines l ON l.file_id = i.file_id AND l.line = i.line
-    WHERE i.ts IS NOT NULL AND (i.kind = 'checksum_mismatch' OR (i.kind = 'canary_violation' AND i.reason LIKE 'verify_%')
-          OR (i.kind = 'canary_violation' AND split_part(i.reason, ' ', 1) SIMILAR TO '(chain_hash|position|real_kv_hash)(\+.*)?'))
-), held_pages AS (  -- node with page telemetry: the slot's latest alloc at or before the line
-    SELECT e.file_id, e.line, arg_max(p.room, (p.ts, p.seq)) AS room
+    WHERE i.ts IS NOT NULL
+      AND (i.kind = 'checksum_mismatch' OR i.kind = 'canary_violation' AND canary_read_violation(i.reason))
+), last_alloc AS (  -- node with page telemetry: the slot's latest alloc at or before the line
+    SELECT e.file_id, e.line, any_value(e.node) AS node, any_value(e.slot) AS slot, any_value(e.ts) AS ts,
+           arg_max(p.room, (p.ts, p.seq)) AS room, max(p.ts) AS alloc_ts
     FROM ev e JOIN page_events p ON p.node = e.node AND p.op = 'alloc' AND p.start <= e.slot AND e.slot < p."end"
         AND p.ts <= e.ts
     WHERE e.kind = 'canary_violation' AND e.node IN (SELECT node FROM telemetry_nodes)
     GROUP BY e.file_id, e.line
+), held_pages AS (  -- ... still held at the line: no free of it by that room in between
+    SELECT a.file_id, a.line, a.room FROM last_alloc a
+    WHERE NOT EXISTS (SELECT 1 FROM page_events f WHERE f.node = a.node AND f.op = 'free' AND f.room = a.room
+                      AND f.start <= a.slot AND a.slot < f."end" AND f.ts >= a.alloc_ts AND f.ts < a.ts)
 ), held_logs AS (  -- node without: the rooms the logs place there at the line's time
     SELECT e.file_id, e.line, n.room, count(*) OVER (PARTITION BY e.file_id, e.line) AS fits
     FROM ev e JOIN node_lifecycle n ON n.node = e.node
