@@ -152,7 +152,7 @@ class Detector:
 
     def feed(self, node: str, path: str, lineno: int, raw: bytes, jsonl: bool) -> list[Alert]:
         """One line of `path` (relative to the watched folder) on `node`: the alerts it completes."""
-        if not jsonl and integrity_lines.MARKERS.search(raw):
+        if not jsonl and integrity_lines.holds_one(raw):
             return self._integrity(node, path, lineno, raw)
         if (JSON_MARKER not in raw) if jsonl else (TEXT_MARKERS.search(raw) is None):
             return []
@@ -173,7 +173,7 @@ class Detector:
         out: list[Alert] = []
         for lineno, raw, requests, config, res_ms in lines:
             out += self.apply(node, path, lineno, raw, requests, config, res_ms)
-        if not jsonl and integrity_lines.MARKERS.search(data):
+        if not jsonl and integrity_lines.holds_one(data):
             for lineno, raw in integrity_lines.lines(data, before):
                 out += self._integrity(node, path, lineno, raw)
         return out
