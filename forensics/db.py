@@ -19,7 +19,7 @@ from typing import Any
 import duckdb
 
 from forensics import keys, progress
-from forensics.engines import integrity, sglang
+from forensics.engines import sglang
 from forensics.errors import InputError, check_interrupted
 from forensics.paths import step_files
 
@@ -137,13 +137,12 @@ def connect(path: Path | str, memory_limit: str | None = None, threads: int | No
 # stage's step, its own (a macro is bound when made, so one over a table waits for the table).
 MACRO_HOMES = {
     "forensics.keys.MACROS": "connect: the event-key layout and the op codes",
-    "forensics.engines.sglang.MACROS": "connect: SGLang's input limit, the leak window, the pool rule "
-    "(sglang_rank_pool) and the clock bounds (landing_offset_lo, landing_offset_hi, alloc_rounding)",
+    "forensics.engines.sglang.MACROS": "connect: SGLang's input limit, leak window, pool rule (sglang_rank_pool), "
+    "clock bounds (landing_offset_lo, landing_offset_hi, alloc_rounding), canary reads (canary_read_violation)",
     "forensics.findings.rules.MACROS": "the findings' first step: cross_account, possible_pair, source_key",
     "forensics.findings.likelihood.MACROS": "its step, once the run has measured source_tier: is_likely, likely_tier",
-    "forensics.engines.integrity.MACROS": "connect: which canary lines name a read (canary_read_violation)",
 }
-CONNECTION_MACROS = {**keys.MACROS, **sglang.MACROS, **integrity.MACROS}
+CONNECTION_MACROS = {**keys.MACROS, **sglang.MACROS}
 
 
 def define_macros(con: duckdb.DuckDBPyConnection, macros: dict[str, str]) -> None:

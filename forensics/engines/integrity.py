@@ -114,8 +114,8 @@ def canary_row(m: re.Match[str], msg: str, base: Row) -> Row:
     )
 
 
-# READ_REASONS in SQL (made on every connection: forensics.db CONNECTION_MACROS): whether a canary row's
-# reason names a check made on a forward's read, as is_read_violation decides
+# READ_REASONS in SQL, made on every connection with SGLang's macros (forensics.engines.sglang MACROS):
+# whether a canary row's reason names a check made on a forward's read, as is_read_violation decides
 _REASONS_SQL = ", ".join(f"'{r}'" for r in READ_REASONS)
 MACROS = {
     "canary_read_violation(reason)": f"reason NOT LIKE '%launch_tag=SWEEP\\_%' ESCAPE '\\' "
