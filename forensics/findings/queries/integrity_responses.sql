@@ -6,13 +6,14 @@
 -- sweep's line, SWEEP_*, checks slots the radix cache keeps, which no request may be reading: it names
 -- no response.) Its holder: on a node with page telemetry, the room of the latest alloc of that slot at
 -- or before the line, unless that room freed it before the line (confirm); on a node without, the rooms whose
--- pages the logs place on the node at the line's time (node_lifecycle: t_alloc to t_end, the line's
--- resolution either side): confirm when one room fits, else doubt each (the line does not say which).
+-- pages the logs place on the node at the line's time (node_lifecycle: t_alloc less its uncertainty to
+-- t_end, or t_free for an aborted room; the line's resolution either side): confirm when one room fits
+-- and no log outage of the node may hide another, else doubt each (the line does not say which).
 -- A checksum mismatch names its room: the KV that landed there is not what prefill sent; SGLang aborts
 -- the request before it emits a token (disaggregation/decode.py 0.5.23), so its response is doubted,
 -- never confirmed, by the line. A line without a time places nothing.
 -- grain: request_id, file_id, line; reads: integrity_events, engine_lines, page_events, telemetry_nodes,
---        node_lifecycle, gateway, files; params: none
+--        node_lifecycle, log_outages, gateway, files; params: none
 CREATE OR REPLACE TABLE integrity_responses AS
 WITH ev AS (
     SELECT i.*, f.path || ':' || i.line AS cite, coalesce(l.ts_resolution_ms, 1000) / 1000.0 AS res
@@ -31,10 +32,14 @@ WITH ev AS (
     SELECT a.file_id, a.line, a.room FROM last_alloc a
     WHERE NOT EXISTS (SELECT 1 FROM page_events f WHERE f.node = a.node AND f.op = 'free' AND f.room = a.room
                       AND f.start <= a.slot AND a.slot < f."end" AND f.ts >= a.alloc_ts AND f.ts < a.ts)
-), held_logs AS (  -- node without: the rooms the logs place there at the line's time
-    SELECT e.file_id, e.line, n.room, count(*) OVER (PARTITION BY e.file_id, e.line) AS fits
+), held_logs AS (  -- node without: the rooms the logs place there at the line's time (an aborted room
+                    -- until its pages go back); one fits only where no log outage may hide another
+    SELECT e.file_id, e.line, n.room,
+           CASE WHEN e.node IN (SELECT node FROM log_outages) THEN 0
+                ELSE count(*) OVER (PARTITION BY e.file_id, e.line) END AS fits
     FROM ev e JOIN node_lifecycle n ON n.node = e.node
-        AND n.t_alloc - e.res <= epoch_us(e.ts) / 1e6 AND epoch_us(e.ts) / 1e6 <= n.t_end + e.res
+        AND n.t_alloc - n.unc_alloc - e.res <= epoch_us(e.ts) / 1e6
+        AND epoch_us(e.ts) / 1e6 <= coalesce(n.t_end, n.t_free) + e.res
     WHERE e.kind = 'canary_violation' AND e.node NOT IN (SELECT node FROM telemetry_nodes)
 ), named AS (
     SELECT e.file_id, e.line, e.node, h.room, 'confirm' AS effect, e.cite,
@@ -47,6 +52,8 @@ WITH ev AS (
            'a KV canary line (' || e.cite || ') found slot ' || e.slot || ' (position ' || e.position
            || ') holding KV other than what its holder wrote, at a read on ' || e.node
            || CASE WHEN h.fits = 1 THEN ' while this request alone held pages there (its logs)'
+                   WHEN h.fits = 0 THEN ' while this request held pages there (its logs; the node''s logs have an '
+                        || 'outage, so others may have): which one held the slot, the line does not say'
                    ELSE ' while this request was one of ' || h.fits || ' holding pages there (its logs): which one held '
                         || 'the slot, the line does not say' END
            || '; whose KV it was, the line does not say'
