@@ -137,8 +137,8 @@ def connect(path: Path | str, memory_limit: str | None = None, threads: int | No
 # stage's step, its own (a macro is bound when made, so one over a table waits for the table).
 MACRO_HOMES = {
     "forensics.keys.MACROS": "connect: the event-key layout and the op codes",
-    "forensics.engines.sglang.MACROS": "connect: SGLang's input limit, the leak window, the pool rule "
-    "(sglang_rank_pool) and the clock bounds (landing_offset_lo, landing_offset_hi, alloc_rounding)",
+    "forensics.engines.sglang.MACROS": "connect: SGLang's input limit, leak window, pool rule (sglang_rank_pool), "
+    "clock bounds (landing_offset_lo, landing_offset_hi, alloc_rounding), canary reads (canary_read_violation)",
     "forensics.findings.rules.MACROS": "the findings' first step: cross_account, possible_pair, source_key",
     "forensics.findings.likelihood.MACROS": "its step, once the run has measured source_tier: is_likely, likely_tier",
 }

@@ -106,6 +106,12 @@ def simulate(
     decode_log_interval: int | None = typer.Option(
         None, "--decode-log-interval", help="With --batch-lines: a decode line every N decode steps (default 40)."
     ),
+    integrity_lines: str | None = typer.Option(
+        None,
+        "--integrity-lines",
+        help="Write the engines' integrity lines: canary (SGLang's KV canary violation where a decode read finds "
+        "another request's KV in a slot; default: none).",
+    ),
     live: Path | None = typer.Option(
         None,
         "--live",
@@ -179,6 +185,7 @@ def simulate(
                 batch_lines=batch_lines,
                 engine=engine,
                 decode_log_interval=decode_log_interval,
+                integrity_lines=integrity_lines,
             )
         except ValueError as err:  # an option the user can correct
             raise InputError(f"simulate: {err}") from err

@@ -145,15 +145,16 @@ def to_int(text: str) -> int:
 
 @dataclass
 class EngineRows:
-    """What a line reader adds per line: its engine_lines row, the request, config and batch_stats rows
-    it gives, the transfer references a request line names (engine_request_links: vLLM's
-    kv_transfer_params), and (file_id, line, reason) of a rejected line."""
+    """What a line reader adds per line: its engine_lines row, the request, config, batch_stats and
+    integrity_events rows it gives, the transfer references a request line names (engine_request_links:
+    vLLM's kv_transfer_params), and (file_id, line, reason) of a rejected line."""
 
     lines: list[dict[str, Any]] = field(default_factory=list)
     requests: list[dict[str, Any]] = field(default_factory=list)
     config: list[dict[str, Any]] = field(default_factory=list)
     batches: list[dict[str, Any]] = field(default_factory=list)  # batch_stats rows
     links: list[dict[str, Any]] = field(default_factory=list)  # engine_request_links rows
+    integrity: list[dict[str, Any]] = field(default_factory=list)  # integrity_events rows
     rejected: list[tuple[int, int, str]] = field(default_factory=list)
 
 

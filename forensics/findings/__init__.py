@@ -4,7 +4,7 @@ Reads: the ownership stage's tables, gateway, request_cohort, engine_requests, n
 Writes: node_missing, read_provenance, order_alternatives, conflict_rooms, write_effects, exposure_segments,
 exposure_certain (temp), room_flags, log_outages, outage_responses, room_requests, signature_responses,
 late_write_rule (temp), late_write_responses, missing_rooms, exposures, recipient_slots (temp),
-affected_responses, tier_cases, tier_reliability, gap_sources, sender_sources, possible_sources,
+integrity_responses, affected_responses, tier_cases, tier_reliability, gap_sources, sender_sources, possible_sources,
 content_matches, content_pairs (view), hazard_segments, hazards, accounts, coverage, evidence_damage; and
 the findings CSV files.
 """
@@ -153,6 +153,7 @@ STEPS = (
     recipient_slots,
     source_likelihood,  # an allocator model replayed over the logs of the nodes without page telemetry
     "signature_status",  # ... which also says whether a signature response's pages had been written
+    "integrity_responses",  # the requests the engines' integrity lines name, confirmed or doubted by them
     "affected_responses",
     "tier_cases",  # each indeterminate tier's logs-only rule applied on the nodes with page telemetry
     "tier_reliability",  # each indeterminate tier's logs-only rule scored on the nodes with page telemetry

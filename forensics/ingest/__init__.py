@@ -17,7 +17,7 @@ from forensics.engines.sglang_startup import NAME as SGLANG
 from forensics.errors import InputError
 from forensics.ingest.bulk import load_engine_files
 from forensics.ingest.damage import store_input_damage
-from forensics.ingest.engine import store
+from forensics.ingest.engine import load_integrity, store, store_integrity
 from forensics.ingest.gateway import define_gateway, join_gateway, load_gateway_file, reject_repeated_records
 from forensics.ingest.pages import define_page_events, load_page_file
 from forensics.ingest.seqs import any_duplicate_seq, store_seq_jumps
@@ -168,8 +168,16 @@ def ingest_into(
     }
     read = {node for node, logs in other_logs.items() if read_requests(other[node], logs, config, engine_rows)}
     store(con, engine_rows)
+    other_rows = EngineRows()
     for node, logs in other_logs.items():
         load_startup(con, node, other[node], logs, requests_read=node in read)
+        load_integrity(logs, other_rows)
+    store_integrity(con, other_rows)
+    for fid, lineno, reason in other_rows.rejected:
+        con.execute("INSERT INTO rejected VALUES (?, ?, ?)", [fid, lineno, reason])
+        by_file = next(f for f in files if f.file_id == fid)
+        by_file.rows_loaded -= 1
+        by_file.rows_rejected += 1
     with timed("ingest/audit"):
         store_audit(con, bundle)
     store_shipped(con, shipped)

@@ -649,6 +649,7 @@ def _python_lines(
                 r["fidx"] = fidx
             marks[name] = len(got)
     rows.config.extend(loc.config)
+    rows.integrity.extend(loc.integrity)
     rows.rejected.extend(loc.rejected)
     return loc
 
@@ -658,6 +659,7 @@ def _python_file(con: duckdb.DuckDBPyConnection, f: InputFile, tz: ZoneInfo, row
     loc = EngineRows()
     (parse_log if text else parse_requests_jsonl)(f, tz, loc)
     rows.config.extend(loc.config)
+    rows.integrity.extend(loc.integrity)
     rows.rejected.extend(loc.rejected)
     _store_rows(con, loc)
 

@@ -6,7 +6,8 @@ rows of both stored.
 Text logs carry no zone: their local time is read in the bundle's [engine] log_timezone.
 Reads: engine/<node>/*.log, *.jsonl. Writes: engine_lines, engine_requests, engine_request_links (the
 KV transfer a vLLM request line names), node_config, batch_stats (the periodic batch lines:
-forensics.ingest.batch_lines), rejected.
+forensics.ingest.batch_lines), integrity_events (the engines' and their transfer libraries' integrity
+lines: forensics.engines.integrity; of a node of another engine, read by load_integrity), rejected.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from zoneinfo import ZoneInfo
 import duckdb
 import pyarrow as pa
 
+from forensics.engines import integrity
 from forensics.engines.facts import EngineRows, ReadLine
 from forensics.engines.sglang.reader import READER
 from forensics.ingest import batch_lines
@@ -31,6 +33,16 @@ def parse_log(f: InputFile, tz: ZoneInfo, rows: EngineRows, read: ReadLine = REA
             if read(raw, f.node, f.file_id, lineno, tz, rows):
                 f.rows_loaded += 1
     f.rows_rejected = f.rows_read - f.rows_loaded
+
+
+def load_integrity(files: list[InputFile], rows: EngineRows) -> None:
+    """The integrity lines of a node of an engine without a line reader of its own (its start-up facts
+    are read apart: forensics.ingest.startup)."""
+    for f in files:
+        assert f.node is not None
+        with f.path.open("rb") as fh:
+            for lineno, raw in enumerate(fh, start=1):
+                integrity.read_text_line(raw, f.node, f.file_id, lineno, rows)
 
 
 def parse_requests_jsonl(f: InputFile, tz: ZoneInfo, rows: EngineRows, read: ReadLine = READER.json) -> None:
@@ -109,6 +121,27 @@ CFG_SCHEMA = pa.schema(
         ("line", pa.int64()),
     ]
 )
+INTEGRITY_SCHEMA = pa.schema(
+    [
+        ("node", pa.string()),
+        ("ts", pa.timestamp("us", tz="UTC")),
+        ("kind", pa.string()),
+        ("reason", pa.string()),
+        ("room", pa.int64()),
+        ("request_id", pa.string()),
+        ("remote_request_id", pa.string()),
+        ("slot", pa.int64()),
+        ("position", pa.int64()),
+        ("stored_token", pa.int64()),
+        ("expected_token", pa.int64()),
+        ("block_ids", pa.list_(pa.int64())),
+        ("num_blocks", pa.int64()),
+        ("address", pa.string()),
+        ("file_id", pa.int32()),
+        ("line", pa.int64()),
+        ("message", pa.string()),
+    ]
+)
 
 
 def store(con: duckdb.DuckDBPyConnection, rows: EngineRows) -> None:
@@ -151,5 +184,14 @@ def store(con: duckdb.DuckDBPyConnection, rows: EngineRows) -> None:
         con.execute(f"INSERT INTO engine_request_links SELECT {', '.join(LINK_SCHEMA.names)} FROM links")
     batches = pa.Table.from_pylist(rows.batches, schema=batch_lines.SCHEMA)  # noqa: F841
     con.execute(f"INSERT INTO batch_stats SELECT {', '.join(batch_lines.SCHEMA.names)} FROM batches")
+    store_integrity(con, rows)
     if rows.rejected:
         con.executemany("INSERT INTO rejected VALUES (?, ?, ?)", rows.rejected)
+
+
+def store_integrity(con: duckdb.DuckDBPyConnection, rows: EngineRows) -> None:
+    """integrity_events in the order of the lines (a line gives at most one row)."""
+    events = pa.Table.from_pylist(rows.integrity, schema=INTEGRITY_SCHEMA)  # noqa: F841 (read by DuckDB)
+    cols = ", ".join(INTEGRITY_SCHEMA.names)
+    con.execute(f"INSERT INTO integrity_events SELECT {cols} FROM events ORDER BY file_id, line")
+    rows.integrity.clear()

@@ -207,6 +207,7 @@ def gather(
         "window": rows(con, "replay_window")[0],
         "annex": rows(con, "account_annex"),
         "clean_nodes": rows(con, "clean_nodes"),
+        "integrity": rows(con, "integrity_lines"),
         "shared_prefix": rows(con, "shared_prefix"),
         "hazards": rows(con, "hazard_counts"),
         "clock_bounds": rows(con, "clock_bounds"),

@@ -45,7 +45,17 @@ FORMATS = ("cef", "hec", "ecs", "ocsf")
 # ECS event.severity and in HEC's event too: one scale across formats.
 FINDING_SEVERITY = {("confirmed", "pages"): 9, ("confirmed", "signature"): 8}
 INDETERMINATE_SEVERITY = 5
-ALERT_SEVERITY = {"exposure": 8, "placeholder_signature": 7, "late_transfer": 6, "pool_smaller_than_context": 4}
+ALERT_SEVERITY = {
+    "exposure": 8,
+    "canary_violation": 8,
+    "placeholder_signature": 7,
+    "checksum_mismatch": 7,
+    "late_transfer": 6,
+    "nixl_expired": 6,
+    "nixl_failure": 5,
+    "pool_smaller_than_context": 4,
+    "mooncake_failure": 4,
+}
 UNKNOWN_ALERT_SEVERITY = 5
 
 

@@ -145,11 +145,14 @@ class SlotState:
         self.content[a:b] = rid
         self.wtime[a:b] = t
 
-    def read(self, a: int, b: int, rid: int, alloc_t: int) -> None:
+    def read(self, a: int, b: int, rid: int, alloc_t: int) -> int:
+        """Record the exposures of a read; returns the first slot holding another request's KV (-1: none)."""
         c = self.content[a:b]
         mask = (c >= 0) & (c != rid)
+        first = -1
         if mask.any():
             slots = np.flatnonzero(mask) + a
+            first = int(slots[0])
             src = c[mask]
             stale = self.wtime[a:b][mask] < alloc_t
             for s in np.unique(src).tolist():
@@ -159,6 +162,7 @@ class SlotState:
                 if (m & ~stale).any():
                     self.exp.add(rid, s, self.node, FOREIGN, slots[m & ~stale])
         self.attend[a:b] = rid
+        return first
 
     def release(self, a: int, b: int, rid: int) -> None:
         att = self.attend[a:b]
@@ -244,6 +248,7 @@ class Node:
         self.lines: list[tuple[int, str]] = []  # (node-clock µs, message)
         self.jsonl: list[tuple[int, dict[str, object]]] = []
         self.generated = 0  # page events logged (set when the rows are handed to the writer)
+        self.canary_at: list[int] = []  # true times of the KV canary violations logged (--integrity-lines canary)
 
     def clock(self, t: int) -> int:
         return t + self.spec.clock_offset_us

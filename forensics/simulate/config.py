@@ -99,6 +99,10 @@ class SimConfig:
     batch_lines: str = ""
     decode_log_interval: int = 40
     decode_step_ms: float = 25.0
+    # the engines' integrity lines in the decode nodes' logs ("": none; "canary": SGLang's KV canary in log
+    # mode, a violation line where a decode read finds another request's KV in a slot: the truth's
+    # exposures); off: the bundle is the same bytes as without the option
+    integrity_lines: str = ""
     preset: str = "default"
     incident_id: str = "INC-SIM-0001"
     incident_title: str = "Simulated KV-cache exposure via prefill placeholder and aborted transfers"
@@ -138,6 +142,8 @@ class SimConfig:
         if not self.batch_lines:  # a run without them describes itself as before they existed
             for k in ("batch_lines", "decode_log_interval", "decode_step_ms"):
                 del d[k]
+        if not self.integrity_lines:
+            del d["integrity_lines"]
         return d
 
 
@@ -261,6 +267,8 @@ def build_config(preset: str = "default", **overrides: object) -> SimConfig:
         raise ValueError(f"--echo-noise must lie in [0, 1], not {cfg.echo_noise}")
     if cfg.texts and cfg.gateway_format not in TEXT_FORMATS:
         raise ValueError(f"--texts needs a gateway format that carries text: {', '.join(TEXT_FORMATS)}")
+    if cfg.integrity_lines not in ("", "canary"):
+        raise ValueError(f"unknown integrity lines {cfg.integrity_lines!r} (expected canary)")
     if cfg.batch_lines and cfg.batch_lines not in BATCH_RELEASES:
         raise ValueError(
             f"unknown SGLang release for batch lines {cfg.batch_lines!r} (expected one of {', '.join(BATCH_RELEASES)})"

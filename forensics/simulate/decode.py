@@ -16,6 +16,26 @@ if TYPE_CHECKING:
     from forensics.simulate.state import St
 
 D_END = 8
+_U64 = (1 << 64) - 1
+
+
+def canary_violation(slot: int, position: int, source: int, total: int) -> str:
+    """SGLang's KV canary violation as its --kv-canary log mode writes it (one WARNING of several lines,
+    sglang/srt/kv_canary/runner/violation_reporter.py _format_violation, 0.5.23): the real-KV hash of a slot
+    that holds another request's KV (`source`, whose stamp the hashes stand for) fails the read check."""
+    stored = (source * 0x9E3779B97F4A7C15 + 1) & _U64
+    expected = (slot * 0xBF58476D1CE4E5B9 + position + 1) & _U64
+    return (
+        f"kv_canary violation: launch_tag=HEAD_K_FULL fail_reason=verify_real_kv_hash slot_idx={slot} "
+        f"position={position} stored_token={source % 151552} expected_token=-1 stored_chain_hash={stored:#018x} "
+        f"expected_aux={expected:#018x}\n"
+        f"KV cache canary violation detected (kernel_kind=HEAD_K_FULL, slot_idx={slot}, position={position})\n"
+        "canary_kind:       per_forward_head_k_full\n"
+        "  fail_reasons: verify_real_kv_hash\n"
+        f"  stored:   token_id={source % 151552}   position={position} prev_hash={stored:#018x}\n"
+        f"  expected: prev_hash={expected:#018x}\n"
+        f"  total_violations={total} ring_overflow=False step_when_pumped=0"
+    )
 
 
 class DecodeSide:
@@ -70,9 +90,15 @@ class DecodeSide:
         r, s, ps = self.reqs[i], self.st[i], self.ps
         d = self.nodes[r.decode]
         assert s.d_pages is not None
+        pos, flagged = 0, False
         for a, b in token_ranges(s.d_pages, ps, 0, r.L):
             d.ev(t, "read", r.room, a, b)
-            d.slots.read(a, b, i, s.d_alloc_t)
+            slot = d.slots.read(a, b, i, s.d_alloc_t)
+            if slot >= 0 and self.cfg.integrity_lines == "canary" and not flagged:
+                d.canary_at.append(t)
+                d.log(t, canary_violation(slot, pos + slot - a, int(d.slots.content[slot]), len(d.canary_at)))
+                flagged = True  # the first violation of a read: the canary reports per slot, the test per read
+            pos += b - a
         self.touch[d.name][s.d_pages] = t
         n_out = min(-(-r.out // ps), len(d.pool))
         s.out_eff = min(r.out, n_out * ps)

@@ -134,6 +134,16 @@ def _simulate(out: Path, cfg: SimConfig) -> dict[str, object]:
         for node, t in late
         if node == r.decode and eng.st[r.idx].d_alloc_t - LATE_MARGIN <= t <= eng.st[r.idx].end_t + LATE_MARGIN
     }
+    # a KV canary line on a node without page telemetry names a slot, not its holder: every response
+    # holding pages there within LATE_MARGIN of it may be reported indeterminate
+    canary = [(name, t) for name, node in eng.nodes.items() if name not in telemetry for t in node.canary_at]
+    in_flight_canary = {
+        r.idx
+        for r in reqs
+        if r.decode not in telemetry
+        for node, t in canary
+        if node == r.decode and eng.st[r.idx].d_alloc_t - LATE_MARGIN <= t <= eng.st[r.idx].end_t + LATE_MARGIN
+    }
     kinds: dict[int, set[str]] = {}
     for (rec, _src, _node, kind), _n in counts.items():
         kinds.setdefault(rec, set()).add(kind)
@@ -142,7 +152,7 @@ def _simulate(out: Path, cfg: SimConfig) -> dict[str, object]:
     for r in sorted(reqs, key=lambda x: x.request_id):
         exposed = r.idx in kinds
         sig = r.decode not in telemetry
-        indet = r.idx in flagged or (sig and r.placeholder) or r.idx in in_flight_late
+        indet = r.idx in flagged or (sig and r.placeholder) or r.idx in in_flight_late or r.idx in in_flight_canary
         resp_rows.append(
             [
                 r.request_id,

@@ -20,7 +20,9 @@ findings use, applied as soon as their last line arrives:
 - pool_smaller_than_context: a server's KV pool (the pool rule of forensics.engines.sglang, as ingest's
   node_config and the audit take it) holds fewer tokens than its context length, so a full-context
   request cannot fit (forensics.engines.sglang.max_req_input_len; forensics.audit);
-- exposure (page events, forensics.watch.pages): a read of slots another room wrote.
+- exposure (page events, forensics.watch.pages): a read of slots another room wrote;
+- the engines' integrity lines, each at once (forensics.watch.integrity): canary_violation,
+  checksum_mismatch, nixl_failure, nixl_expired, mooncake_failure.
 Alerts are deduplicated per (kind, room), per (kind, node) for the start-up check. A room is forgotten
 once both sides are done with it, or an hour of log time after its last line: memory stays bounded by
 the rooms in flight.
@@ -38,6 +40,7 @@ from forensics.engines.facts import EngineRows
 from forensics.engines.sglang import POOL_SOURCES, SHAPES, landing_offset, max_req_input_len, node_pool, rank_pool
 from forensics.engines.sglang.reader import READER
 from forensics.watch import chunks
+from forensics.watch import integrity as integrity_lines
 from forensics.watch.engines import NodeEngines
 
 # the line shapes the rules read (a cheap test before the parser: most lines of a busy server are batch
@@ -50,7 +53,7 @@ JSON_LITERALS = (JSON_MARKER,)
 JSON_MARKER_RE = re.compile(re.escape(JSON_MARKER))
 
 
-KINDS = ("placeholder_signature", "late_transfer", "pool_smaller_than_context", "exposure")
+KINDS = ("placeholder_signature", "late_transfer", "pool_smaller_than_context", "exposure", *integrity_lines.KINDS)
 ROOM_TTL_S = 3600.0
 CLOSED_KEPT = 20_000  # log-time seconds after its last line that an unfinished room is kept
 EVIDENCE_CHARS = 500
@@ -153,6 +156,8 @@ class Detector:
 
     def feed(self, node: str, path: str, lineno: int, raw: bytes, jsonl: bool) -> list[Alert]:
         """One line of `path` (relative to the watched folder) on `node`: the alerts it completes."""
+        if not jsonl and integrity_lines.holds_one(raw):
+            return self._integrity(node, path, lineno, raw)
         if (JSON_MARKER not in raw) if jsonl else (TEXT_MARKERS.search(raw) is None):
             if (other := self.engines.of(node, raw)) is None or other.markers.search(raw) is None:
                 return []
@@ -176,6 +181,25 @@ class Detector:
         out: list[Alert] = []
         for lineno, raw, requests, config, res_ms in lines:
             out += self.apply(node, path, lineno, raw, requests, config, res_ms)
+        if not jsonl and integrity_lines.holds_one(data):
+            for lineno, raw in integrity_lines.lines(data, before):
+                out += self._integrity(node, path, lineno, raw)
+        return out
+
+    def _integrity(self, node: str, path: str, lineno: int, raw: bytes) -> list[Alert]:
+        """An integrity line's alert, once per what it names (forensics.watch.integrity)."""
+        out: list[Alert] = []
+        for r in integrity_lines.rows_of(raw, node, lineno, self.tz):
+            key = integrity_lines.dedupe_key(r)
+            if key in self.alerted:
+                continue
+            ts = r.get("ts")
+            self.alerted[key] = ts.timestamp() if ts else self.clock
+            rid = r.get("request_id")
+            out.append(
+                Alert(r["kind"], node, r.get("room"), [rid] if rid else [], [_ev(path, lineno, raw)], _iso(ts),
+                      summary=integrity_lines.summary(r))
+            )  # fmt: skip
         return out
 
     def apply(

@@ -58,6 +58,7 @@ Sources (sgl-project/sglang, python/sglang/srt/):
 
 from __future__ import annotations
 
+from forensics.engines import integrity
 from forensics.engines.sglang import rules, shapes
 from forensics.engines.sglang.fields import BULK_NUM, DURATION, MIN_WALLCLOCK_S, START_TIME
 from forensics.engines.sglang.reader import (
@@ -127,7 +128,7 @@ from forensics.engines.sglang.shapes import (
 )
 
 # made on every connection (forensics.db.connect): the rules' and the shapes' patterns
-MACROS = rules.MACROS | shapes.MACROS
+MACROS = rules.MACROS | shapes.MACROS | integrity.MACROS  # the canary's reasons (its lines are shapes)
 
 __all__ = [
     "ALLOC_ROUNDING",

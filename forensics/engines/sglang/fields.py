@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from forensics.engines import integrity
 from forensics.engines.facts import EngineRows
 from forensics.engines.sglang.rows import (
     Row,
@@ -187,8 +188,25 @@ def deferred_release(m: re.Match[str], msg: str, base: Row, rows: EngineRows, ra
 
 def checksum(m: re.Match[str], msg: str, base: Row, rows: EngineRows, rank: str | None) -> str:
     detail = f"expected={m['expected']} got={m['got']}" if m["expected"] else "on a peer rank"
-    rows.requests.append(request(base, m["rid"], num(m["room"]), "kv_checksum_mismatch", detail=detail))
+    room = num(m["room"])
+    rows.requests.append(request(base, m["rid"], room, "kv_checksum_mismatch", detail=detail))
+    row = integrity.event(base, "checksum_mismatch", msg, reason=detail, room=room, request_id=m["rid"])
+    rows.integrity.append(row)
     return "kv_checksum_mismatch"
+
+
+def canary(m: re.Match[str], msg: str, base: Row, rows: EngineRows, rank: str | None) -> str:
+    """A KV canary violation: the slot, position and tokens its first line names (the lines after it,
+    unprefixed, repeat them)."""
+    rows.integrity.append(integrity.canary_row(m, msg, base))
+    return "kv_canary_violation"
+
+
+def mooncake_failure(m: re.Match[str], msg: str, base: Row, rows: EngineRows, rank: str | None) -> str:
+    """A Mooncake transfer-engine slice failure in the server log (glog's prefix, not SGLang's: no time
+    is read from it)."""
+    rows.integrity.append(integrity.mooncake_row(m, msg, base))
+    return "mooncake_failure"
 
 
 def kind(name: str) -> Builder:

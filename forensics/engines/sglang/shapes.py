@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from forensics.engines import integrity
 from forensics.engines.sglang.fields import (
     BULK_DURATION_PAIR,
     BULK_START,
@@ -19,6 +20,7 @@ from forensics.engines.sglang.fields import (
     Builder,
     batch,
     bulk_duration,
+    canary,
     checksum,
     context_corruption,
     deferred_release,
@@ -26,6 +28,7 @@ from forensics.engines.sglang.fields import (
     kv_pool,
     kvpoll_timeout,
     max_total,
+    mooncake_failure,
     overlength,
     request_log,
     server_args_line,
@@ -176,6 +179,13 @@ SHAPES: dict[str, Shape] = {
         ("KV checksum mismatch ",),
         checksum,
     ),
+    # the KV canary (--kv-canary log|raise) found a slot whose stamp is not what its holder wrote; the
+    # pattern is searched, so the RuntimeError of raise mode is read too
+    "kv_canary_violation": Shape(integrity.CANARY, ("kv_canary violation: ",), canary),
+    # Mooncake's transfer engine (SGLang's default transfer backend) failed an RDMA slice; glog's prefix
+    "mooncake_failure": Shape(
+        integrity.MOONCAKE_FAILURE, (integrity.INTEGRITY["mooncake_failure"].literal,), mooncake_failure
+    ),
     # decode's heartbeat to a prefill failed: every room in flight from it is marked Failed
     "prefill_connection_lost": Shape(
         re.compile(
@@ -249,6 +259,7 @@ READ_MARKERS = (
     "Context corruption detected",
     "Deferred KV release for room",
     "KV checksum mismatch",
+    "kv_canary violation",
     "connection with prefill instance",
     *SHAPES["received"].literals,
     *SHAPES["finished"].literals,

@@ -10,8 +10,12 @@
 -- A response served in a log outage (outage_responses) is indeterminate with that reason, unless its
 -- exposure is confirmed; a signature response keeps its own status and carries the reason. So is a
 -- response on a node without page events whose engine's lines no logs-only rule reads (unread_responses).
+-- An engine's integrity line that names the request (integrity_responses) confirms it, or makes it
+-- indeterminate if nothing confirms it, and its reason cites the line (file:line); a response no other
+-- evidence names that such a line names is added.
 -- grain: request_id; reads: exposures, recipient_slots, room_requests, room_flags, missing_rooms,
---        outage_responses, unread_responses, signature_responses, late_write_responses, engine_requests; params: none
+--        outage_responses, unread_responses, signature_responses, late_write_responses, engine_requests,
+--        integrity_responses, telemetry_nodes; params: none
 CREATE OR REPLACE TABLE affected_responses AS
 WITH seg AS (  -- distinct slots per recipient, whatever their source (recipient_slots: the union of its
                -- ranges on each node)
@@ -51,7 +55,7 @@ WITH seg AS (  -- distinct slots per recipient, whatever their source (recipient
     LEFT JOIN seg s USING (request_id)
 ), named AS MATERIALIZED (  -- the gateway rows of these requests only, before the cohort lookup
     SELECT * FROM gateway WHERE request_id IN (SELECT request_id FROM page_based)
-)
+), base AS (
 SELECT DISTINCT  -- gateway records of one request id that differ only in fields not shown here: one row
        g.request_id, g.account_id, coalesce(c.cohort, 'customer') AS cohort, p.status, p.evidence, p.kinds,
        p.first_exposed_at, p.exposed_slots, p.source_requests, g.status AS http_status, g.completion_tokens,
@@ -93,4 +97,26 @@ LEFT JOIN (SELECT node, room, min(rid) AS rid FROM engine_requests
            WHERE room IS NOT NULL AND rid IS NOT NULL AND rid <> '' GROUP BY node, room) er
        ON er.node = x.node AND er.room = x.recipient_room
 WHERE x.recipient_request_id = ''
-GROUP BY x.node, x.recipient_room, er.rid;
+GROUP BY x.node, x.recipient_room, er.rid
+), lines AS (  -- the engines' integrity lines that name the request (integrity_responses)
+    SELECT request_id, bool_or(effect = 'confirm') AS confirm, any_value(node) AS node, any_value(room) AS room,
+           string_agg(DISTINCT why, '; ' ORDER BY why) AS why
+    FROM integrity_responses GROUP BY request_id
+)
+SELECT b.request_id, b.account_id, b.cohort,
+       CASE WHEN l.confirm THEN 'confirmed' WHEN l.request_id IS NOT NULL THEN 'indeterminate' ELSE b.status END
+         AS status,
+       b.evidence, b.kinds, b.first_exposed_at, b.exposed_slots, b.source_requests, b.http_status,
+       b.completion_tokens, b.decode_node, b.prefill_node, b.room,
+       CASE WHEN l.request_id IS NULL THEN b.reason ELSE concat_ws('; ', nullif(b.reason, ''), l.why) END AS reason
+FROM base b LEFT JOIN lines l ON l.request_id = b.request_id AND (b.status <> 'confirmed' OR l.confirm)
+UNION ALL  -- a response no other evidence names, that an integrity line confirms or doubts: its node's evidence
+SELECT g.request_id, any_value(g.account_id), any_value(coalesce(c.cohort, 'customer')),
+       CASE WHEN any_value(l.confirm) THEN 'confirmed' ELSE 'indeterminate' END,
+       CASE WHEN any_value(l.node) IN (SELECT node FROM telemetry_nodes) THEN 'pages' ELSE 'signature' END, '',
+       NULL, NULL, '', any_value(g.status), any_value(g.completion_tokens), any_value(g.decode_node),
+       any_value(g.prefill_node), any_value(g.bootstrap_room), any_value(l.why)
+FROM lines l JOIN gateway g USING (request_id)
+LEFT JOIN request_cohort c ON c.file_id = g.file_id AND c.row = g.row
+WHERE l.request_id NOT IN (SELECT request_id FROM base)
+GROUP BY g.request_id;

@@ -1,0 +1,69 @@
+-- The client requests an engine's integrity line names (forensics.engines.integrity), and what the line
+-- does to each one's finding: `confirm` (its response read KV that was not its own) or `doubt` (it is
+-- not clean: indeterminate at least).
+-- A canary line whose reason is a read check (verify_*: the macro canary_read_violation) of a forward's reads (launch tags HEAD_*, TAIL_*)
+-- proves its slot held, at that read, KV other than what its holder wrote; it does not say whose. (A
+-- sweep's line, SWEEP_*, checks slots the radix cache keeps, which no request may be reading: it names
+-- no response.) Its holder: on a node with page telemetry, the room of the latest alloc of that slot at
+-- or before the line, unless that room freed it before the line (confirm); on a node without, the rooms whose
+-- pages the logs place on the node at the line's time (node_lifecycle: t_alloc less its uncertainty to
+-- t_end, or t_free for an aborted room; the line's resolution either side): confirm when one room fits
+-- and no log outage of the node may hide another, else doubt each (the line does not say which).
+-- A checksum mismatch names its room: the KV that landed there is not what prefill sent; SGLang aborts
+-- the request before it emits a token (disaggregation/decode.py 0.5.23), so its response is doubted,
+-- never confirmed, by the line. A line without a time places nothing.
+-- grain: request_id, file_id, line; reads: integrity_events, engine_lines, page_events, telemetry_nodes,
+--        node_lifecycle, log_outages, gateway, files; params: none
+CREATE OR REPLACE TABLE integrity_responses AS
+WITH ev AS (
+    SELECT i.*, f.path || ':' || i.line AS cite, coalesce(l.ts_resolution_ms, 1000) / 1000.0 AS res
+    FROM integrity_events i JOIN files f USING (file_id)
+    LEFT JOIN engine_lines l ON l.file_id = i.file_id AND l.line = i.line
+    WHERE i.ts IS NOT NULL
+      AND (i.kind = 'checksum_mismatch' OR i.kind = 'canary_violation' AND canary_read_violation(i.reason))
+), last_alloc AS (  -- node with page telemetry: the slot's latest alloc at or before the line
+    SELECT e.file_id, e.line, any_value(e.node) AS node, any_value(e.slot) AS slot, any_value(e.ts) AS ts,
+           arg_max(p.room, (p.ts, p.seq)) AS room, max(p.ts) AS alloc_ts
+    FROM ev e JOIN page_events p ON p.node = e.node AND p.op = 'alloc' AND p.start <= e.slot AND e.slot < p."end"
+        AND p.ts <= e.ts
+    WHERE e.kind = 'canary_violation' AND e.node IN (SELECT node FROM telemetry_nodes)
+    GROUP BY e.file_id, e.line
+), held_pages AS (  -- ... still held at the line: no free of it by that room in between
+    SELECT a.file_id, a.line, a.room FROM last_alloc a
+    WHERE NOT EXISTS (SELECT 1 FROM page_events f WHERE f.node = a.node AND f.op = 'free' AND f.room = a.room
+                      AND f.start <= a.slot AND a.slot < f."end" AND f.ts >= a.alloc_ts AND f.ts < a.ts)
+), held_logs AS (  -- node without: the rooms the logs place there at the line's time (an aborted room
+                    -- until its pages go back); one fits only where no log outage may hide another
+    SELECT e.file_id, e.line, n.room,
+           CASE WHEN e.node IN (SELECT node FROM log_outages) THEN 0
+                ELSE count(*) OVER (PARTITION BY e.file_id, e.line) END AS fits
+    FROM ev e JOIN node_lifecycle n ON n.node = e.node
+        AND n.t_alloc - n.unc_alloc - e.res <= epoch_us(e.ts) / 1e6
+        AND epoch_us(e.ts) / 1e6 <= coalesce(n.t_end, n.t_free) + e.res
+    WHERE e.kind = 'canary_violation' AND e.node NOT IN (SELECT node FROM telemetry_nodes)
+), named AS (
+    SELECT e.file_id, e.line, e.node, h.room, 'confirm' AS effect, e.cite,
+           'a KV canary line (' || e.cite || ') found slot ' || e.slot || ' (position ' || e.position
+           || ') holding KV other than what this request wrote, at a read while it held the slot on ' || e.node
+           || ' (its page events): whose KV it was, the line does not say' AS why
+    FROM ev e JOIN held_pages h USING (file_id, line)
+    UNION ALL
+    SELECT e.file_id, e.line, e.node, h.room, CASE WHEN h.fits = 1 THEN 'confirm' ELSE 'doubt' END, e.cite,
+           'a KV canary line (' || e.cite || ') found slot ' || e.slot || ' (position ' || e.position
+           || ') holding KV other than what its holder wrote, at a read on ' || e.node
+           || CASE WHEN h.fits = 1 THEN ' while this request alone held pages there (its logs)'
+                   WHEN h.fits = 0 THEN ' while this request held pages there (its logs; the node''s logs have an '
+                        || 'outage, so others may have): which one held the slot, the line does not say'
+                   ELSE ' while this request was one of ' || h.fits || ' holding pages there (its logs): which one held '
+                        || 'the slot, the line does not say' END
+           || '; whose KV it was, the line does not say'
+    FROM ev e JOIN held_logs h USING (file_id, line)
+    UNION ALL
+    SELECT e.file_id, e.line, e.node, e.room, 'doubt', e.cite,
+           'a KV checksum mismatch line (' || e.cite || ') on its room: the KV that landed in its pages on ' || e.node
+           || ' is not what prefill sent (SGLang aborts such a request before it emits a token)'
+    FROM ev e WHERE e.kind = 'checksum_mismatch'
+)
+SELECT DISTINCT g.request_id, n.node, n.room, n.effect, n.cite, n.why, n.file_id, n.line
+FROM named n JOIN gateway g ON g.bootstrap_room = n.room AND (g.decode_node IS NULL OR g.decode_node = n.node)
+WHERE g.request_id IS NOT NULL;
