@@ -125,12 +125,88 @@ def simulate(
         help="With --live: replay the OUT/bundle already there instead of simulating (the simulation options "
         "are then ignored).",
     ),
+    scale: bool = typer.Option(
+        False,
+        "--scale",
+        help="A logs-only bundle at an incident's volume, streamed (forensics/simulate/scale: 16 decode + 8 "
+        "prefill nodes of the incident preset over 14 days, no page events; 100M requests in minutes). Takes "
+        "--requests (default 100000), --seed (default 1), --prefill-nodes, --decode-nodes, --abort-rate, "
+        "--long-rate, --release, --gateway-format (litellm_spendlogs, envoy or both, comma-separated) and the "
+        "options marked [scale].",
+    ),
+    days: int | None = typer.Option(None, "--days", help="[scale] Days of traffic (default 14)."),
+    rotation: str | None = typer.Option(
+        None, "--rotation", help="[scale] dateext (default, daily), numbered, numbered-gz (gzip), none."
+    ),
+    text_nodes: str | None = typer.Option(
+        None,
+        "--text-nodes",
+        help="[scale] Nodes logging --log-requests as text lines: odd-decode (default), all, none, or names.",
+    ),
+    accounts: int | None = typer.Option(None, "--accounts", help="[scale] Accounts (default 3000)."),
+    litellm_share: float | None = typer.Option(
+        None, "--litellm-share", help="[scale] With both gateways: share of accounts behind LiteLLM (0.7)."
+    ),
+    oversize_rate: float | None = typer.Option(
+        None, "--oversize-rate", help="[scale] Share of prompts over the context: HTTP 400 (0.0005)."
+    ),
+    spikes_per_day: float | None = typer.Option(None, "--spikes-per-day", help="[scale] Traffic spikes (3)."),
+    chunk: int | None = typer.Option(None, "--chunk", help="[scale] Requests per time slice (250000): memory."),
+    no_write: bool = typer.Option(False, "--no-write", help="[scale] Render every line, write none (CPU rate)."),
+    no_truth: bool = typer.Option(False, "--no-truth", help="[scale] Write no OUT/truth/responses.csv."),
 ) -> None:
     """Write a simulated incident bundle and its ground truth; with --live, then replay its engine logs live."""
     from forensics.errors import InputError
     from forensics.simulate import build_config
     from forensics.simulate import simulate as run
 
+    flags: dict[str, object] = {  # every flag given, for --scale's check (simulate.scale.options.from_cli)
+        "--seed": seed,
+        "--requests": requests,
+        "--prefill-nodes": prefill_nodes,
+        "--decode-nodes": decode_nodes,
+        "--abort-rate": abort_rate,
+        "--long-rate": long_rate,
+        "--release": release,
+        "--gateway-format": gateway_format,
+        "--days": days,
+        "--rotation": rotation,
+        "--text-nodes": text_nodes,
+        "--accounts": accounts,
+        "--litellm-share": litellm_share,
+        "--oversize-rate": oversize_rate,
+        "--spikes-per-day": spikes_per_day,
+        "--chunk": chunk,
+        "--no-write": no_write or None,
+        "--no-truth": no_truth or None,
+        "--preset": None if preset == "default" else preset,
+        "--page-size": page_size,
+        "--context-len": context_len,
+        "--prefill-pool": prefill_pool,
+        "--decode-pool": decode_pool,
+        "--researcher-rate": researcher_rate,
+        "--no-telemetry": no_telemetry,
+        "--gap-node": gap_node,
+        "--clock-skew": clock_skew,
+        "--late-clear": late_clear,
+        "--read-delay": read_delay,
+        "--allocator": allocator or decode_reuse,
+        "--dark-aborts": dark_aborts or None,
+        "--texts": texts or None,
+        "--echo-rate": echo_rate,
+        "--echo-noise": echo_noise,
+        "--batch-lines": batch_lines,
+        "--decode-log-interval": decode_log_interval,
+        "--live": live,
+    }
+    if scale:
+        _scale(out, {k: v for k, v in flags.items() if v is not None})
+        return
+    from forensics.simulate.scale.options import SCALE_ONLY
+
+    given = [n for n in SCALE_ONLY if flags[n] is not None]
+    if given:
+        raise InputError(f"simulate: {', '.join(given)} only go(es) with --scale")
     if live is None:
         given = [n for n, v in (("--rotate-every", rotate_every), ("--live-truth", live_truth)) if v is not None]
         given += [n for n, v in (("--live-pages", live_pages), ("--reuse", reuse)) if v]
@@ -183,6 +259,24 @@ def simulate(
         )
     if live is not None:
         _live(out, live, speed, rotate_every, live_pages, start_delay, live_truth or out / "truth" / "live.jsonl")
+
+
+def _scale(out: Path, flags: dict[str, object]) -> None:
+    from forensics.errors import InputError
+    from forensics.simulate.scale import generate
+    from forensics.simulate.scale.options import from_cli
+
+    try:
+        opts = from_cli(flags)
+        s = generate(out, opts, progress=lambda line: typer.echo(f"  {line}", err=True))
+    except ValueError as err:  # an option the user can correct (from_cli, and the node names of --text-nodes)
+        raise InputError(f"simulate --scale: {err}") from err
+    wrote = f"{out}/bundle" + ("" if opts.no_truth else f" and {out}/truth")
+    typer.echo(
+        f"wrote {wrote}: {s['requests']:,} requests, {s['lines']:,} lines, {s['bytes'] / 1e6:,.1f} MB in "
+        f"{s['gen_s']} s ({s['requests_per_s']:,} requests/s, {s['mb_per_s']} MB/s), {s['placeholders']:,} "
+        f"placeholders, {s['aborted']:,} aborts"
+    )
 
 
 def _check_live(target: Path, speed: float, rotate_every: int | None, start_delay: float) -> None:
