@@ -159,52 +159,16 @@ def simulate(
     from forensics.errors import InputError
     from forensics.simulate import build_config
     from forensics.simulate import simulate as run
+    from forensics.simulate.scale.options import FLAGS, SCALE_ONLY
 
-    flags: dict[str, object] = {  # every flag given, for --scale's check (simulate.scale.options.from_cli)
-        "--seed": seed,
-        "--requests": requests,
-        "--prefill-nodes": prefill_nodes,
-        "--decode-nodes": decode_nodes,
-        "--abort-rate": abort_rate,
-        "--long-rate": long_rate,
-        "--release": release,
-        "--gateway-format": gateway_format,
-        "--days": days,
-        "--rotation": rotation,
-        "--text-nodes": text_nodes,
-        "--accounts": accounts,
-        "--litellm-share": litellm_share,
-        "--oversize-rate": oversize_rate,
-        "--spikes-per-day": spikes_per_day,
-        "--chunk": chunk,
-        "--no-write": no_write or None,
-        "--no-truth": no_truth or None,
-        "--preset": None if preset == "default" else preset,
-        "--page-size": page_size,
-        "--context-len": context_len,
-        "--prefill-pool": prefill_pool,
-        "--decode-pool": decode_pool,
-        "--researcher-rate": researcher_rate,
-        "--no-telemetry": no_telemetry,
-        "--gap-node": gap_node,
-        "--clock-skew": clock_skew,
-        "--late-clear": late_clear,
-        "--read-delay": read_delay,
-        "--allocator": allocator or decode_reuse,
-        "--dark-aborts": dark_aborts or None,
-        "--texts": texts or None,
-        "--echo-rate": echo_rate,
-        "--echo-noise": echo_noise,
-        "--batch-lines": batch_lines,
-        "--decode-log-interval": decode_log_interval,
-        "--live": live,
-    }
+    # the flags given (a bool when set; --preset unless default), for --scale's check (options.from_cli)
+    values = locals()
+    flags = {"--" + n.replace("_", "-"): values[n] for n in FLAGS if values[n] is not None and values[n] is not False}
+    flags |= {} if preset == "default" else {"--preset": preset}
     if scale:
-        _scale(out, {k: v for k, v in flags.items() if v is not None})
+        _scale(out, flags)
         return
-    from forensics.simulate.scale.options import SCALE_ONLY
-
-    given = [n for n in SCALE_ONLY if flags[n] is not None]
+    given = [n for n in SCALE_ONLY if n in flags]
     if given:
         raise InputError(f"simulate: {', '.join(given)} only go(es) with --scale")
     if live is None:

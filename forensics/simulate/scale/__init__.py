@@ -56,6 +56,7 @@ import numpy as np
 
 from forensics.simulate import writer
 from forensics.simulate.config import S
+from forensics.simulate.scale import gateway, messages
 from forensics.simulate.scale.figures import Carry, decode_ticks, prefill_figures
 from forensics.simulate.scale.options import DAY, ROUTES, Scale
 from forensics.simulate.scale.out import Out
@@ -64,13 +65,13 @@ from forensics.simulate.scale.templates import Bundle
 from forensics.simulate.scale.traffic import draw, rate_bins, timeline
 from forensics.simulate.scale.truth import Truth
 
-__all__ = ["Scale", "generate"]
+__all__ = ["Scale", "bundle", "generate"]
 
 
 def generate(out: Path, a: Scale, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Write OUT/bundle and OUT/truth; returns the summary (truth/summary.json) and the run's rates."""
     t_start = time.perf_counter()
-    b = Bundle(a)  # first: an option it refuses (ValueError) leaves OUT as it was
+    b = bundle(a)  # first: an option it refuses (ValueError) leaves OUT as it was
     _keep_memory()
     root = out / "bundle"
     for old in (root, out / "truth"):  # what an earlier run wrote there; nothing else of OUT
@@ -158,6 +159,14 @@ def generate(out: Path, a: Scale, progress: Callable[[str], None] | None = None)
         "mb_per_s": round(o.bytes / 1e6 / wall, 1),
     }
     return summary | rates
+
+
+def bundle(a: Scale) -> Bundle:
+    """The bundle's templates and tables: every line kind's program (templates, messages, gateway)."""
+    b = Bundle(a)
+    messages.build(b)
+    gateway.build(b)
+    return b
 
 
 def _tally(b: Bundle, stats: dict[str, Any], r: dict[str, Any]) -> None:

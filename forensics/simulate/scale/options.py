@@ -45,6 +45,13 @@ GATEWAY_FORMATS = {"litellm_spendlogs": "litellm", "envoy": "envoy"}
 SCALE_ONLY: tuple[str, ...] = ("--days", "--rotation", "--text-nodes", "--accounts", "--litellm-share")
 SCALE_ONLY += ("--oversize-rate", "--spikes-per-day", "--chunk", "--no-write", "--no-truth")
 SHARED = ("--seed", "--requests", "--prefill-nodes", "--decode-nodes", "--abort-rate", "--long-rate", "--release")
+# the simulate command's parameters checked against --scale (--preset apart: its default is a name)
+FLAGS = tuple(f.removeprefix("--").replace("-", "_") for f in SCALE_ONLY + SHARED) + (
+    "gateway_format",
+    *("page_size", "context_len", "prefill_pool", "decode_pool", "researcher_rate", "no_telemetry", "gap_node"),
+    *("clock_skew", "late_clear", "read_delay", "allocator", "decode_reuse", "dark_aborts", "texts", "echo_rate"),
+    *("echo_noise", "batch_lines", "decode_log_interval", "live"),
+)
 
 
 def from_cli(given: dict[str, object]) -> Scale:

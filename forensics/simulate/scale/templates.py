@@ -22,7 +22,6 @@ from forensics.gateway_formats import litellm_spendlogs as spendlogs
 from forensics.simulate import writer
 from forensics.simulate.config import NodeSpec, S, SimConfig, build_config
 from forensics.simulate.request import CUSTOMER_UAS, HOSTILE_UAS
-from forensics.simulate.scale import gateway, messages
 from forensics.simulate.scale.options import DAY, NO_PREFIX_RELEASES, ROUTES, START, Scale
 from forensics.simulate.scale.render import (
     HEX,
@@ -76,9 +75,7 @@ class Bundle:
         self._tables()
         self._prefix_cache = {n: self._prefix(n) for n in range(self.NN)}
         self.prog: dict[tuple[Any, ...], int] = {}
-        messages.build(self)
         self._build_json()
-        gateway.build(self)
 
     def _text_nodes(self, spec: str) -> set[int]:
         names = [s.name for s in self.specs]
