@@ -274,6 +274,14 @@ def test_gateway_lines_are_the_formats_writers_lines(tmp_path: Path) -> None:
     assert all(seen.values())
 
 
+def test_the_per_row_loops_are_compiled() -> None:
+    """The loops over every line and request run compiled (numba), or 100M requests take a day."""
+    from forensics.simulate.scale import rows, traffic
+
+    for f in (gen._render, gen._put_ts, rows._rows_from_columns, traffic._serialize):
+        assert hasattr(f, "py_func"), f
+
+
 def _tree(root: Path) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 

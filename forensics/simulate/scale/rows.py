@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numba import njit
 
 from forensics.simulate.scale.traffic import tenths_ms
 
@@ -13,6 +14,7 @@ if TYPE_CHECKING:
     from forensics.simulate.scale.templates import Bundle
 
 
+@njit(cache=True, error_model="numpy")
 def _rows_from_columns(src: np.ndarray, dst: np.ndarray, at: int) -> None:
     for i in range(src.shape[1]):
         for j in range(src.shape[0]):
