@@ -3,8 +3,9 @@ SGLang logs and a gateway log without page events (`forensics simulate --scale`)
 of the same bytes, and the cost of each doubling.
 
 For every size of --sizes (client requests): generate the bundle once (cached in --work; its
-truth/summary.json says what it holds, gen.json how fast it was written: the whole process), then measure whole processes (wall time, peak RSS of
-the child by os.wait4, the load average before each run: the machine is shared):
+truth/summary.json says what it holds, gen.json how fast it was written: the whole process), then
+measure whole processes (wall time, peak RSS of the child by os.wait4, the load average before each
+run: the machine is shared):
 - ingest: `forensics ingest BUNDLE --db X` (KVF_PROFILE=1: the gateway and engine-log loads);
 - investigate: `forensics investigate BUNDLE --out X` (KVF_PROFILE=1: its stages);
 - the scan floor, median of 3 warm runs in one DuckDB process: every log file (engine/ and gateway/)
