@@ -1,9 +1,10 @@
 """The scale generator's templates: every line kind of a scale bundle as a compiled program, each split
 out of a render of the one place its format is written, with sentinel values: the record prefix, the
-start-up lines and the request.finished records from forensics.simulate.writer, the SGLang messages from
-forensics.simulate.sglang_lines, the batch lines from forensics.simulate.batch_lines, the gateway lines
-from forensics.gateway_formats (scale/gateway.py). A second render with other sentinels must rebuild
-exactly (render.split_template), so no field is left constant by mistake."""
+start-up lines and the request.finished records from forensics.simulate.writer (here), the SGLang
+messages from forensics.simulate.sglang_lines and the batch lines from forensics.simulate.batch_lines
+(scale/messages.py), the gateway lines from forensics.gateway_formats (scale/gateway.py). A second
+render with other sentinels must rebuild exactly (render.split_template), so no field is left constant
+by mistake."""
 
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ from forensics.simulate.scale.render import (
 
 
 class Bundle:
-    """Templates, tables and streams of one bundle."""
+    """Templates, tables and streams of one bundle (scale.bundle adds the messages' and gateways' programs)."""
 
     W = 15  # data columns of a line row (after stream, ts, seq, prog)
 
