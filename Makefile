@@ -75,7 +75,7 @@ sample: $(STAMP)
 
 # Benchmarks: investigate vs a plain DuckDB scan vs a per-event replay; see benchmarks/README.md.
 # e.g. make bench BENCH_ARGS="--sizes 100M --timeout 3600"
-# logs_only.py: ingest and investigate of logs-only bundles (gen_logs.py), e.g. LOGS_ARGS="--sizes 2M"
+# logs_only.py: ingest and investigate of logs-only bundles (forensics simulate --scale), e.g. LOGS_ARGS="--sizes 2M"
 BENCH_ARGS ?=
 SHAPES_ARGS ?=
 LOGS_ARGS ?=

@@ -33,6 +33,16 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from forensics.contract import PAGE_SCHEMA
+from forensics.simulate import writer
+
+STARTED = 1_787_785_200_000_000  # 2026-08-26 23:00:00 UTC, in microseconds
+
+
+def startup_log(role: str, pool: int, ps: int, context: int, tp_size: int, max_running_requests: int = 64) -> str:
+    """A node's server.log: the simulator's start-up lines (forensics.simulate.writer) for this pool."""
+    msgs = writer.startup_messages(role, pool, "zai-org/GLM-5.3", context, ps, tp_size, max_running_requests)
+    return writer.server_log([(STARTED, m) for m in msgs], True, "TP0")
+
 
 PAGE = 64
 DECODE_POOL = 4_194_304
@@ -271,11 +281,7 @@ def generate(
     ]:
         d = bundle / "engine" / node
         d.mkdir(parents=True, exist_ok=True)
-        (d / "server.log").write_text(
-            f"[2026-08-26 23:00:00.000 TP0] server_args=ServerArgs(model_path='zai-org/GLM-5.3', "
-            f"context_length=1048576, page_size={PAGE}, tp_size=8, disaggregation_mode='{role}')\n"
-            f"[2026-08-26 23:00:00.000 TP0] KV Cache is allocated. #tokens: {pool}, KV size: 40.00 GB\n"
-        )
+        (d / "server.log").write_text(startup_log(role, pool, PAGE, 1_048_576, tp_size=8))
     meta = {
         "requests": requests,
         "seed": seed,

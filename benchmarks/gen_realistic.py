@@ -77,7 +77,7 @@ import pyarrow.parquet as pq
 from numba import njit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gen_bundle import GATEWAY_SCHEMA, OPS, T0, _strings  # noqa: E402
+from gen_bundle import GATEWAY_SCHEMA, OPS, T0, _strings, startup_log  # noqa: E402
 
 from forensics.contract import PAGE_SCHEMA  # noqa: E402
 
@@ -823,17 +823,6 @@ class _Pages:
             raise self.error
 
 
-def _server_log(role: str, pool: int, ps: int, context: int) -> str:
-    return (
-        f"[2026-08-26 23:00:00.000 TP0] server_args=ServerArgs(model_path='zai-org/GLM-5.3', "
-        f"context_length={context}, page_size={ps}, tp_size=8, disaggregation_mode='{role}', "
-        f"disaggregation_transfer_backend='mooncake')\n"
-        f"[2026-08-26 23:00:00.000 TP0] KV Cache is allocated. #tokens: {pool}, KV size: 40.00 GB\n"
-        f"[2026-08-26 23:00:00.000 TP0] max_total_num_tokens={pool}, chunked_prefill_size=8192, "
-        f"max_prefill_tokens=16384, max_running_requests=4096, context_len={context}, available_gpu_mem=9.87 GB\n"
-    )
-
-
 def generate(
     out: Path,
     events: int | None = None,
@@ -1043,7 +1032,9 @@ def generate(
     for j, name in enumerate(names):
         d = bundle / "engine" / name
         d.mkdir(parents=True, exist_ok=True)
-        (d / "server.log").write_text(_server_log(roles[j], pools[j], ps, context_len))
+        (d / "server.log").write_text(
+            startup_log(roles[j], pools[j], ps, context_len, tp_size=8, max_running_requests=4096)
+        )
 
     t_stop = int(G[G_T_STOP])
     win = max(1, t_stop - int(CF[C_T_WARM]))

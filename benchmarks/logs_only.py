@@ -1,10 +1,11 @@
 """Benchmark the logs-only path (issue #36): `forensics ingest` and `forensics investigate` on bundles of
-SGLang logs and a gateway log without page events (gen_logs.py), per size, against a plain DuckDB scan
+SGLang logs and a gateway log without page events (`forensics simulate --scale`), per size, against a plain DuckDB scan
 of the same bytes, and the cost of each doubling.
 
-For every size of --sizes (client requests): generate the bundle once (cached in --work; its counts.json
-says what it holds and how fast it was written), then measure whole processes (wall time, peak RSS of
-the child by os.wait4, the load average before each run: the machine is shared):
+For every size of --sizes (client requests): generate the bundle once (cached in --work; its
+truth/summary.json says what it holds, gen.json how fast it was written: the whole process), then
+measure whole processes (wall time, peak RSS of the child by os.wait4, the load average before each
+run: the machine is shared):
 - ingest: `forensics ingest BUNDLE --db X` (KVF_PROFILE=1: the gateway and engine-log loads);
 - investigate: `forensics investigate BUNDLE --out X` (KVF_PROFILE=1: its stages);
 - the scan floor, median of 3 warm runs in one DuckDB process: every log file (engine/ and gateway/)
@@ -67,19 +68,25 @@ print(json.dumps(out))
 
 def ensure(work: Path, requests: int, seed: int, log) -> tuple[Path, dict]:
     d = work / f"logs-r{fmt_size(requests)}-s{seed}"
-    meta_f = d / "counts.json"
-    if meta_f.is_file():
+    summary_f, gen_f = d / "truth" / "summary.json", d / "gen.json"
+    if summary_f.is_file() and gen_f.is_file():
         log(f"  cached {d}")
-        return d, json.loads(meta_f.read_text())
+        return d, json.loads(summary_f.read_text()) | json.loads(gen_f.read_text())
     shutil.rmtree(d, ignore_errors=True)
     log(f"  generating {d} ...")
-    r = measure([PY, str(HERE / "gen_logs.py"), str(d), "--requests", str(requests), "--seed", str(seed)], 7200)
+    cmd = [PY, "-m", "forensics", "simulate", str(d), "--scale", "--requests", str(requests), "--seed", str(seed)]
+    r = measure(cmd, 7200)
     if r["rc"] != 0:
         raise SystemExit(f"generator failed:\n{r['output']}")
-    meta = json.loads(meta_f.read_text())
-    meta["gen_wall"], meta["gen_rss_mb"] = round(r["wall"], 1), round(r["rss_mb"])
-    meta_f.write_text(json.dumps(meta, indent=1) + "\n")
-    return d, meta
+    meta = json.loads(summary_f.read_text())
+    gen = {  # the whole process (start-up and the compiled renderer's load included)
+        "gen_s": round(r["wall"], 1),
+        "requests_per_s": round(requests / r["wall"]),
+        "mb_per_s": round(meta["bytes"] / 1e6 / r["wall"], 1),
+        "gen_rss_mb": round(r["rss_mb"]),
+    }
+    gen_f.write_text(json.dumps(gen, indent=1) + "\n")
+    return d, meta | gen
 
 
 def profile(output: str) -> dict[str, float]:
@@ -301,7 +308,7 @@ def render(rows: list[dict], readme: Path) -> None:
         f"Machine: {mach['nproc']} cores, {mach['memory']}; Python {mach['python']}, DuckDB {mach['duckdb']}. "
         "Shared with other workers running tests while measured (contended): the load average before each "
         "run is in the last column; one run each.",
-        "Bundles from `gen_logs.py OUT --requests N --seed 1` (16 decode + 8 prefill nodes, 14 days, "
+        "Bundles from `forensics simulate OUT --scale --requests N --seed 1` (16 decode + 8 prefill nodes, 14 days, "
         "rotated daily, LiteLLM and Envoy gateway logs, no page events). Whole processes: "
         "`KVF_PROFILE=1 forensics ingest BUNDLE --db X` and `KVF_PROFILE=1 forensics investigate BUNDLE --out X`. "
         "scan: every file of engine/ and gateway/ through DuckDB's read_csv as one VARCHAR column; with "

@@ -137,12 +137,52 @@ def simulate(
         help="With --live: replay the OUT/bundle already there instead of simulating (the simulation options "
         "are then ignored).",
     ),
+    scale: bool = typer.Option(
+        False,
+        "--scale",
+        help="A logs-only bundle at an incident's volume, streamed (forensics/simulate/scale: 16 decode + 8 "
+        "prefill nodes of the incident preset over 14 days, no page events; 100M requests in minutes). Takes "
+        "--requests (default 100000), --seed (default 1), --prefill-nodes, --decode-nodes, --abort-rate, "
+        "--long-rate, --release, --gateway-format (litellm_spendlogs, envoy or both, comma-separated) and the "
+        "options marked [scale].",
+    ),
+    days: int | None = typer.Option(None, "--days", help="[scale] Days of traffic (default 14)."),
+    rotation: str | None = typer.Option(
+        None, "--rotation", help="[scale] dateext (default, daily), numbered, numbered-gz (gzip), none."
+    ),
+    text_nodes: str | None = typer.Option(
+        None,
+        "--text-nodes",
+        help="[scale] Nodes logging --log-requests as text lines: odd-decode (default), all, none, or names.",
+    ),
+    accounts: int | None = typer.Option(None, "--accounts", help="[scale] Accounts (default 3000)."),
+    litellm_share: float | None = typer.Option(
+        None, "--litellm-share", help="[scale] With both gateways: share of accounts behind LiteLLM (0.7)."
+    ),
+    oversize_rate: float | None = typer.Option(
+        None, "--oversize-rate", help="[scale] Share of prompts over the context: HTTP 400 (0.0005)."
+    ),
+    spikes_per_day: float | None = typer.Option(None, "--spikes-per-day", help="[scale] Traffic spikes (3)."),
+    chunk: int | None = typer.Option(None, "--chunk", help="[scale] Requests per time slice (250000): memory."),
+    no_write: bool = typer.Option(False, "--no-write", help="[scale] Render every line, write none (CPU rate)."),
+    no_truth: bool = typer.Option(False, "--no-truth", help="[scale] Write no OUT/truth/responses.csv."),
 ) -> None:
     """Write a simulated incident bundle and its ground truth; with --live, then replay its engine logs live."""
     from forensics.errors import InputError
     from forensics.simulate import build_config
     from forensics.simulate import simulate as run
+    from forensics.simulate.scale.options import FLAGS, SCALE_ONLY
 
+    # the flags given (a bool when set; --preset unless default), for --scale's check (options.from_cli)
+    values = locals()
+    flags = {"--" + n.replace("_", "-"): values[n] for n in FLAGS if values[n] is not None and values[n] is not False}
+    flags |= {} if preset == "default" else {"--preset": preset}
+    if scale:
+        _scale(out, flags)
+        return
+    given = [n for n in SCALE_ONLY if n in flags]
+    if given:
+        raise InputError(f"simulate: {', '.join(given)} only go(es) with --scale")
     if live is None:
         given = [n for n, v in (("--rotate-every", rotate_every), ("--live-truth", live_truth)) if v is not None]
         given += [n for n, v in (("--live-pages", live_pages), ("--reuse", reuse)) if v]
@@ -197,6 +237,24 @@ def simulate(
         )
     if live is not None:
         _live(out, live, speed, rotate_every, live_pages, start_delay, live_truth or out / "truth" / "live.jsonl")
+
+
+def _scale(out: Path, flags: dict[str, object]) -> None:
+    from forensics.errors import InputError
+    from forensics.simulate.scale import generate
+    from forensics.simulate.scale.options import from_cli
+
+    try:
+        opts = from_cli(flags)
+        s = generate(out, opts, progress=lambda line: typer.echo(f"  {line}", err=True))
+    except ValueError as err:  # an option the user can correct (from_cli, and the node names of --text-nodes)
+        raise InputError(f"simulate --scale: {err}") from err
+    wrote = f"{out}/bundle" + ("" if opts.no_truth else f" and {out}/truth")
+    typer.echo(
+        f"wrote {wrote}: {s['requests']:,} requests, {s['lines']:,} lines, {s['bytes'] / 1e6:,.1f} MB in "
+        f"{s['gen_s']} s ({s['requests_per_s']:,} requests/s, {s['mb_per_s']} MB/s), {s['placeholders']:,} "
+        f"placeholders, {s['aborted']:,} aborts"
+    )
 
 
 def _check_live(target: Path, speed: float, rotate_every: int | None, start_delay: float) -> None:

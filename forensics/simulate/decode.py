@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from forensics.simulate import sglang_lines
 from forensics.simulate.cluster import Node, page_ranges, token_ranges
 from forensics.simulate.config import MS, S, SimConfig
 from forensics.simulate.request import Request
@@ -56,12 +57,7 @@ class DecodeSide:
         r, s = self.reqs[i], self.st[i]
         d = self.nodes[r.decode]
         assert s.d_pages is not None
-        d.log(
-            t,
-            f"Decode transfer failed for request rank=0 decode_req.req.rid='{r.rid_d}' "
-            f"decode_req.req.bootstrap_room={r.room} with exception "
-            f"KVTransferError(bootstrap_room={r.room}): Aborted by AbortReq.",
-        )
+        d.log(t, sglang_lines.transfer_failed(r.rid_d, r.room))
         for a, b in page_ranges(s.d_pages, self.ps):
             d.ev(t, "free", r.room, a, b)
         self._release(d, s.d_pages, t)
@@ -132,11 +128,17 @@ class DecodeSide:
         r.status, r.completion, r.t_end = 200, s.out_eff, t + self.u(0.5, 3)
         d.log(
             t + 10,
-            f"Req Time Stats(rid={r.rid_d}, bootstrap_room={r.room}, input len={r.L}, "
-            f"output len={s.out_eff}, type=decode): prealloc_duration={(s.d_alloc_t - r.t0) / S:.4f}, "
-            f"transfer_duration={(s.land_t - s.d_alloc_t) / S:.4f}, "
-            f"queue_duration={(s.read_t - s.land_t) / S:.4f}, "
-            f"forward_duration={(t - s.read_t) / S:.4f}, start_time={r.t0 / S:.3f}",
+            sglang_lines.time_stats_decode(
+                r.rid_d,
+                r.room,
+                r.L,
+                s.out_eff,
+                (s.d_alloc_t - r.t0) / S,
+                (s.land_t - s.d_alloc_t) / S,
+                (s.read_t - s.land_t) / S,
+                (t - s.read_t) / S,
+                r.t0 / S,
+            ),
         )
         d.jsonl.append(
             (

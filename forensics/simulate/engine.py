@@ -13,6 +13,7 @@ from collections.abc import Callable
 import numpy as np
 
 from forensics.engines.sglang import over_length
+from forensics.simulate import sglang_lines
 from forensics.simulate.batch_lines import BatchLines
 from forensics.simulate.cluster import Block, Exposures, Node, page_ranges, token_ranges
 from forensics.simulate.config import MS, S, SimConfig
@@ -149,11 +150,7 @@ class Engine(DecodeSide):
         self.running[name] = True
         r.placeholder = placeholder
         if placeholder:
-            p.log(
-                t,
-                f"Input length ({r.L} tokens) exceeds the maximum allowed length ({limit} tokens). Use a "
-                f"shorter input or enable --allow-auto-truncate., self.rid='{r.rid_p}'",
-            )
+            p.log(t, sglang_lines.overlength(r.L, limit, r.rid_p))
         p.log(
             t,
             f"Prefill batch. #new-seq: 1, #new-token: {n_new}, #cached-token: {matched}, "
@@ -234,10 +231,9 @@ class Engine(DecodeSide):
         n_new = 1 if r.placeholder else r.L - s.matched
         p.log(
             t,
-            f"Req Time Stats(rid={r.rid_p}, bootstrap_room={r.room}, "
-            f"input len={n_new if r.placeholder else r.L}, output len=1, type=prefill): "
-            f"bootstrap_duration={(s.p_start - r.t0) / S:.4f}, "
-            f"queue_duration=0.0001, forward_duration={(t - s.p_start) / S:.4f}, start_time={r.t0 / S:.3f}",
+            sglang_lines.time_stats_prefill(
+                r.rid_p, r.room, n_new if r.placeholder else r.L, (s.p_start - r.t0) / S, (t - s.p_start) / S, r.t0 / S
+            ),
         )
         p.jsonl.append(
             (

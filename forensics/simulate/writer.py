@@ -143,27 +143,38 @@ def write_gateway(root: Path, reqs: list[Request], cfg: SimConfig) -> None:
             write_parquet(path, table)
 
 
+def startup_messages(
+    role: str,
+    pool_tokens: int,
+    model_path: str,
+    context_len: int,
+    page_size: int,
+    tp_size: int = 1,
+    max_running_requests: int = 64,
+) -> list[str]:
+    """The start-up lines a node logs (server args, the loaded weights, the KV pool, the scheduler's limits):
+    the simulator's nodes and the benchmarks' page-event bundles (benchmarks/gen_bundle.py, gen_realistic.py)."""
+    kv_gb = pool_tokens * 74_752 / 2**30  # GLM MLA-style KV bytes per token (illustrative)
+    return [
+        f"server_args=ServerArgs(model_path='{model_path}', context_length={context_len}, "
+        f"page_size={page_size}, tp_size={tp_size}, disaggregation_mode='{role}', "
+        "disaggregation_transfer_backend='mooncake')",
+        "Load weight end. elapsed=41.27 s, type=GlmMoeDsaForCausalLM, avail mem=62.40 GB, mem usage=77.12 GB.",
+        f"KV Cache is allocated. #tokens: {pool_tokens}, KV size: {kv_gb:.2f} GB",
+        f"max_total_num_tokens={pool_tokens}, chunked_prefill_size=8192, max_prefill_tokens=16384, "
+        f"max_running_requests={max_running_requests}, context_len={context_len}, available_gpu_mem=9.87 GB",
+    ]
+
+
 def node_startup(node: Node, cfg: SimConfig, t0_node: int) -> list[tuple[int, str]]:
     s = node.spec
-    kv_gb = s.pool_tokens * 74_752 / 2**30  # GLM MLA-style KV bytes per token (illustrative)
-    return [
-        (
-            t0_node,
-            f"server_args=ServerArgs(model_path='{cfg.model_path}', context_length={cfg.context_len}, "
-            f"page_size={cfg.page_size}, tp_size=1, disaggregation_mode='{s.role}', "
-            "disaggregation_transfer_backend='mooncake')",
-        ),
-        (
-            t0_node,
-            "Load weight end. elapsed=41.27 s, type=GlmMoeDsaForCausalLM, avail mem=62.40 GB, mem usage=77.12 GB.",
-        ),
-        (t0_node, f"KV Cache is allocated. #tokens: {s.pool_tokens}, KV size: {kv_gb:.2f} GB"),
-        (
-            t0_node,
-            f"max_total_num_tokens={s.pool_tokens}, chunked_prefill_size=8192, max_prefill_tokens=16384, "
-            f"max_running_requests=64, context_len={cfg.context_len}, available_gpu_mem=9.87 GB",
-        ),
-    ]
+    msgs = startup_messages(s.role, s.pool_tokens, cfg.model_path, cfg.context_len, cfg.page_size)
+    return [(t0_node, m) for m in msgs]
+
+
+def server_log(lines: list[tuple[int, str]], log_ms: bool, rank_prefix: str) -> str:
+    """server.log's lines: SGLang's record prefix (the time, to the ms or the s, and the rank) and the message."""
+    return "".join(f"[{log_ts(t, log_ms)} {rank_prefix}] {msg}\n" for t, msg in lines)
 
 
 def write_engine(
@@ -175,7 +186,7 @@ def write_engine(
         node = nodes[name]
         s = node.spec
         lines = node_startup(node, cfg, node.clock(t_start)) + node.lines
-        text = "".join(f"[{log_ts(t, s.log_ms)} {s.rank_prefix}] {msg}\n" for t, msg in lines)
+        text = server_log(lines, s.log_ms, s.rank_prefix)
         write_bytes(root / "engine" / name / "server.log", text.encode())
         out = []
         for t, j in node.jsonl:

@@ -1,7 +1,7 @@
 # ruff: noqa: E501  (log lines as they are written)
 """The bulk engine-log reader (forensics.ingest.bulk, issue #36) against the per-line Python reader it
 stands for: the same engine_lines, engine_requests, batch_stats, node_config, rejected and files rows, in
-the same order, on simulated bundles (seeds, batch-line releases, gateway formats), gen_logs.py bundles
+the same order, on simulated bundles (seeds, batch-line releases, gateway formats), simulate --scale bundles
 (text and JSON request logs, rotation) and the real-line corpus of tests/data/sglang_lines with odd lines
 added (CRLF, NUL, bad times, broken JSON)."""
 
@@ -74,19 +74,19 @@ def test_simulated_bundles(
     assert got["engine_requests"]
 
 
-def _gen_logs(out: Path, *args: str) -> Path:
+def _scale(out: Path, *args: str) -> Path:
     subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "gen_logs.py"), str(out), "--requests", "1500", *args],
+        [sys.executable, "-m", "forensics", "simulate", str(out), "--scale", "--requests", "1500", *args],
         check=True,
         capture_output=True,
     )
     return out / "bundle"
 
 
-@pytest.mark.skipif(importlib.util.find_spec("numba") is None, reason="gen_logs.py needs numba")
+@pytest.mark.skipif(importlib.util.find_spec("numba") is None, reason="simulate --scale needs numba")
 @pytest.mark.parametrize("args", [("--seed", "1"), ("--seed", "2", "--release", "0.5.23", "--rotation", "numbered")])
-def test_gen_logs_bundles(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: tuple[str, ...]) -> None:
-    got = assert_same(_gen_logs(tmp_path / "g", *args), monkeypatch)
+def test_scale_bundles(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: tuple[str, ...]) -> None:
+    got = assert_same(_scale(tmp_path / "g", *args), monkeypatch)
     kinds = {r[3] for r in got["engine_requests"]}
     assert {"received", "finished", "time_stats"} <= kinds
 

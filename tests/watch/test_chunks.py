@@ -1,7 +1,7 @@
 # ruff: noqa: E501  (log lines as they are written)
 """The watcher's bulk chunk reader (forensics.watch.chunks, issue #36) against the per-line path it stands
 for (KVF_WATCH_READER=python): the same candidate lines, line numbers and rows (the fields the detector
-reads) on simulated bundles, a gen_logs.py bundle, the real-line corpus and hand-made odd lines, whole
+reads) on simulated bundles, a simulate --scale bundle, the real-line corpus and hand-made odd lines, whole
 and cut into chunks anywhere between lines; the same alerts on simulated bundles; and the detector reads
 no field of a request row but chunks.ROW_KEYS."""
 
@@ -256,13 +256,13 @@ def test_log_timezone_and_logs_only(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert any(a["kind"] == "placeholder_signature" for a in got)
 
 
-@pytest.mark.skipif(importlib.util.find_spec("numba") is None, reason="gen_logs.py needs numba")
-def test_gen_logs_bundle_rows(tmp_path: Path) -> None:
-    """Text --log-requests lines (Receive, Finish), JSON records and Req Time Stats as gen_logs.py writes
-    them, rotated: the same rows, file by file."""
+@pytest.mark.skipif(importlib.util.find_spec("numba") is None, reason="simulate --scale needs numba")
+def test_scale_bundle_rows(tmp_path: Path) -> None:
+    """Text --log-requests lines (Receive, Finish), JSON records and Req Time Stats as simulate --scale
+    writes them, rotated: the same rows, file by file."""
     out = tmp_path / "g"
     subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "gen_logs.py"), str(out), "--requests", "800", "--seed", "2",
+        [sys.executable, "-m", "forensics", "simulate", str(out), "--scale", "--requests", "800", "--seed", "2",
          "--release", "0.5.23", "--rotation", "numbered"],
         check=True, capture_output=True,
     )  # fmt: skip

@@ -1,7 +1,8 @@
-"""benchmarks/gen_logs.py: a logs-only bundle ingests with no rejected row and every file read, the row
-counts equal what the generator says it wrote, its renderer prints numbers and times as the
-simulator's writer does, its gateway lines are render_envoy's and render_spendlogs' (forensics.gateway_formats)
-for the same requests, and investigate completes on it."""
+"""forensics simulate --scale (forensics/simulate/scale): a logs-only bundle ingests with no rejected row
+and every file read, the row counts equal what the generator says it wrote, its renderer prints numbers
+and times as the simulator's writer does, its gateway lines are render_envoy's and render_spendlogs'
+(forensics.gateway_formats) for the same requests, the same seed gives the same bytes, and the
+investigation of a small bundle agrees with its truth (tests/support/truthcheck.py)."""
 
 from __future__ import annotations
 
@@ -16,12 +17,16 @@ import pytest
 
 from forensics.gateway_formats import envoy
 from forensics.gateway_formats import litellm_spendlogs as spendlogs
-from forensics.pipeline import ingest_bundle, investigate
+from forensics.pipeline import ingest_bundle
 from forensics.simulate import writer
 from forensics.simulate.request import CUSTOMER_UAS, HOSTILE_UAS, Request
-from tests.whole.test_gen_realistic import _module
-
-gen = _module("gen_logs")
+from forensics.simulate.scale import bundle, generate
+from forensics.simulate.scale import render as gen
+from forensics.simulate.scale.options import Scale, from_cli
+from forensics.simulate.scale.rows import Rows, gateway_rows
+from forensics.simulate.scale.templates import Bundle
+from forensics.simulate.scale.traffic import centi, draw, tenths_ms, timeline
+from tests.support.truthcheck import compare
 
 ARGS = [
     "--requests",
@@ -47,10 +52,18 @@ ARGS = [
 ]
 
 
+def _opts(args: list[str]) -> Scale:
+    return from_cli(dict(zip(args[::2], [_num(v) for v in args[1::2]], strict=True)))
+
+
+def _num(v: str) -> object:
+    return float(v) if "." in v else int(v) if v.isdigit() else v
+
+
 @pytest.fixture(scope="module")
 def made(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict, Path]:
     out = tmp_path_factory.mktemp("logs") / "gen"
-    meta = gen.generate(gen.parse_args([str(out), *ARGS]))
+    meta = generate(out, _opts(ARGS))
     db = out.parent / "incident.duckdb"
     ingest_bundle(out / "bundle", db)
     return out, meta, db
@@ -174,8 +187,8 @@ def test_numbers_and_times_print_as_the_writer_prints_them() -> None:
         assert line.split("|") == want
     # the integer roundings the generator prints with (half up): {x:.4f} of a duration in us, .2f of a ratio
     d = np.array([0, 49, 50, 149, 150, 123_456_789])
-    assert gen.tenths_ms(d).tolist() == [0, 0, 1, 1, 2, 1_234_568]
-    assert gen.centi(np.array([1, 1, 2, 0]), np.array([3, 200, 3, 5])).tolist() == [33, 1, 67, 0]
+    assert tenths_ms(d).tolist() == [0, 0, 1, 1, 2, 1_234_568]
+    assert centi(np.array([1, 1, 2, 0]), np.array([3, 200, 3, 5])).tolist() == [33, 1, 67, 0]
 
 
 def _requests(b, r: dict) -> list[Request]:
@@ -217,15 +230,15 @@ def _requests(b, r: dict) -> list[Request]:
 
 
 def test_gateway_lines_are_the_formats_writers_lines(tmp_path: Path) -> None:
-    a = gen.parse_args([str(tmp_path / "g"), *ARGS])
-    b = gen.Bundle(a)
+    a = _opts(ARGS)
+    b = bundle(a)
     rate = np.ones(a.days * 1440)
-    r = gen.draw(b, np.random.default_rng(9), 0, 400, 0, len(rate), rate)
+    r = draw(b, np.random.default_rng(9), 0, 400, 0, len(rate), rate)
     r["ua"][:16] = np.arange(16)  # every user agent, the hostile ones too
     r["ab"][16:40], r["ov"][40:60] = True, True
-    gen.timeline(b, r, np.zeros(b.P, dtype=np.int64))
-    rows = gen.Rows(gen.Bundle.W)
-    gen.gateway_rows(b, r, rows)
+    timeline(b, r, np.zeros(b.P, dtype=np.int64))
+    rows = Rows(Bundle.W)
+    gateway_rows(b, r, rows)
     M = rows.buf[: rows.n]
     ops, ps, pe, bounds = b.progs.arrays()
     pdata, poff = b.pool.arrays()
@@ -261,15 +274,40 @@ def test_gateway_lines_are_the_formats_writers_lines(tmp_path: Path) -> None:
     assert all(seen.values())
 
 
+def test_the_per_row_loops_are_compiled() -> None:
+    """The loops over every line and request run compiled (numba), or 100M requests take a day."""
+    from forensics.simulate.scale import rows, traffic
+
+    for f in (gen._render, gen._put_ts, rows._rows_from_columns, traffic._serialize):
+        assert hasattr(f, "py_func"), f
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_same_seed_same_bytes(tmp_path: Path) -> None:
+    """Bundle and truth, byte for byte, gzip headers included; another seed differs."""
+    args = ["--requests", "600", "--days", "2", "--decode-nodes", "3", "--prefill-nodes", "2", "--chunk", "200"]
+    args += ["--rotation", "numbered-gz", "--accounts", "30"]
+    one, two, other = tmp_path / "a", tmp_path / "b", tmp_path / "c"
+    generate(one, _opts([*args, "--seed", "4"]))
+    generate(two, _opts([*args, "--seed", "4"]))
+    generate(other, _opts([*args, "--seed", "5"]))
+    a = _tree(one)
+    assert any(p.endswith(".gz") for p in a) and "truth/responses.csv" in a
+    assert a == _tree(two)
+    assert a["truth/responses.csv"] != _tree(other)["truth/responses.csv"]
+
+
 @pytest.mark.slow
-def test_investigate_completes_logs_only(made: tuple[Path, dict, Path]) -> None:
+def test_investigation_agrees_with_truth(made: tuple[Path, dict, Path]) -> None:
+    """The placeholder signature found from the logs alone: every completed placeholder response affected,
+    nothing confirmed that the truth does not expose, nothing indeterminate that the truth does not allow."""
     out, meta, _ = made
-    inv = out.parent / "inv"
-    investigate(out / "bundle", inv)
-    with (inv / "affected_responses.csv").open() as f:
-        rows = list(csv.DictReader(f))
-    # the placeholder signature, found from the logs alone (a placeholder the client aborted may be
-    # counted as its late transfer instead)
-    signature = [r for r in rows if "exceeds the maximum allowed length" in r["reason"]]
-    assert 0 < len(signature) <= meta["placeholders"]
-    assert (inv / "rejected.csv").read_text().count("\n") == 1  # the header alone
+    truth = (out / "truth" / "responses.csv").read_text().splitlines()
+    assert len(truth) == 1 + meta["requests"]
+    assert sum(1 for x in truth[1:] if x.split(",")[9] == "1") > 0  # exposed placeholders
+    c = compare(out)
+    assert (c.missed, c.false_confirmed, c.bad_indeterminate) == ([], [], [])
+    assert c.truth_pairs == 0  # no pairs are known without pages (truth.py)
