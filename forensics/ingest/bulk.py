@@ -226,13 +226,17 @@ _CT_RE = _lit(_meta_key("completion_tokens") + r"(" + _INT + r"|None)(?:,|\})")
 _FR_RE = _lit(_meta_key("finish_reason") + r"(\{[^{}]*\}|[^,{}]*)(?:,|\})")
 _DURS = ", ".join(f"{_dur(n)} AS {n}" for n in DURATIONS)
 
-# the Receive and Finish lines' fields (names as the Python reader's)
+# the Receive and Finish lines' fields (names as the Python reader's). The line matched its whole pattern
+# (eng_pre's shape), so its groups are sliced, not captured (a capture costs ~10x): obj is what the first
+# `(` and the first `)` enclose (no value of it holds a parenthesis; a Receive line ends with its `)`),
+# meta what follows the last `=` (that of `out=`: no key or value of the meta dict holds one) and
+# `{'meta_info': ` up to the closing `}}`
 TEXT_REQUESTS = f"""
 CREATE OR REPLACE TEMP TABLE eng_req AS
 WITH m AS (
     SELECT fidx, line, ts, shape,
-        CASE shape WHEN 'received' THEN regexp_extract(msg, sglang_re_received(), 1) ELSE regexp_extract(msg, sglang_re_finished(), 1) END AS obj,
-        CASE WHEN shape = 'finished' THEN regexp_extract(msg, sglang_re_finished(), 2) END AS meta
+        CASE shape WHEN 'received' THEN msg[instr(msg, '(') + 1:-2] ELSE msg[instr(msg, '(') + 1:instr(msg, ')') - 1] END AS obj,
+        CASE WHEN shape = 'finished' THEN msg[length(msg) - instr(reverse(msg), '=') + 16:-2] END AS meta
     FROM eng_pre WHERE shape IN ('received', 'finished')
 ), f AS (
     SELECT *, regexp_extract_all(obj, '(?:^|, )rid=([^,]*)', 1) AS rids,
