@@ -34,7 +34,7 @@ import duckdb
 import pyarrow as pa
 
 from forensics.audit import SIEVE
-from forensics.audit.sieved import kept_from, sql_sieved
+from forensics.audit.sieved import kept_from, plain_bytes, sql_sieved
 from forensics.db import sql_literal, timed
 from forensics.engines.facts import EngineRows
 from forensics.engines.sglang.reader import READER as LINES
@@ -418,14 +418,24 @@ FROM e
 """
 
 
-def _plain_check(f: InputFile) -> tuple[bool, bool]:
-    """(the bulk reader may read the plain file, it ends with a newline)."""
+def _scan(f: InputFile) -> tuple[bool, bool, bool | None]:
+    """One pass over a plain file's bytes for what each reader must know of them: (the bulk reader may
+    read it, it ends with a newline, the audit's sieve: forensics.audit.sieved.sql_sieved's answer, None
+    where the audit reads the file itself). The bulk reader may read a file without a byte-order mark, a
+    carriage return or a record separator, all of which the sieve's check finds among others."""
     size = f.path.stat().st_size
     if size == 0:
-        return False, True
+        return False, True, None
     with f.path.open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-        ok = mm[:3] != b"\xef\xbb\xbf" and mm.find(b"\r") < 0 and mm.find(b"\x1e") < 0
-        return ok, mm[size - 1 : size] == b"\n"
+        plain = plain_bytes(mm)
+        ok = plain is not None or (mm[:3] != b"\xef\xbb\xbf" and mm.find(b"\r") < 0 and mm.find(b"\x1e") < 0)
+        ends_nl = mm[size - 1 : size] == b"\n"
+    if not ok or plain is None:
+        return ok, ends_nl, None
+    try:
+        return ok, ends_nl, sql_sieved(f.path, plain)
+    except OSError:  # the audit names the file and the error
+        return ok, ends_nl, None
 
 
 BATCH_BYTES = 256 << 20  # the files read by one query: at most this many bytes (memory), or one file
@@ -436,9 +446,11 @@ def load_engine_files(con: duckdb.DuckDBPyConnection, files: list[InputFile], tz
     and batch_stats, a batch of files of one kind at a time; node_config and rejected rows go to `rows`
     (stored with the run's, by store)."""
     utc = str(tz) in ("UTC", "Etc/UTC")
+    con.execute("CREATE OR REPLACE TEMP TABLE engine_read (file_id INTEGER, lines BIGINT)")  # lines read per file
     # text logs, then request logs: each kind in few batches (a query's cost is mostly per batch); the
     # Python reader's order of engine_requests (file, line, row of line) is restored after (_reorder)
     kinds = [[f for f in files if f.source == k] for k in ("engine_log", "engine_requests")]
+    sieves: dict[int, bool | None] = {}  # the audit's sieve of each file read in bulk (_scan)
     for group in kinds:
         batch: list[tuple[InputFile, bool]] = []
         size = 0
@@ -448,10 +460,10 @@ def load_engine_files(con: duckdb.DuckDBPyConnection, files: list[InputFile], tz
             ends_nl = True
             whole = READER == "python" or not utc
             if not whole and not compressed:
-                ok, ends_nl = _plain_check(f)
+                ok, ends_nl, sieves[f.file_id] = _scan(f)
                 whole = not ok
             if whole:
-                _flush(con, batch, tz, rows)
+                _flush(con, batch, tz, rows, sieves)
                 batch, size = [], 0
                 if compressed:
                     _one_by_one(con, f, tz, rows)
@@ -459,13 +471,40 @@ def load_engine_files(con: duckdb.DuckDBPyConnection, files: list[InputFile], tz
                     _python_file(con, f, tz, rows, text)
                 continue
             if batch and size + f.bytes > BATCH_BYTES:
-                _flush(con, batch, tz, rows)
+                _flush(con, batch, tz, rows, sieves)
                 batch, size = [], 0
             batch.append((f, ends_nl))
             size += f.bytes
-        _flush(con, batch, tz, rows)
+        _flush(con, batch, tz, rows, sieves)
     if all(kinds):
         _reorder(con)
+    _account(con, files, rows)
+
+
+def _account(con: duckdb.DuckDBPyConnection, files: list[InputFile], rows: EngineRows) -> None:
+    """Each file's rows read, rejected and loaded, in one query from what the readers kept: read, its
+    lines (engine_read) and a gzip stream's cut (the rejected row without a line, rawtext); rejected, its
+    rejected rows (the readers' in `rows`, the cut's in the table); loaded, the others (every line a reader
+    does not reject gives rows or is read and kept out)."""
+    ids = pa.table({"file_id": pa.array([f.file_id for f in files], pa.int32())})  # noqa: F841 (read by DuckDB)
+    rej = pa.table(  # noqa: F841
+        {
+            "file_id": pa.array([r[0] for r in rows.rejected], pa.int32()),
+            "row": pa.array([r[1] for r in rows.rejected], pa.int64()),
+        }
+    )
+    got = con.execute(
+        """WITH r AS (SELECT file_id, sum(lines) AS lines FROM engine_read GROUP BY file_id),
+                j AS (SELECT file_id, count(*) AS n, count(*) FILTER (WHERE row IS NULL) AS cut FROM (
+                        SELECT file_id, row FROM rej UNION ALL SELECT file_id, row FROM rejected) GROUP BY file_id)
+           SELECT file_id, coalesce(lines, 0) + coalesce(cut, 0), coalesce(n, 0) FROM ids LEFT JOIN r USING (file_id)
+           LEFT JOIN j USING (file_id)"""
+    ).fetchall()
+    by_id = {f.file_id: f for f in files}
+    for fid, read, rejected in got:
+        f = by_id[fid]
+        f.rows_read, f.rows_rejected, f.rows_loaded = read, rejected, read - rejected
+    con.execute("DROP TABLE engine_read")
 
 
 def _reorder(con: duckdb.DuckDBPyConnection) -> None:
@@ -480,7 +519,13 @@ def _reorder(con: duckdb.DuckDBPyConnection) -> None:
         con.execute("DROP TABLE eng_req_sorted")
 
 
-def _flush(con: duckdb.DuckDBPyConnection, batch: list[tuple[InputFile, bool]], tz: ZoneInfo, rows: EngineRows) -> None:
+def _flush(
+    con: duckdb.DuckDBPyConnection,
+    batch: list[tuple[InputFile, bool]],
+    tz: ZoneInfo,
+    rows: EngineRows,
+    sieves: dict[int, bool | None],
+) -> None:
     if not batch:
         return
     paths = [str(f.path) for f, _ in batch]
@@ -514,21 +559,19 @@ def _flush(con: duckdb.DuckDBPyConnection, batch: list[tuple[InputFile, bool]], 
         SELECT fidx, r - r0 + 1 AS line, line AS text FROM r JOIN s USING (filename) JOIN eng_files USING (filename)""")
     con.execute("DROP TABLE eng_raw0")
     with timed("ingest/engine_audit_lines"):
-        _audit_lines(con, batch)
+        _audit_lines(con, batch, sieves)
     _bulk(con, batch, tz, rows)
 
 
-def _audit_lines(con: duckdb.DuckDBPyConnection, batch: list[tuple[InputFile, bool]]) -> None:
+def _audit_lines(
+    con: duckdb.DuckDBPyConnection, batch: list[tuple[InputFile, bool]], sieves: dict[int, bool | None]
+) -> None:
     """The lines the config audit reads of the batch's files, kept from eng_raw (forensics.audit.sieved.
     kept_from) for ingest's audit (forensics.ingest.startup.store_audit), which then reads none of these
-    files again. A file DuckDB may not sieve (forensics.audit.sieved.sql_sieved) the audit reads itself."""
+    files again. A file DuckDB may not sieve (its sieve None: _scan) the audit reads itself."""
     files = []
     for i, (f, _) in enumerate(batch):
-        try:
-            loose = sql_sieved(f.path)
-        except OSError:  # the audit names the file and the error
-            continue
-        if loose is not None:
+        if (loose := sieves.get(f.file_id)) is not None:
             files.append((i, str(f.path), loose))
     if files:
         kept_from(con, "eng_raw", files, SIEVE)
@@ -555,7 +598,6 @@ def _one_by_one(con: duckdb.DuckDBPyConnection, f: InputFile, tz: ZoneInfo, rows
         counts = _counts(con, [(f, True)])
         loc = _python_lines(con, [(f, True)], counts, tz, rows)
         _store_rows(con, loc)
-        f.rows_rejected = f.rows_read - f.rows_loaded
         _drop(con)
         return
     _bulk(con, [(f, True)], tz, rows)
@@ -563,10 +605,10 @@ def _one_by_one(con: duckdb.DuckDBPyConnection, f: InputFile, tz: ZoneInfo, rows
 
 def _counts(con: duckdb.DuckDBPyConnection, batch: list[tuple[InputFile, bool]]) -> dict[int, int]:
     got = dict(con.execute("SELECT fidx, count(*) FROM eng_raw GROUP BY fidx").fetchall())
-    counts = {i: got.get(i, 0) for i in range(len(batch))}
-    for i, (f, _) in enumerate(batch):
-        f.rows_read += counts[i]
-    return counts
+    con.execute(
+        "INSERT INTO engine_read SELECT file_id, count(*) FROM eng_raw JOIN eng_files USING (fidx) GROUP BY file_id"
+    )
+    return {i: got.get(i, 0) for i in range(len(batch))}
 
 
 def _bulk(con: duckdb.DuckDBPyConnection, batch: list[tuple[InputFile, bool]], tz: ZoneInfo, rows: EngineRows) -> None:
@@ -595,10 +637,6 @@ def _bulk(con: duckdb.DuckDBPyConnection, batch: list[tuple[InputFile, bool]], t
             FROM eng_raw p LEFT JOIN eng_json j USING (fidx, line) LEFT JOIN eng_req q USING (fidx, line)""")
     with timed("ingest/engine_python_lines"):
         loc = _python_lines(con, batch, counts, tz, rows)
-    taken = dict(con.execute("SELECT fidx, count(*) FROM eng_pre WHERE shape IS NOT NULL GROUP BY fidx").fetchall())
-    for i, (f, _) in enumerate(batch):
-        f.rows_loaded += taken.get(i, 0)
-        f.rows_rejected = f.rows_read - f.rows_loaded
     with timed("ingest/engine_store"):
         _store_file(con, loc, text)
     _drop(con)
@@ -667,8 +705,7 @@ def _python_lines(
             loc.rejected.append((f.file_id, lineno, line[1:]))
             continue
         raw = (line or "").encode() + (b"\n" if lineno < counts[fidx] or ends_nl else b"")
-        if parse(raw, f.node, f.file_id, lineno, tz, loc):
-            f.rows_loaded += 1
+        parse(raw, f.node, f.file_id, lineno, tz, loc)  # a line it rejects is in loc.rejected
         for name in marks:
             got = getattr(loc, name)
             for r in got[marks[name] :]:
@@ -683,6 +720,7 @@ def _python_file(con: duckdb.DuckDBPyConnection, f: InputFile, tz: ZoneInfo, row
     """The whole file through the Python reader (as before #36), stored at once."""
     loc = EngineRows()
     (parse_log if text else parse_requests_jsonl)(f, tz, loc)
+    con.execute("INSERT INTO engine_read VALUES ($fid, $lines)", {"fid": f.file_id, "lines": f.rows_read})
     rows.config.extend(loc.config)
     rows.rejected.extend(loc.rejected)
     _store_rows(con, loc)
