@@ -77,15 +77,23 @@ def _dur(name: str) -> str:
     takes a line only where every pair after the first follows `, ` (else the Python reader's)."""
     at = f"list_position(pair_names, {_lit(name)})"
     value = f"split_part(pairs[{at}], '=', 2)"
-    return f"CASE WHEN {at} > 0 THEN CASE WHEN ends_with({value}, 'ms') THEN {value}[:-3]::DOUBLE / 1000 ELSE {value}::DOUBLE END END"
+    # try_cast: a line whose tail is not split into pairs (ok false) must not fail the query
+    return (
+        f"CASE WHEN {at} > 0 THEN CASE WHEN ends_with({value}, 'ms') THEN try_cast({value}[:-3] AS DOUBLE) / 1000 "
+        f"ELSE try_cast({value} AS DOUBLE) END END"
+    )
 
 
 def _shape_case(name: str) -> str:
     """The CASE branch that takes a message as the shape `name`: a message starting with one of its
     literals is the shape's where its bulk pattern matches, else the per-line reader's (NULL). The
-    literals start the bulk pattern's lines and no other shape's: the branches' order does not matter."""
+    literals start the bulk pattern's lines and no other shape's: the branches' order does not matter.
+    A batch line is taken by its literal alone: its template's pattern (batch_template), a subset of the
+    bulk pattern, is matched next, and a line no template matches goes to the per-line reader then."""
     shape = SHAPES[name]
     starts = " OR ".join(f"starts_with(msg, {_lit(lit)})" for lit in shape.literals)
+    if name == "batch":
+        return f"WHEN {starts} THEN {_lit(name)}"
     ascii_ = "regexp_matches(msg, '^[ -~]*$') AND " if shape.ascii else ""
     return f"WHEN {starts} THEN CASE WHEN {ascii_}regexp_matches(msg, sglang_re_{name}()) THEN {_lit(name)} END"
 
@@ -127,9 +135,10 @@ FROM t
 # template in one pass, where splitting every body into a list of pieces costs ~30 times more ---
 _BATCH_INT = r"[0-9]+"
 _BATCH_FLOAT = r"[0-9]+(?:\.[0-9]+)?(?:e[+-]?[0-9]+)?|nan|inf"
-# a field the analysis does not read: a value without commas, not empty, not padded with spaces
-_BATCH_OTHER = r"[^ ,](?:[^,]*[^ ,])?"
-_BATCH_HEAD = re.compile(SHAPES["batch"].bulk or "")  # the sampled lines are those the SQL took as batch lines by it
+# a field the analysis does not read: a value of printable ASCII without commas, not empty, not padded
+# with spaces (printable ASCII, as the bulk pattern's body: a template's lines are the bulk pattern's)
+_BATCH_OTHER = r"[!-+\--~](?:[ -+\--~]*[!-+\--~])?"
+_BATCH_HEAD = re.compile(SHAPES["batch"].bulk or "")  # a sampled line the bulk pattern does not match has no template
 # the templates are found in rounds: each reads the lines left by the one before and takes its templates
 # from a sample of them (commonest first); what is left after the last goes to the Python reader
 BATCH_ROUNDS, BATCH_SAMPLE = 4, 1024
@@ -315,8 +324,8 @@ WITH m AS (
         list_filter(pairs, lambda x: split_part(x, '=', 1) IN ('start_time', 'entry_time'))[1] AS st_pair
     FROM f
 ), w AS (
-    SELECT *, CASE WHEN st_pair IS NOT NULL THEN (CASE WHEN ends_with(st_pair, 'ms') THEN split_part(st_pair, '=', 2)[:-3]
-        ELSE split_part(st_pair, '=', 2) END)::DOUBLE END AS st
+    SELECT *, CASE WHEN st_pair IS NOT NULL THEN try_cast(CASE WHEN ends_with(st_pair, 'ms') THEN split_part(st_pair, '=', 2)[:-3]
+        ELSE split_part(st_pair, '=', 2) END AS DOUBLE) END AS st
     FROM v
 )
 SELECT fidx, line, ts, trim(rid, '''"') AS rid,
@@ -382,6 +391,8 @@ SELECT fidx, line, text,
 FROM h
 """
 
+# a finish reason's key is put into a JSON path only where it is plain (a quote in it fails the path: the
+# AND of the ok test evaluates both sides, a CASE only the rows it selects)
 JSON_REQUESTS = """
 CREATE OR REPLACE TEMP TABLE eng_req AS
 WITH k AS (
@@ -399,7 +410,7 @@ SELECT fidx, line, ts, event, rid_s, room, left(fwd_raw, 200) AS forwarded_id,
     CASE WHEN ids_int THEN n_ids END AS input_len, prompt, compl,
     left(CASE WHEN fr_type IS NULL OR fr_type = 'NULL' THEN 'null'
          WHEN fr_type IN ('VARCHAR', 'BIGINT', 'UBIGINT', 'BOOLEAN') THEN fr::VARCHAR
-         ELSE '{' || array_to_string(list_transform(fr_keys, lambda k: '"' || k || '": ' || json_extract(fr, '$."' || k || '"')::VARCHAR), ', ') || '}' END, 500) AS detail,
+         ELSE '{' || array_to_string(list_transform(fr_keys, lambda k: '"' || k || '": ' || CASE WHEN regexp_matches(k, '^[A-Za-z0-9_ -]*$') THEN json_extract(fr, '$."' || k || '"')::VARCHAR END), ', ') || '}' END, 500) AS detail,
     coalesce(nullif(rid_s, ''), nullif(mid_s, ''), '') AS rid_fin,
     ((obj_type IS NULL OR obj_type IN ('OBJECT', 'NULL'))
      AND (room_type IS NULL OR room_type = 'NULL' OR room IS NOT NULL)
@@ -412,7 +423,8 @@ SELECT fidx, line, ts, event, rid_s, room, left(fwd_raw, 200) AS forwarded_id,
         AND (fr_type IS NULL OR fr_type IN ('NULL', 'VARCHAR', 'BIGINT', 'UBIGINT', 'BOOLEAN')
              OR (fr_type = 'OBJECT' AND len(list_distinct(fr_keys)) = len(fr_keys)
                  AND list_bool_and(list_transform(fr_keys, lambda k: regexp_matches(k, '^[A-Za-z0-9_ -]*$')
-                     AND json_type(fr, '$."' || k || '"') IN ('NULL', 'VARCHAR', 'BIGINT', 'UBIGINT', 'BOOLEAN'))) IS NOT FALSE))))
+                     AND CASE WHEN regexp_matches(k, '^[A-Za-z0-9_ -]*$') THEN json_type(fr, '$."' || k || '"') END
+                         IN ('NULL', 'VARCHAR', 'BIGINT', 'UBIGINT', 'BOOLEAN'))) IS NOT FALSE))))
     ) AS ok
 FROM e
 """
