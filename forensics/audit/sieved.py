@@ -43,24 +43,29 @@ _PREFIX_SQL = _RECORD[0].pattern.replace("(?P<rank>", "(?:")
 
 def _sql_plain(path: Path) -> bool | None:
     """None when DuckDB's line reader may not give this file's lines byte for byte or a line of it may not
-    be what clean leaves as it is: empty, compressed, a byte-order mark (dropped), or one of the bytes
-    a plain line may not hold (_NOT_PLAIN_BYTES: control characters, among them the carriage return, a
-    line break to DuckDB, NUL and the record separator, its delimiter; a backslash, ^). Else whether no
-    line holds the words that let a line join the next in any file (_OPENERS). A file that is not
-    UTF-8 fails the read itself."""
+    be what clean leaves as it is: empty, compressed, or what plain_bytes finds. A file that is not UTF-8
+    fails the read itself."""
     if path.name.lower().endswith(COMPRESSED):
         return None
     with path.open("rb") as fh:
         if not fh.seek(0, 2):
             return None
         with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-            if mm[:3] == b"\xef\xbb\xbf":
-                return None
-            for at in range(0, len(mm), _CHECK_BYTES):
-                part = mm[at : at + _CHECK_BYTES]
-                if len(part.translate(None, _NOT_PLAIN_BYTES)) < len(part):
-                    return None
-            return all(mm.find(w.encode()) < 0 for w in _OPENERS)
+            return plain_bytes(mm)
+
+
+def plain_bytes(mm: mmap.mmap) -> bool | None:
+    """_sql_plain of a plain file's bytes (not empty): None for a byte-order mark (dropped) or one of the
+    bytes a plain line may not hold (_NOT_PLAIN_BYTES: control characters, among them the carriage
+    return, a line break to DuckDB, NUL and the record separator, its delimiter; a backslash, ^). Else
+    whether no line holds the words that let a line join the next in any file (_OPENERS)."""
+    if mm[:3] == b"\xef\xbb\xbf":
+        return None
+    for at in range(0, len(mm), _CHECK_BYTES):
+        part = mm[at : at + _CHECK_BYTES]
+        if len(part.translate(None, _NOT_PLAIN_BYTES)) < len(part):
+            return None
+    return all(mm.find(w.encode()) < 0 for w in _OPENERS)
 
 
 def _loose(path: Path, joinless: bool) -> bool:
@@ -108,10 +113,11 @@ def _sieved_sql(
     return got
 
 
-def sql_sieved(path: Path) -> bool | None:
+def sql_sieved(path: Path, plain: bool | None = None) -> bool | None:
     """Whether DuckDB may sieve the file (_sql_plain passes it and no log shipper wrote it): None if not,
-    else whether it is _loose."""
-    if shippers.recognise(path) or (joinless := _sql_plain(path)) is None:
+    else whether it is _loose. `plain`: _sql_plain's answer where the caller has read the bytes already
+    (plain_bytes)."""
+    if shippers.recognise(path) or (joinless := _sql_plain(path) if plain is None else plain) is None:
         return None
     return _loose(path, joinless)
 

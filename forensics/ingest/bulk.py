@@ -34,7 +34,7 @@ import duckdb
 import pyarrow as pa
 
 from forensics.audit import SIEVE
-from forensics.audit.sieved import kept_from, sql_sieved
+from forensics.audit.sieved import kept_from, plain_bytes, sql_sieved
 from forensics.db import sql_literal, timed
 from forensics.engines.facts import EngineRows
 from forensics.engines.sglang.reader import READER as LINES
@@ -71,20 +71,29 @@ JSON_TS_RE = r"^([0-9]{4}-[0-9]{2}-[0-9]{2})T([0-9]{2}:[0-9]{2}:[0-9]{2})(\.[0-9
 
 
 def _dur(name: str) -> str:
-    """A duration of the tail in seconds (the first given, as DURATION's setdefault), NULL if absent."""
-    pat = f"sglang_re_{name}()"
+    """A duration of the tail in seconds (its first pair, as DURATION's setdefault takes it), NULL if
+    absent: the tail's pairs are split, not searched (a regex capture costs ~5x a split per line). The
+    pair is the one sglang_re_<name>() would find (a pair of the tail followed by `,` or its end): eng_ts
+    takes a line only where every pair after the first follows `, ` (else the Python reader's)."""
+    at = f"list_position(pair_names, {_lit(name)})"
+    value = f"split_part(pairs[{at}], '=', 2)"
+    # try_cast: a line whose tail is not split into pairs (ok false) must not fail the query
     return (
-        f"CASE WHEN regexp_matches(tail, {pat}) THEN regexp_extract(tail, {pat}, 1)::DOUBLE / "
-        f"CASE WHEN regexp_extract(tail, {pat}, 2) = 'ms' THEN 1000 ELSE 1 END END"
+        f"CASE WHEN {at} > 0 THEN CASE WHEN ends_with({value}, 'ms') THEN try_cast({value}[:-3] AS DOUBLE) / 1000 "
+        f"ELSE try_cast({value} AS DOUBLE) END END"
     )
 
 
 def _shape_case(name: str) -> str:
     """The CASE branch that takes a message as the shape `name`: a message starting with one of its
     literals is the shape's where its bulk pattern matches, else the per-line reader's (NULL). The
-    literals start the bulk pattern's lines and no other shape's: the branches' order does not matter."""
+    literals start the bulk pattern's lines and no other shape's: the branches' order does not matter.
+    A batch line is taken by its literal alone: its template's pattern (batch_template), a subset of the
+    bulk pattern, is matched next, and a line no template matches goes to the per-line reader then."""
     shape = SHAPES[name]
     starts = " OR ".join(f"starts_with(msg, {_lit(lit)})" for lit in shape.literals)
+    if name == "batch":
+        return f"WHEN {starts} THEN {_lit(name)}"
     ascii_ = "regexp_matches(msg, '^[ -~]*$') AND " if shape.ascii else ""
     return f"WHEN {starts} THEN CASE WHEN {ascii_}regexp_matches(msg, sglang_re_{name}()) THEN {_lit(name)} END"
 
@@ -126,9 +135,10 @@ FROM t
 # template in one pass, where splitting every body into a list of pieces costs ~30 times more ---
 _BATCH_INT = r"[0-9]+"
 _BATCH_FLOAT = r"[0-9]+(?:\.[0-9]+)?(?:e[+-]?[0-9]+)?|nan|inf"
-# a field the analysis does not read: a value without commas, not empty, not padded with spaces
-_BATCH_OTHER = r"[^ ,](?:[^,]*[^ ,])?"
-_BATCH_HEAD = re.compile(SHAPES["batch"].bulk or "")  # the sampled lines are those the SQL took as batch lines by it
+# a field the analysis does not read: a value of printable ASCII without commas, not empty, not padded
+# with spaces (printable ASCII, as the bulk pattern's body: a template's lines are the bulk pattern's)
+_BATCH_OTHER = r"[!-+\--~](?:[ -+\--~]*[!-+\--~])?"
+_BATCH_HEAD = re.compile(SHAPES["batch"].bulk or "")  # a sampled line the bulk pattern does not match has no template
 # the templates are found in rounds: each reads the lines left by the one before and takes its templates
 # from a sample of them (commonest first); what is left after the last goes to the Python reader
 BATCH_ROUNDS, BATCH_SAMPLE = 4, 1024
@@ -225,13 +235,17 @@ _CT_RE = _lit(_meta_key("completion_tokens") + r"(" + _INT + r"|None)(?:,|\})")
 _FR_RE = _lit(_meta_key("finish_reason") + r"(\{[^{}]*\}|[^,{}]*)(?:,|\})")
 _DURS = ", ".join(f"{_dur(n)} AS {n}" for n in DURATIONS)
 
-# the Receive and Finish lines' fields (names as the Python reader's)
+# the Receive and Finish lines' fields (names as the Python reader's). The line matched its whole pattern
+# (eng_pre's shape), so its groups are sliced, not captured (a capture costs ~10x): obj is what the first
+# `(` and the first `)` enclose (no value of it holds a parenthesis; a Receive line ends with its `)`),
+# meta what follows the last `=` (that of `out=`: no key or value of the meta dict holds one) and
+# `{'meta_info': ` up to the closing `}}`
 TEXT_REQUESTS = f"""
 CREATE OR REPLACE TEMP TABLE eng_req AS
 WITH m AS (
     SELECT fidx, line, ts, shape,
-        CASE shape WHEN 'received' THEN regexp_extract(msg, sglang_re_received(), 1) ELSE regexp_extract(msg, sglang_re_finished(), 1) END AS obj,
-        CASE WHEN shape = 'finished' THEN regexp_extract(msg, sglang_re_finished(), 2) END AS meta
+        CASE shape WHEN 'received' THEN msg[instr(msg, '(') + 1:-2] ELSE msg[instr(msg, '(') + 1:instr(msg, ')') - 1] END AS obj,
+        CASE WHEN shape = 'finished' THEN msg[length(msg) - instr(reverse(msg), '=') + 16:-2] END AS meta
     FROM eng_pre WHERE shape IN ('received', 'finished')
 ), f AS (
     SELECT *, regexp_extract_all(obj, '(?:^|, )rid=([^,]*)', 1) AS rids,
@@ -281,17 +295,38 @@ SELECT fidx, line, ts, shape, room_v AS room, rid_s,
 FROM fr
 """
 
+# the Req Time Stats lines' fields: the line matched its whole pattern (eng_pre's shape), so the head's
+# fields (between the first `(` and the first `)`, none of which holds a comma or a parenthesis) and the
+# tail's `name=value` pairs are read by splitting, where a capture per field costs ~5x as much
 TEXT_TIME_STATS = f"""
 CREATE OR REPLACE TEMP TABLE eng_ts AS
 WITH m AS (
-    SELECT fidx, line, ts, regexp_extract(msg, sglang_re_time_stats(), ['rid', 'room', 'inp', 'out', 'type', 'tail']) AS g
+    SELECT fidx, line, ts, instr(msg, '(') AS p, instr(msg, ')') AS q, msg
     FROM eng_pre WHERE shape = 'time_stats'
+), h AS (
+    SELECT fidx, line, ts, string_split(msg[p + 1:q - 1], ', ') AS head, msg[q + 1:] AS tail FROM m
 ), d AS (
-    SELECT fidx, line, ts, g.rid AS rid, g.room AS room, g.inp AS inp, g.out AS out, g.type AS type, g.tail AS tail FROM m
+    SELECT fidx, line, ts, tail, head, list_transform(head, lambda x: split_part(x, '=', 1)) AS head_names,
+        CASE WHEN tail <> '' THEN string_split(tail[3:], ', ') ELSE [] END AS pairs
+    FROM h
+), e AS (
+    SELECT *, list_transform(pairs, lambda x: split_part(x, '=', 1)) AS pair_names FROM d
+), f AS (
+    SELECT fidx, line, ts, tail, pairs, pair_names,
+        head[1][5:] AS rid,
+        CASE WHEN head_names[2] = 'bootstrap_room' THEN head[2][16:] ELSE '' END AS room,
+        head[coalesce(nullif(list_position(head_names, 'input len'), 0), list_position(head_names, 'input_len'))][11:] AS inp,
+        head[coalesce(nullif(list_position(head_names, 'output len'), 0), list_position(head_names, 'output_len'))][12:] AS out,
+        head[-1][6:] AS type
+    FROM e
 ), v AS (
     SELECT *, {_DURS},
-        nullif(regexp_extract(tail, sglang_re_start(), 1), '')::DOUBLE AS st
-    FROM d
+        list_filter(pairs, lambda x: split_part(x, '=', 1) IN ('start_time', 'entry_time'))[1] AS st_pair
+    FROM f
+), w AS (
+    SELECT *, CASE WHEN st_pair IS NOT NULL THEN try_cast(CASE WHEN ends_with(st_pair, 'ms') THEN split_part(st_pair, '=', 2)[:-3]
+        ELSE split_part(st_pair, '=', 2) END AS DOUBLE) END AS st
+    FROM v
 )
 SELECT fidx, line, ts, trim(rid, '''"') AS rid,
     CASE WHEN room IN ('', 'None') THEN NULL ELSE try_cast(room AS BIGINT) END AS room,
@@ -304,8 +339,8 @@ SELECT fidx, line, ts, trim(rid, '''"') AS rid,
     queue_duration AS queue_s,
     CASE WHEN type = 'prefill' THEN coalesce(bootstrap_queue_duration, bootstrap_duration) END AS bootstrap_s,
     ((room IN ('', 'None') OR try_cast(room AS BIGINT) IS NOT NULL) AND try_cast(inp AS BIGINT) IS NOT NULL
-     AND try_cast(out AS BIGINT) IS NOT NULL AND (st IS NULL OR st < 1e11)) AS ok
-FROM v
+     AND try_cast(out AS BIGINT) IS NOT NULL AND (st IS NULL OR st < 1e11) AND NOT contains(tail[3:], ': ')) AS ok
+FROM w
 """
 
 JSON_LINES = f"""
@@ -356,6 +391,8 @@ SELECT fidx, line, text,
 FROM h
 """
 
+# a finish reason's key is put into a JSON path only where it is plain (a quote in it fails the path: the
+# AND of the ok test evaluates both sides, a CASE only the rows it selects)
 JSON_REQUESTS = """
 CREATE OR REPLACE TEMP TABLE eng_req AS
 WITH k AS (
@@ -373,7 +410,7 @@ SELECT fidx, line, ts, event, rid_s, room, left(fwd_raw, 200) AS forwarded_id,
     CASE WHEN ids_int THEN n_ids END AS input_len, prompt, compl,
     left(CASE WHEN fr_type IS NULL OR fr_type = 'NULL' THEN 'null'
          WHEN fr_type IN ('VARCHAR', 'BIGINT', 'UBIGINT', 'BOOLEAN') THEN fr::VARCHAR
-         ELSE '{' || array_to_string(list_transform(fr_keys, lambda k: '"' || k || '": ' || json_extract(fr, '$."' || k || '"')::VARCHAR), ', ') || '}' END, 500) AS detail,
+         ELSE '{' || array_to_string(list_transform(fr_keys, lambda k: '"' || k || '": ' || CASE WHEN regexp_matches(k, '^[A-Za-z0-9_ -]*$') THEN json_extract(fr, '$."' || k || '"')::VARCHAR END), ', ') || '}' END, 500) AS detail,
     coalesce(nullif(rid_s, ''), nullif(mid_s, ''), '') AS rid_fin,
     ((obj_type IS NULL OR obj_type IN ('OBJECT', 'NULL'))
      AND (room_type IS NULL OR room_type = 'NULL' OR room IS NOT NULL)
@@ -386,20 +423,31 @@ SELECT fidx, line, ts, event, rid_s, room, left(fwd_raw, 200) AS forwarded_id,
         AND (fr_type IS NULL OR fr_type IN ('NULL', 'VARCHAR', 'BIGINT', 'UBIGINT', 'BOOLEAN')
              OR (fr_type = 'OBJECT' AND len(list_distinct(fr_keys)) = len(fr_keys)
                  AND list_bool_and(list_transform(fr_keys, lambda k: regexp_matches(k, '^[A-Za-z0-9_ -]*$')
-                     AND json_type(fr, '$."' || k || '"') IN ('NULL', 'VARCHAR', 'BIGINT', 'UBIGINT', 'BOOLEAN'))) IS NOT FALSE))))
+                     AND CASE WHEN regexp_matches(k, '^[A-Za-z0-9_ -]*$') THEN json_type(fr, '$."' || k || '"') END
+                         IN ('NULL', 'VARCHAR', 'BIGINT', 'UBIGINT', 'BOOLEAN'))) IS NOT FALSE))))
     ) AS ok
 FROM e
 """
 
 
-def _plain_check(f: InputFile) -> tuple[bool, bool]:
-    """(the bulk reader may read the plain file, it ends with a newline)."""
+def _scan(f: InputFile) -> tuple[bool, bool, bool | None]:
+    """One pass over a plain file's bytes for what each reader must know of them: (the bulk reader may
+    read it, it ends with a newline, the audit's sieve: forensics.audit.sieved.sql_sieved's answer, None
+    where the audit reads the file itself). The bulk reader may read a file without a byte-order mark, a
+    carriage return or a record separator, all of which the sieve's check finds among others."""
     size = f.path.stat().st_size
     if size == 0:
-        return False, True
+        return False, True, None
     with f.path.open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-        ok = mm[:3] != b"\xef\xbb\xbf" and mm.find(b"\r") < 0 and mm.find(b"\x1e") < 0
-        return ok, mm[size - 1 : size] == b"\n"
+        plain = plain_bytes(mm)
+        ok = plain is not None or (mm[:3] != b"\xef\xbb\xbf" and mm.find(b"\r") < 0 and mm.find(b"\x1e") < 0)
+        ends_nl = mm[size - 1 : size] == b"\n"
+    if not ok or plain is None:
+        return ok, ends_nl, None
+    try:
+        return ok, ends_nl, sql_sieved(f.path, plain)
+    except OSError:  # the audit names the file and the error
+        return ok, ends_nl, None
 
 
 BATCH_BYTES = 256 << 20  # the files read by one query: at most this many bytes (memory), or one file
@@ -410,9 +458,11 @@ def load_engine_files(con: duckdb.DuckDBPyConnection, files: list[InputFile], tz
     and batch_stats, a batch of files of one kind at a time; node_config and rejected rows go to `rows`
     (stored with the run's, by store)."""
     utc = str(tz) in ("UTC", "Etc/UTC")
+    con.execute("CREATE OR REPLACE TEMP TABLE engine_read (file_id INTEGER, lines BIGINT)")  # lines read per file
     # text logs, then request logs: each kind in few batches (a query's cost is mostly per batch); the
     # Python reader's order of engine_requests (file, line, row of line) is restored after (_reorder)
     kinds = [[f for f in files if f.source == k] for k in ("engine_log", "engine_requests")]
+    sieves: dict[int, bool | None] = {}  # the audit's sieve of each file read in bulk (_scan)
     for group in kinds:
         batch: list[tuple[InputFile, bool]] = []
         size = 0
@@ -422,10 +472,10 @@ def load_engine_files(con: duckdb.DuckDBPyConnection, files: list[InputFile], tz
             ends_nl = True
             whole = READER == "python" or not utc
             if not whole and not compressed:
-                ok, ends_nl = _plain_check(f)
+                ok, ends_nl, sieves[f.file_id] = _scan(f)
                 whole = not ok
             if whole:
-                _flush(con, batch, tz, rows)
+                _flush(con, batch, tz, rows, sieves)
                 batch, size = [], 0
                 if compressed:
                     _one_by_one(con, f, tz, rows)
@@ -433,13 +483,40 @@ def load_engine_files(con: duckdb.DuckDBPyConnection, files: list[InputFile], tz
                     _python_file(con, f, tz, rows, text)
                 continue
             if batch and size + f.bytes > BATCH_BYTES:
-                _flush(con, batch, tz, rows)
+                _flush(con, batch, tz, rows, sieves)
                 batch, size = [], 0
             batch.append((f, ends_nl))
             size += f.bytes
-        _flush(con, batch, tz, rows)
+        _flush(con, batch, tz, rows, sieves)
     if all(kinds):
         _reorder(con)
+    _account(con, files, rows)
+
+
+def _account(con: duckdb.DuckDBPyConnection, files: list[InputFile], rows: EngineRows) -> None:
+    """Each file's rows read, rejected and loaded, in one query from what the readers kept: read, its
+    lines (engine_read) and a gzip stream's cut (the rejected row without a line, rawtext); rejected, its
+    rejected rows (the readers' in `rows`, the cut's in the table); loaded, the others (every line a reader
+    does not reject gives rows or is read and kept out)."""
+    ids = pa.table({"file_id": pa.array([f.file_id for f in files], pa.int32())})  # noqa: F841 (read by DuckDB)
+    rej = pa.table(  # noqa: F841
+        {
+            "file_id": pa.array([r[0] for r in rows.rejected], pa.int32()),
+            "row": pa.array([r[1] for r in rows.rejected], pa.int64()),
+        }
+    )
+    got = con.execute(
+        """WITH r AS (SELECT file_id, sum(lines) AS lines FROM engine_read GROUP BY file_id),
+                j AS (SELECT file_id, count(*) AS n, count(*) FILTER (WHERE row IS NULL) AS cut FROM (
+                        SELECT file_id, row FROM rej UNION ALL SELECT file_id, row FROM rejected) GROUP BY file_id)
+           SELECT file_id, coalesce(lines, 0) + coalesce(cut, 0), coalesce(n, 0) FROM ids LEFT JOIN r USING (file_id)
+           LEFT JOIN j USING (file_id)"""
+    ).fetchall()
+    by_id = {f.file_id: f for f in files}
+    for fid, read, rejected in got:
+        f = by_id[fid]
+        f.rows_read, f.rows_rejected, f.rows_loaded = read, rejected, read - rejected
+    con.execute("DROP TABLE engine_read")
 
 
 def _reorder(con: duckdb.DuckDBPyConnection) -> None:
@@ -454,7 +531,13 @@ def _reorder(con: duckdb.DuckDBPyConnection) -> None:
         con.execute("DROP TABLE eng_req_sorted")
 
 
-def _flush(con: duckdb.DuckDBPyConnection, batch: list[tuple[InputFile, bool]], tz: ZoneInfo, rows: EngineRows) -> None:
+def _flush(
+    con: duckdb.DuckDBPyConnection,
+    batch: list[tuple[InputFile, bool]],
+    tz: ZoneInfo,
+    rows: EngineRows,
+    sieves: dict[int, bool | None],
+) -> None:
     if not batch:
         return
     paths = [str(f.path) for f, _ in batch]
@@ -488,21 +571,19 @@ def _flush(con: duckdb.DuckDBPyConnection, batch: list[tuple[InputFile, bool]], 
         SELECT fidx, r - r0 + 1 AS line, line AS text FROM r JOIN s USING (filename) JOIN eng_files USING (filename)""")
     con.execute("DROP TABLE eng_raw0")
     with timed("ingest/engine_audit_lines"):
-        _audit_lines(con, batch)
+        _audit_lines(con, batch, sieves)
     _bulk(con, batch, tz, rows)
 
 
-def _audit_lines(con: duckdb.DuckDBPyConnection, batch: list[tuple[InputFile, bool]]) -> None:
+def _audit_lines(
+    con: duckdb.DuckDBPyConnection, batch: list[tuple[InputFile, bool]], sieves: dict[int, bool | None]
+) -> None:
     """The lines the config audit reads of the batch's files, kept from eng_raw (forensics.audit.sieved.
     kept_from) for ingest's audit (forensics.ingest.startup.store_audit), which then reads none of these
-    files again. A file DuckDB may not sieve (forensics.audit.sieved.sql_sieved) the audit reads itself."""
+    files again. A file DuckDB may not sieve (its sieve None: _scan) the audit reads itself."""
     files = []
     for i, (f, _) in enumerate(batch):
-        try:
-            loose = sql_sieved(f.path)
-        except OSError:  # the audit names the file and the error
-            continue
-        if loose is not None:
+        if (loose := sieves.get(f.file_id)) is not None:
             files.append((i, str(f.path), loose))
     if files:
         kept_from(con, "eng_raw", files, SIEVE)
@@ -529,7 +610,6 @@ def _one_by_one(con: duckdb.DuckDBPyConnection, f: InputFile, tz: ZoneInfo, rows
         counts = _counts(con, [(f, True)])
         loc = _python_lines(con, [(f, True)], counts, tz, rows)
         _store_rows(con, loc)
-        f.rows_rejected = f.rows_read - f.rows_loaded
         _drop(con)
         return
     _bulk(con, [(f, True)], tz, rows)
@@ -537,10 +617,10 @@ def _one_by_one(con: duckdb.DuckDBPyConnection, f: InputFile, tz: ZoneInfo, rows
 
 def _counts(con: duckdb.DuckDBPyConnection, batch: list[tuple[InputFile, bool]]) -> dict[int, int]:
     got = dict(con.execute("SELECT fidx, count(*) FROM eng_raw GROUP BY fidx").fetchall())
-    counts = {i: got.get(i, 0) for i in range(len(batch))}
-    for i, (f, _) in enumerate(batch):
-        f.rows_read += counts[i]
-    return counts
+    con.execute(
+        "INSERT INTO engine_read SELECT file_id, count(*) FROM eng_raw JOIN eng_files USING (fidx) GROUP BY file_id"
+    )
+    return {i: got.get(i, 0) for i in range(len(batch))}
 
 
 def _bulk(con: duckdb.DuckDBPyConnection, batch: list[tuple[InputFile, bool]], tz: ZoneInfo, rows: EngineRows) -> None:
@@ -569,10 +649,6 @@ def _bulk(con: duckdb.DuckDBPyConnection, batch: list[tuple[InputFile, bool]], t
             FROM eng_raw p LEFT JOIN eng_json j USING (fidx, line) LEFT JOIN eng_req q USING (fidx, line)""")
     with timed("ingest/engine_python_lines"):
         loc = _python_lines(con, batch, counts, tz, rows)
-    taken = dict(con.execute("SELECT fidx, count(*) FROM eng_pre WHERE shape IS NOT NULL GROUP BY fidx").fetchall())
-    for i, (f, _) in enumerate(batch):
-        f.rows_loaded += taken.get(i, 0)
-        f.rows_rejected = f.rows_read - f.rows_loaded
     with timed("ingest/engine_store"):
         _store_file(con, loc, text)
     _drop(con)
@@ -641,8 +717,7 @@ def _python_lines(
             loc.rejected.append((f.file_id, lineno, line[1:]))
             continue
         raw = (line or "").encode() + (b"\n" if lineno < counts[fidx] or ends_nl else b"")
-        if parse(raw, f.node, f.file_id, lineno, tz, loc):
-            f.rows_loaded += 1
+        parse(raw, f.node, f.file_id, lineno, tz, loc)  # a line it rejects is in loc.rejected
         for name in marks:
             got = getattr(loc, name)
             for r in got[marks[name] :]:
@@ -658,6 +733,7 @@ def _python_file(con: duckdb.DuckDBPyConnection, f: InputFile, tz: ZoneInfo, row
     """The whole file through the Python reader (as before #36), stored at once."""
     loc = EngineRows()
     (parse_log if text else parse_requests_jsonl)(f, tz, loc)
+    con.execute("INSERT INTO engine_read VALUES ($fid, $lines)", {"fid": f.file_id, "lines": f.rows_read})
     rows.config.extend(loc.config)
     rows.integrity.extend(loc.integrity)
     rows.rejected.extend(loc.rejected)

@@ -124,6 +124,17 @@ ODD_TEXT = [
     "[2026-08-29 10:00:05.123456 TP0] Req Time Stats(rid='q', bootstrap_room=7, input len=5, output len=2, "
     "type=decode): bootstrap_duration=0.5, alloc_wait_duration=0.25, transfer_duration=1ms, start_time=1787967440.2215",
     "[2026-08-29 10:00:06 TP0] Req Time Stats(rid=r, bootstrap_room=99999999999999999999, input len=5, output len=1, type=decode)",
+    # split, not captured (bulk.TEXT_TIME_STATS): a tail whose later pair follows `: ` (the per-line
+    # reader's), a name given twice (the first), ms and seconds, entry_time, a rid holding `=`, every
+    # optional field of the head
+    "[2026-08-29 10:00:06 TP0] Req Time Stats(rid=t1, bootstrap_room=3, input len=5, output len=1, "
+    "type=decode): prealloc_duration=1: transfer_duration=2ms, forward_duration=3",
+    "[2026-08-29 10:00:06 TP0] Req Time Stats(rid=t2, input len=5, output len=1, type=decode): "
+    "forward_duration=1ms, forward_duration=2, queue_duration=0.5ms, entry_time=1787967440.5",
+    "[2026-08-29 10:00:06 TP0] ReqTimeStats(rid=t=3, bootstrap_room=-4, input_len=5, cached_input_len=2, "
+    "output_len=1, attempts=2, type=prefill), bootstrap_queue_duration=7ms, start_time=1787967440.25ms",
+    # a batch line taken by its literal whose unread field is not ASCII: no template, the per-line reader's
+    "[2026-08-29 10:00:04 TP0] Decode batch, #running-req: 1, note: caf\u00e9, token usage: 0.01",
     "Receive: obj=GenerateReqInput(rid='a1', bootstrap_room=None)",
     "Receive: obj=GenerateReqInput(rid=['a', 'b'], bootstrap_room=[1, 2])",
     "Receive: obj=GenerateReqInput(rid=None, bootstrap_room=3)",
@@ -133,6 +144,8 @@ ODD_TEXT = [
     "{'type': 'abort', 'message': 'x y', 'status_code': 400, 'ok': True}, 'prompt_tokens': 0, 'completion_tokens': 07}}",
     "Finish: obj=GenerateReqInput(rid='a2'), out={'meta_info': {'prompt_tokens': 012}}",
     "Finish: obj=GenerateReqInput(rid='a3'), out={'meta_info': {'id': 'x', 'id': 'y', 'prompt_tokens': 1}}",
+    # meta sliced after the last `=`: an earlier field whose name ends in `out` and holds a dict
+    "Finish: obj=GenerateReqInput(rid='a4'), xout={'meta_info': 1}, out={'meta_info': {'id': 'z', 'prompt_tokens': 2}}",
     "[2026-08-29 10:00:07 TP0] KV Cache is allocated. #tokens: 1,024, K size: 1 GB",
     "[2026-08-29 10:00:08 TP0] some other line with nothing to read",
     "[2026-08-29 10:00:09 TP0] nul \x00 byte",
@@ -168,6 +181,9 @@ ODD_JSON = [
     '{"timestamp": "2026-08-29T10:00:02", "event": "request.finished", "rid": "j17",'
     ' "out": {"meta_info": {"prompt_tokens": 9223372036854775808}}}',
     '{"timestamp": "2026-08-29T10:00:02", "event": "request.finished", "rid": "j18", "out": {"meta_info": {"prompt_tokens": 3, "finish_reason": 7}}}',
+    # a finish reason's key holding a quote (hypothesis found it: it failed the query's JSON path)
+    '{"timestamp": "2026-08-29T10:00:07.123456", "event": "request.finished", "rid": "0", "obj": {"bootstrap_room": "0", "input_ids": []}, "out": {"meta_info": {"id": "0", "prompt_tokens": null, "completion_tokens": "u8a0zrbm9lq", "finish_reason": {"type": null, "k\\"": null}}}}',
+    '{"timestamp": "2026-08-29T10:00:07", "event": "request.finished", "rid": "j19", "out": {"meta_info": {"prompt_tokens": 3, "finish_reason": {"type": "stop", "k\\"": 1}}}}',
 ]
 
 

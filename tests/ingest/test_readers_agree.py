@@ -372,3 +372,15 @@ def test_vllm_chunks_are_its_per_line_reader() -> None:
             assert got == expect, path.name
         compared += len(expect)
     assert compared >= 10
+
+
+def test_a_finish_reason_key_with_a_quote(tmp_path: Path) -> None:
+    """A finish reason's key holding a quote, alone in its file (hypothesis found it: the bulk query put
+    the key into a JSON path and failed): the per-line reader's rows."""
+    path = tmp_path / "requests.jsonl"
+    path.write_text(
+        '{"timestamp": "2026-08-29T10:00:07.123456", "event": "request.finished", "rid": "0", "obj": '
+        '{"bootstrap_room": "0", "input_ids": []}, "out": {"meta_info": {"id": "0", "prompt_tokens": null, '
+        '"completion_tokens": "u8a0zrbm9lq", "finish_reason": {"type": null, "k\\"": null}}}}\n'
+    )
+    assert_bulk_is_per_line([(path, "engine_requests")])
