@@ -7,7 +7,7 @@ tests/data/vllm_block_traces/) through it and requires the same blocks and the s
 for call.
 
 What the releases do (vllm/v1/core/block_pool.py, kv_cache_utils.py, kv_cache_manager.py and
-single_type_kv_cache_manager.py of 0.10.2 and 0.29.0):
+single_type_kv_cache_manager.py of 0.10.2, 0.24.0, 0.27.0 and 0.29.0):
 
 - The pool has num_gpu_blocks blocks, ids 0..n-1. FreeKVCacheBlockQueue (kv_cache_utils.py) is a
   doubly linked list in id order at start; BlockPool.__init__ pops block 0 as the null block
@@ -20,10 +20,13 @@ single_type_kv_cache_manager.py of 0.10.2 and 0.29.0):
   managers free a request's blocks in reverse (SingleTypeKVCacheManager.free: reversed(req_blocks)),
   so the tail block is the first to be evicted of its request.
   - 0.10.2: every block at zero is appended at the tail (append_n), in the order given: LRU.
-  - 0.29.0: blocks without a hash (or every block, caching off) are put at the head (prepend_n, in
-    the order given: "LIFO reuse of non-cached blocks for better GPU locality") and cached blocks at
-    the tail ("FIFO reuse of cached blocks for LRU eviction behavior"). An uncached block freed by
-    one request is the next block handed out.
+  - 0.24.0 and 0.29.0: blocks without a hash (every block, caching off) are put at the head
+    (prepend_n, in the order given; 0.29.0: "LIFO reuse of non-cached blocks for better GPU
+    locality") and cached blocks at the tail ("FIFO reuse of cached blocks for LRU eviction
+    behavior"): vLLM PR #42656. An uncached block freed by one request (its partial last block) is
+    the next block handed out.
+  - 0.27.0: the same with prefix caching on; with it off every freed block is appended (PR #48017,
+    undone by PR #51482 before 0.29.0): the pool cycles through every block id.
 - touch(blocks) adds a reference; a block at zero leaves the queue wherever it is (remove).
 - cache_full_blocks names the request's full blocks by their block hashes; the map is hash -> the
   blocks under it in insertion order (no de-duplication: two blocks may hold the same hash), and
@@ -38,7 +41,7 @@ single_type_kv_cache_manager.py of 0.10.2 and 0.29.0):
   (None, nothing changed) when the blocks it needs (new ones, plus hit blocks now at zero, which
   leave the free queue) exceed the free blocks; else touches the hits, pops the new blocks and caches
   the request's full blocks (min(computed + new tokens, num_tokens) // block_size).
-- evict_blocks(ids) (0.29.0; the KV connectors report blocks whose load failed) drops the hash of
+- evict_blocks(ids) (0.24.0 on; the KV connectors report blocks whose load failed) drops the hash of
   each block named and leaves it where it is. reset_prefix_cache drops every hash, only when no
   block but the null block is held.
 Not modelled: hybrid models (several KV cache groups, sliding window, Mamba), 0.29.0's partial
@@ -52,23 +55,28 @@ from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 
 # the releases whose block pools were read and differentially tested (oldest first)
-RELEASES = ("0.10.2", "0.29.0")
+RELEASES = ("0.10.2", "0.24.0", "0.27.0", "0.29.0")
 
 
 @dataclass(frozen=True)
 class Rule:
-    """Where a freed block rejoins the free queue: `uncached_first` puts blocks without a hash at the
-    head (reused next), else every freed block goes to the tail."""
+    """Where a freed block rejoins the free queue: with prefix caching on (`uncached_first`) or off
+    (`uncached_first_off`), blocks without a hash go to the head (reused next) where it is True; every
+    other freed block goes to the tail."""
 
     name: str
     uncached_first: bool
+    uncached_first_off: bool
     has_evict: bool
     source: str
 
 
+_SPLIT = "free_blocks: prepend_n / append_n"
 RULES = {
-    "0.10.2": Rule("lru", False, False, "vllm/v1/core/block_pool.py 0.10.2 free_blocks: append_n"),
-    "0.29.0": Rule("lifo-uncached", True, True, "vllm/v1/core/block_pool.py 0.29.0 free_blocks: prepend_n / append_n"),
+    "0.10.2": Rule("lru", False, False, False, "vllm/v1/core/block_pool.py 0.10.2 free_blocks: append_n"),
+    "0.24.0": Rule("lifo-uncached", True, True, True, f"vllm/v1/core/block_pool.py 0.24.0 {_SPLIT}"),
+    "0.27.0": Rule("lifo-uncached, fifo off", True, False, True, f"vllm/v1/core/block_pool.py 0.27.0 {_SPLIT}"),
+    "0.29.0": Rule("lifo-uncached", True, True, True, f"vllm/v1/core/block_pool.py 0.29.0 {_SPLIT}"),
 }
 
 
@@ -79,7 +87,7 @@ def _version_key(release: str) -> tuple[int, ...]:
 def rule(release: str) -> Rule | None:
     """The rule of `release` where it is known: a tested release, or one that lies at or past the
     newest tested (its rule carried forward) or at or before the oldest. A release between two tested
-    ones whose rules differ is unknown (None): where the change landed was not read."""
+    ones whose rules differ is unknown (None): which release each change landed in was not read."""
     try:
         key = _version_key(release)
     except ValueError:
@@ -192,8 +200,11 @@ class BlockPool:
         for b in ordered:
             self.ref[b] -= 1
             if self.ref[b] == 0 and b != self.NULL:
-                uncached = self.hash[b] is None or not self.enable_caching
-                (first if self.rule.uncached_first and uncached else last).append(b)
+                if self.enable_caching:
+                    head = self.rule.uncached_first and self.hash[b] is None
+                else:
+                    head = self.rule.uncached_first_off
+                (first if head else last).append(b)
         if first:
             self._insert_after(-1, first)
         if last:

@@ -129,6 +129,7 @@ def test_rule_by_release() -> None:
     assert va.rule("v0.29.0") == va.RULES["0.29.0"]
     assert va.rule("0.34.0") == va.RULES["0.29.0"]
     assert va.rule("0.20.0") is None  # between two tested releases whose rules differ
+    assert va.rule("0.28.0") is None
     assert va.rule("main") is None
     with pytest.raises(ValueError):
         va.BlockPool(8, True, "0.20.0")
@@ -174,8 +175,8 @@ def test_model_invariants(ops: list[tuple[str, int]], release: str, num_blocks: 
             back = [b for b in reversed(blocks) if b not in shared]
             after = pool.free_order()
             assert sorted(after) == sorted(before + back)
-            if pool.rule.uncached_first:
-                uncached = [b for b in back if pool.hash[b] is None or not caching]
+            if pool.rule.uncached_first if caching else pool.rule.uncached_first_off:
+                uncached = [b for b in back if pool.hash[b] is None]
                 cached = [b for b in back if b not in uncached]
                 assert after == uncached + before + cached
             else:
