@@ -149,19 +149,25 @@ _OPS = st.lists(
 )
 def test_model_invariants(ops: list[tuple[str, int]], release: str, num_blocks: int, caching: bool) -> None:
     """No block is both free and held; the held count of each block is its reference count; the null
-    block is never handed out; a request freed alone puts its blocks back in the release's order."""
+    block is never handed out; a request freed alone puts its blocks back in the release's order; a
+    request hits only blocks cached by a request of the same cache_salt (none or the same salt)."""
     bs = 4
     mgr = va.KVCacheManager(num_blocks, bs, caching, 20 * bs, release)
     pool = mgr.pool
     prefixes = [[1, 2, 3, 4, 5, 6, 7, 8], [9, 9, 9, 9]]
     n = 0
+    salt_of: dict[int, str | None] = {}  # the salt of the request that cached each block
+    hits_of: dict[str, int] = {}
     for op, x in ops:
         live = sorted(mgr.requests)
         if op == "arrive" or not live:
             n += 1
             prompt = prefixes[x % 2] + [x % 97, x % 89, x % 83][: 1 + x % 3]
-            got = mgr.arrive(f"r{n}", prompt, "s" if x % 5 == 0 else None)
+            salt = "s" if x % 5 == 0 else None
+            got = mgr.arrive(f"r{n}", prompt, salt)
             assert va.BlockPool.NULL not in (got[2] or [])
+            assert all(salt_of[b] == salt for b in got[0])
+            hits_of[f"r{n}"] = len(got[0])
         elif op == "step":
             rid = live[x % len(live)]
             if len(mgr.requests[rid].tokens) < 19 * bs and mgr.step(rid, x % 101) is None:
@@ -181,6 +187,9 @@ def test_model_invariants(ops: list[tuple[str, int]], release: str, num_blocks: 
                 assert after == uncached + before + cached
             else:
                 assert after == before + back  # LRU: appended at the tail, the request's tail first
+        for rid, r in mgr.requests.items():
+            for b in r.blocks[hits_of[rid] : r.num_cached]:
+                salt_of[b] = r.salt
         held: dict[int, int] = {}
         for r in mgr.requests.values():
             for b in r.blocks:
