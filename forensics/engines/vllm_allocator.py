@@ -7,7 +7,7 @@ tests/data/vllm_block_traces/) through it and requires the same blocks and the s
 for call.
 
 What the releases do (vllm/v1/core/block_pool.py, kv_cache_utils.py, kv_cache_manager.py and
-single_type_kv_cache_manager.py of 0.10.2, 0.24.0, 0.27.0 and 0.29.0):
+single_type_kv_cache_manager.py of 0.10.2, 0.23.0, 0.24.0, 0.27.0 and 0.29.0):
 
 - The pool has num_gpu_blocks blocks, ids 0..n-1. FreeKVCacheBlockQueue (kv_cache_utils.py) is a
   doubly linked list in id order at start; BlockPool.__init__ pops block 0 as the null block
@@ -19,10 +19,11 @@ single_type_kv_cache_manager.py of 0.10.2, 0.24.0, 0.27.0 and 0.29.0):
 - free_blocks(ordered) takes one reference off each block; those at zero rejoin the queue. The
   managers free a request's blocks in reverse (SingleTypeKVCacheManager.free: reversed(req_blocks)),
   so the tail block is the first to be evicted of its request.
-  - 0.10.2: every block at zero is appended at the tail (append_n), in the order given: LRU.
-  - 0.24.0 and 0.29.0: blocks without a hash (every block, caching off) are put at the head
-    (prepend_n, in the order given; 0.29.0: "LIFO reuse of non-cached blocks for better GPU
-    locality") and cached blocks at the tail ("FIFO reuse of cached blocks for LRU eviction
+  - 0.10.2 and 0.23.0: every block at zero is appended at the tail (append_n), in the order given:
+    LRU. (0.23.0's free_blocks takes prepend=True from the sliding-window and Mamba managers only.)
+  - 0.24.0 and 0.29.0: blocks without a hash (every block, caching off) are put at
+    the head (prepend_n, in the order given; 0.29.0: "LIFO reuse of non-cached blocks for better
+    GPU locality") and cached blocks at the tail ("FIFO reuse of cached blocks for LRU eviction
     behavior"): vLLM PR #42656. An uncached block freed by one request (its partial last block) is
     the next block handed out.
   - 0.27.0: the same with prefix caching on; with it off every freed block is appended (PR #48017,
@@ -41,7 +42,7 @@ single_type_kv_cache_manager.py of 0.10.2, 0.24.0, 0.27.0 and 0.29.0):
   (None, nothing changed) when the blocks it needs (new ones, plus hit blocks now at zero, which
   leave the free queue) exceed the free blocks; else touches the hits, pops the new blocks and caches
   the request's full blocks (min(computed + new tokens, num_tokens) // block_size).
-- evict_blocks(ids) (0.24.0 on; the KV connectors report blocks whose load failed) drops the hash of
+- evict_blocks(ids) (0.23.0 on; the KV connectors report blocks whose load failed) drops the hash of
   each block named and leaves it where it is. reset_prefix_cache drops every hash, only when no
   block but the null block is held.
 Not modelled: hybrid models (several KV cache groups, sliding window, Mamba), 0.29.0's partial
@@ -55,7 +56,7 @@ from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 
 # the releases whose block pools were read and differentially tested (oldest first)
-RELEASES = ("0.10.2", "0.24.0", "0.27.0", "0.29.0")
+RELEASES = ("0.10.2", "0.23.0", "0.24.0", "0.27.0", "0.29.0")
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,7 @@ class Rule:
 _SPLIT = "free_blocks: prepend_n / append_n"
 RULES = {
     "0.10.2": Rule("lru", False, False, False, "vllm/v1/core/block_pool.py 0.10.2 free_blocks: append_n"),
+    "0.23.0": Rule("lru", False, False, True, "vllm/v1/core/block_pool.py 0.23.0 free_blocks: append_n"),
     "0.24.0": Rule("lifo-uncached", True, True, True, f"vllm/v1/core/block_pool.py 0.24.0 {_SPLIT}"),
     "0.27.0": Rule("lifo-uncached, fifo off", True, False, True, f"vllm/v1/core/block_pool.py 0.27.0 {_SPLIT}"),
     "0.29.0": Rule("lifo-uncached", True, True, True, f"vllm/v1/core/block_pool.py 0.29.0 {_SPLIT}"),
@@ -84,22 +86,28 @@ def _version_key(release: str) -> tuple[int, ...]:
     return tuple(int(x) for x in release.strip().lstrip("v").split(".")[:3])
 
 
+def _order(r: Rule) -> tuple[bool, bool]:
+    return r.uncached_first, r.uncached_first_off
+
+
 def rule(release: str) -> Rule | None:
-    """The rule of `release` where it is known: a tested release, or one that lies at or past the
-    newest tested (its rule carried forward) or at or before the oldest. A release between two tested
-    ones whose rules differ is unknown (None): which release each change landed in was not read."""
+    """The rule of `release` where it is known: a tested release; one past the newest tested (its rule
+    carried forward, as for SGLang's allocators); one between two tested releases whose free order is
+    the same (the older one's rule). A release older than the oldest tested (the v1 engine's early
+    releases, or the v0 block manager) or between two tested releases whose free order differs is
+    unknown: None."""
     try:
         key = _version_key(release)
     except ValueError:
         return None
-    keys = [_version_key(r) for r in RELEASES]
-    if key <= keys[0]:
-        return RULES[RELEASES[0]]
-    if key >= keys[-1]:
-        return RULES[RELEASES[-1]]
-    below = max(r for r, k in zip(RELEASES, keys, strict=True) if k <= key)
-    above = min(r for r, k in zip(RELEASES, keys, strict=True) if k >= key)
-    return RULES[below] if RULES[below] == RULES[above] else None
+    tested = sorted((_version_key(r), r) for r in RELEASES)
+    if key < tested[0][0]:
+        return None
+    below = max(r for k, r in tested if k <= key)
+    above = [r for k, r in tested if k >= key]
+    if not above:
+        return RULES[below]
+    return RULES[below] if _order(RULES[below]) == _order(RULES[above[0]]) else None
 
 
 class BlockPool:

@@ -125,14 +125,15 @@ def test_model_replays_vllm(path: Path) -> None:
 
 
 def test_rule_by_release() -> None:
-    assert va.rule("0.9.0") == va.RULES["0.10.2"]
+    assert va.rule("0.9.0") is None  # older than the oldest tested
     assert va.rule("v0.29.0") == va.RULES["0.29.0"]
-    assert va.rule("0.34.0") == va.RULES["0.29.0"]
-    assert va.rule("0.20.0") is None  # between two tested releases whose rules differ
-    assert va.rule("0.28.0") is None
+    assert va.rule("0.34.0") == va.RULES["0.29.0"]  # carried forward
+    assert va.rule("0.20.0") == va.RULES["0.10.2"]  # between two tested releases of the same order
+    assert va.rule("0.26.1") is None  # between 0.26.0 and 0.27.0, whose orders differ
+    assert va.rule("0.23.1") is None
     assert va.rule("main") is None
     with pytest.raises(ValueError):
-        va.BlockPool(8, True, "0.20.0")
+        va.BlockPool(8, True, "0.26.1")
 
 
 _OPS = st.lists(
