@@ -7,7 +7,7 @@ tests/data/vllm_block_traces/) through it and requires the same blocks and the s
 for call.
 
 What the releases do (vllm/v1/core/block_pool.py, kv_cache_utils.py, kv_cache_manager.py and
-single_type_kv_cache_manager.py of 0.10.2, 0.23.0, 0.24.0, 0.27.0 and 0.29.0):
+single_type_kv_cache_manager.py of 0.10.2, 0.23.0, 0.24.0, 0.26.0, 0.27.0, 0.28.0 and 0.29.0):
 
 - The pool has num_gpu_blocks blocks, ids 0..n-1. FreeKVCacheBlockQueue (kv_cache_utils.py) is a
   doubly linked list in id order at start; BlockPool.__init__ pops block 0 as the null block
@@ -21,13 +21,13 @@ single_type_kv_cache_manager.py of 0.10.2, 0.23.0, 0.24.0, 0.27.0 and 0.29.0):
   so the tail block is the first to be evicted of its request.
   - 0.10.2 and 0.23.0: every block at zero is appended at the tail (append_n), in the order given:
     LRU. (0.23.0's free_blocks takes prepend=True from the sliding-window and Mamba managers only.)
-  - 0.24.0 and 0.29.0: blocks without a hash (every block, caching off) are put at
-    the head (prepend_n, in the order given; 0.29.0: "LIFO reuse of non-cached blocks for better
+  - 0.24.0, 0.26.0, 0.28.0 and 0.29.0: blocks without a hash (every block, caching off) are put at
+    the head (prepend_n, in the order given; 0.28.0: "LIFO reuse of non-cached blocks for better
     GPU locality") and cached blocks at the tail ("FIFO reuse of cached blocks for LRU eviction
     behavior"): vLLM PR #42656. An uncached block freed by one request (its partial last block) is
     the next block handed out.
   - 0.27.0: the same with prefix caching on; with it off every freed block is appended (PR #48017,
-    undone by PR #51482 before 0.29.0): the pool cycles through every block id.
+    undone in 0.28.0 by PR #51482): the pool cycles through every block id.
 - touch(blocks) adds a reference; a block at zero leaves the queue wherever it is (remove).
 - cache_full_blocks names the request's full blocks by their block hashes; the map is hash -> the
   blocks under it in insertion order (no de-duplication: two blocks may hold the same hash), and
@@ -56,7 +56,7 @@ from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 
 # the releases whose block pools were read and differentially tested (oldest first)
-RELEASES = ("0.10.2", "0.23.0", "0.24.0", "0.27.0", "0.29.0")
+RELEASES = ("0.10.2", "0.23.0", "0.24.0", "0.26.0", "0.27.0", "0.28.0", "0.29.0")
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,9 @@ RULES = {
     "0.10.2": Rule("lru", False, False, False, "vllm/v1/core/block_pool.py 0.10.2 free_blocks: append_n"),
     "0.23.0": Rule("lru", False, False, True, "vllm/v1/core/block_pool.py 0.23.0 free_blocks: append_n"),
     "0.24.0": Rule("lifo-uncached", True, True, True, f"vllm/v1/core/block_pool.py 0.24.0 {_SPLIT}"),
+    "0.26.0": Rule("lifo-uncached", True, True, True, f"vllm/v1/core/block_pool.py 0.26.0 {_SPLIT}"),
     "0.27.0": Rule("lifo-uncached, fifo off", True, False, True, f"vllm/v1/core/block_pool.py 0.27.0 {_SPLIT}"),
+    "0.28.0": Rule("lifo-uncached", True, True, True, f"vllm/v1/core/block_pool.py 0.28.0 {_SPLIT}"),
     "0.29.0": Rule("lifo-uncached", True, True, True, f"vllm/v1/core/block_pool.py 0.29.0 {_SPLIT}"),
 }
 

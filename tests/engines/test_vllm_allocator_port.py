@@ -75,7 +75,7 @@ def _replay_manager(release: str, trace: dict[str, Any]) -> None:
         assert mgr.pool.free_order() == _expand(free), f"op {i} {op}: free queue differs"
 
 
-def test_traces_cover_two_releases_and_the_cases() -> None:
+def test_traces_cover_the_releases_and_the_cases() -> None:
     seen: dict[str, set[str]] = {}
     for path in FILES:
         data = _load(path)
@@ -109,7 +109,7 @@ def test_traces_cover_two_releases_and_the_cases() -> None:
             "not admitted",
             "whole prompt cached, last block recomputed",
         }
-    assert sum(p.stat().st_size for p in FILES) < 300_000  # small enough to commit
+    assert sum(p.stat().st_size for p in FILES) < 400_000  # small enough to commit (7 releases: 325 kB)
 
 
 @pytest.mark.parametrize("path", FILES, ids=[p.name for p in FILES])
@@ -128,7 +128,7 @@ def test_rule_by_release() -> None:
     assert va.rule("0.9.0") is None  # older than the oldest tested
     assert va.rule("v0.29.0") == va.RULES["0.29.0"]
     assert va.rule("0.34.0") == va.RULES["0.29.0"]  # carried forward
-    assert va.rule("0.20.0") == va.RULES["0.10.2"]  # between two tested releases of the same order
+    assert va.rule("0.25.0") == va.RULES["0.24.0"]  # between two tested releases of the same order
     assert va.rule("0.26.1") is None  # between 0.26.0 and 0.27.0, whose orders differ
     assert va.rule("0.23.1") is None
     assert va.rule("main") is None
