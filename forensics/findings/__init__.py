@@ -25,6 +25,7 @@ from forensics.findings.likelihood import source_likelihood
 from forensics.findings.possible import possible_reach
 from forensics.findings.rules import define_rules
 from forensics.findings.sender_sources import sender_sources
+from forensics.ingest.gateway import GATEWAY_SLACK_US
 from forensics.outputs import write_csv
 from forensics.ownership import release_scratch
 from forensics.ownership.kernels.envelope import envelope
@@ -162,7 +163,7 @@ STEPS = (
     sender_sources,  # per response on a receiver whose senders lost events, every room an unlogged transfer may be
     # every request whose KV a response without page evidence (or indeterminate after a gap) could have
     # attended, and those whose text its response echoes (where the gateway logs text)
-    "possible_sources",
+    ("possible_sources", {"gw_slack_us": GATEWAY_SLACK_US}),
     possible_reach,  # ... counted per source and per response without expanding the pairs
     "hazards",
     "coverage",

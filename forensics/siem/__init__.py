@@ -45,6 +45,12 @@ FORMATS = ("cef", "hec", "ecs", "ocsf")
 # ECS event.severity and in HEC's event too: one scale across formats.
 FINDING_SEVERITY = {("confirmed", "pages"): 9, ("confirmed", "signature"): 8}
 INDETERMINATE_SEVERITY = 5
+# what a finding's evidence is, in its message (affected_responses.csv evidence)
+EVIDENCE_BY = {
+    "pages": "page events",
+    "signature": "the placeholder signature",
+    "none": "no evidence either way (no page events, and no engine line read decides it)",
+}
 ALERT_SEVERITY = {
     "exposure": 8,
     "canary_violation": 8,
@@ -169,7 +175,7 @@ def _findings(folder: Path, incident: str, made_at: datetime | None) -> Iterator
         row = dict(row)
         pairs = sources.get(row["request_id"], [])
         row["source_accounts"] = ";".join(sorted({acct for _, acct in pairs}))
-        by = "page events" if evidence == "pages" else "the placeholder signature"
+        by = EVIDENCE_BY.get(evidence, "the placeholder signature")
         verb = "attended" if status == "confirmed" else "may have attended"  # the evidence decides neither way
         yield Event(
             source="finding",

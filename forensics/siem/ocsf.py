@@ -38,7 +38,11 @@ DEVICE_SERVER = (1, "Server")
 ANALYTIC_RULE = (1, "Rule")
 OBSERVABLE_HOSTNAME = (1, "Hostname")
 OBSERVABLE_ACCOUNT_UID = (35, "Account Object: uid")
-EVIDENCE_SOURCE = {"pages": "page events", "signature": "engine logs (the placeholder signature)"}
+EVIDENCE_SOURCE = {
+    "pages": "page events",
+    "signature": "engine logs (the placeholder signature)",
+    "none": "none (no page events, and no engine line read decides it)",
+}
 STATUS_DETAIL = {
     "confirmed": "confirmed: the evidence proves the response attended another request's KV cache",
     "indeterminate": "indeterminate: the evidence can neither prove nor rule out the exposure",

@@ -10,7 +10,9 @@ import duckdb
 
 from forensics.db import connect, run_query
 from forensics.findings.likelihood import source_likelihood
+from forensics.findings.possible import possible_reach
 from forensics.findings.rules import define_rules
+from forensics.ingest.gateway import GATEWAY_SLACK_US
 
 T = "2026-09-01 {}:00+00"
 
@@ -20,7 +22,7 @@ def _tables(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("INSERT INTO files (file_id, source, path) VALUES (1, 'engine_log', 'engine/d0/server.log')")
     con.execute("CREATE TABLE request_cohort (file_id INTEGER, row BIGINT, cohort VARCHAR)")
     con.execute("""CREATE TABLE gateway AS SELECT *, NULL::VARCHAR AS prefill_node, 200 AS status,
-        5 AS completion_tokens, TIMESTAMPTZ '2026-10-03 10:00:00Z' AS ts FROM (VALUES
+        5 AS completion_tokens, TIMESTAMPTZ '2026-10-03 10:00:00Z' AS ts, 2000.0::DOUBLE AS duration_ms FROM (VALUES
         ('R', 'acct-r', 1::BIGINT, 'd0', 1, 1::BIGINT), ('A', 'acct-a', 2, 'd0', 1, 2), ('B', 'acct-b', 3, 'd0', 1, 3),
         ('C', 'acct-c', 4, 'd0', 1, 4), ('D', 'acct-d', 5, 'd0', 1, 5), ('E', 'acct-e', 6, 'd0', 1, 6),
         ('X', 'acct-x', 8, 'd1', 1, 8))
@@ -72,6 +74,12 @@ def _tables(con: duckdb.DuckDBPyConnection) -> None:
     # every room here is named by a gateway record: no room lists candidate accounts
     con.execute("""CREATE TABLE room_candidates (room BIGINT, node VARCHAR, request_id VARCHAR, account_id VARCHAR,
         basis VARCHAR, candidates BIGINT)""")
+    # every node's engine lines are read by the logs-only rules (SGLang's): no unread response, no node whose
+    # clock is bounded against the gateway's
+    con.execute("CREATE TABLE unread_responses (request_id VARCHAR, node VARCHAR, reason VARCHAR)")
+    con.execute(
+        "CREATE TABLE gateway_clock (node VARCHAR, rooms BIGINT, lo_us BIGINT, hi_us BIGINT, consistent BOOLEAN)"
+    )
     con.execute("""CREATE TABLE signature_responses AS
         SELECT 'R' AS request_id, 'acct-r' AS account_id, 'customer' AS cohort, 'd0' AS node, 1::BIGINT AS room""")
 
@@ -87,7 +95,7 @@ def hand_made_node(more: Callable[[duckdb.DuckDBPyConnection], None] | None = No
         run_query(con, "findings", step)
     source_likelihood(con)
     define_rules(con)
-    run_query(con, "findings", "possible_sources")
+    run_query(con, "findings", "possible_sources", gw_slack_us=GATEWAY_SLACK_US)
     return con
 
 
@@ -126,3 +134,46 @@ def test_rooms_whose_decode_lines_an_outage_took_are_possible_sources_start_unkn
     assert sorted(got) == [3, 5, 6, 7, 9]
     assert "outage of the node's log" in got[9] and "prefilled on p0" in got[9]
     assert "09:45" not in got[9]  # no start time is claimed for it
+
+
+def _unread_node(con: duckdb.DuckDBPyConnection) -> None:
+    """v0 runs an engine whose lines no logs-only rule reads (unread_responses U and W): its times are the
+    gateway's. Its clock lies within 1 s of the gateway's (gateway_clock), and it started up at 09:30 on it."""
+    con.execute("""INSERT INTO gateway BY NAME SELECT request_id, 'acct-' || lower(request_id) AS account_id,
+            100 + row_number() OVER () AS bootstrap_room, 'v0' AS decode_node, 1 AS file_id,
+            100 + row_number() OVER () AS row,
+            status, 5 AS completion_tokens, ('2026-09-01 ' || ts || '+00')::TIMESTAMPTZ AS ts, duration_ms
+        FROM (VALUES ('U', '10:00:00', 200, 60000.0), ('W', '10:00:30', 200, NULL), ('P', '09:50:00', 200, 1000.0),
+                     ('L', '10:02:00', 200, 1000.0), ('Q', '09:00:00', 200, 1000.0), ('F', '09:00:00', 499, 1000.0))
+             t(request_id, ts, status, duration_ms)""")  # fmt: skip
+    con.execute("INSERT INTO unread_responses VALUES ('U', 'v0', 'unread'), ('W', 'v0', 'unread')")
+    con.execute("INSERT INTO gateway_clock VALUES ('v0', 5, -1000000, 1000000, true)")
+    con.execute(
+        "INSERT INTO engine_lines (node, file_id, line, ts, kind) VALUES ('v0', 1, 1, ?::TIMESTAMPTZ, 'startup')",
+        [T.format("09:30")],
+    )
+
+
+def test_an_unread_node_is_bounded_by_the_gateways_times_only() -> None:
+    """U ended at 10:01 on the gateway's clock: L, received at 10:02, is not its source; W's end is not
+    logged, so L stays W's. Q ended at 09:00:01, before the start-up (09:30, within 1 s), which lies before
+    U and W arrived: gone. F failed: its transfer may land after its end, so the start-up clears nothing."""
+    con = hand_made_node(_unread_node)
+    possible_reach(con)
+    got = con.execute("""SELECT recipient_request_id, string_agg(source_request_id, ',' ORDER BY source_request_id)
+        FROM possible_sources WHERE node = 'v0' GROUP BY 1 ORDER BY 1""").fetchall()
+    assert got == [("U", "F,P,W"), ("W", "F,L,P,U")]
+    counts = con.execute(
+        "SELECT recipient_request_id, sources, clock FROM possible_windows WHERE node = 'v0' ORDER BY 1"
+    )
+    assert counts.fetchall() == [("U", 3, "gateway"), ("W", 4, "gateway")]
+    reachable = con.execute(
+        "SELECT request_id FROM possible_pool WHERE node = 'v0' AND reachable ORDER BY 1"
+    ).fetchall()
+    assert reachable == [("F",), ("L",), ("P",), ("U",), ("W",)]
+    basis = con.execute(
+        "SELECT basis FROM possible_sources WHERE recipient_request_id = 'U' AND source_request_id = 'P'"
+    )
+    assert "received it at 2026-09-01T09:50:00.000Z" in basis.fetchone()[0]
+    # the SGLang node's pairs are d0's as before
+    assert con.execute("SELECT count(*) FROM possible_sources WHERE node = 'd0'").fetchone() == (4,)

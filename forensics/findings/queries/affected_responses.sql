@@ -1,6 +1,8 @@
 -- One row per client request that attended another request's data, or whose answer is indeterminate:
 -- the contract's affected_responses.csv. Evidence `pages` comes from page events, `signature` from
--- engine logs alone (sources not in the evidence; possible_sources bounds them). exposed_slots of a
+-- engine logs alone (sources not in the evidence; possible_sources bounds them), `none` where neither
+-- exists: a response whose only reason is its node's (no page events, an engine whose lines no
+-- logs-only rule reads: unread_responses), whose sources possible_sources bounds too. exposed_slots of a
 -- signature response is empty: how many of its slots held others' data the logs cannot say. A response
 -- a late transfer may have written into, on a node without page telemetry (late_write_responses), is
 -- indeterminate, kind foreign_write.
@@ -37,18 +39,23 @@ WITH seg AS (  -- distinct slots per recipient, whatever their source (recipient
     FROM room_flags f JOIN room_requests rr ON rr.node = f.node AND rr.room = f.room
     GROUP BY 1
 ), missing AS (  -- no page events of its own on a node with telemetry; or served in a log outage
-    SELECT request_id, string_agg(DISTINCT reason, '; ' ORDER BY reason) AS reason FROM (
-        SELECT request_id, node || ': no page events for this request on a node with telemetry' AS reason
+    SELECT request_id, string_agg(DISTINCT reason, '; ' ORDER BY reason) AS reason, bool_and(unread) AS unread
+    FROM (
+        SELECT request_id, node || ': no page events for this request on a node with telemetry' AS reason,
+               false AS unread
         FROM missing_rooms
         UNION ALL
-        SELECT request_id, node || ': ' || reason FROM outage_responses
+        SELECT request_id, node || ': ' || reason, false FROM outage_responses
         UNION ALL
-        SELECT request_id, node || ': ' || reason FROM unread_responses
+        SELECT request_id, node || ': ' || reason, true FROM unread_responses
     ) GROUP BY 1
 ), page_based AS (
     SELECT request_id,
            CASE WHEN x.status = 'confirmed' THEN 'confirmed' ELSE 'indeterminate' END AS status,
-           'pages' AS evidence, coalesce(x.kinds, '') AS kinds, x.first_exposed_at,
+           -- no page event and no line speaks of it: only its node's lack of evidence makes it indeterminate
+           CASE WHEN x.request_id IS NULL AND f.request_id IS NULL AND m.unread THEN 'none' ELSE 'pages' END
+               AS evidence,
+           coalesce(x.kinds, '') AS kinds, x.first_exposed_at,
            coalesce(s.exposed_slots, 0) AS exposed_slots, x.source_requests::VARCHAR AS source_requests,
            concat_ws('; ', f.reason, m.reason) AS reason
     FROM exposed x FULL JOIN flagged f USING (request_id) FULL JOIN missing m USING (request_id)

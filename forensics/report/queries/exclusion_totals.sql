@@ -1,7 +1,8 @@
 -- Totals before and after exclusion: all requests and affected responses vs the customer cohort only.
 -- Sources are never excluded: their count is whatever cohort received the data. A request id in two
 -- gateway records that differ (gateway_repeats; exact repeats were rejected at ingest) counts once.
--- Where responses have no page evidence (evidence signature), the confirmed sources are a lower bound:
+-- Where responses have no page evidence (evidence signature, or none: a node whose engine's lines no
+-- logs-only rule reads), the confirmed sources are a lower bound:
 -- unknown_source_responses counts those responses, and possible_* the customer requests and accounts
 -- that the confirmed and the possible sources (possible_sources) reach together: the upper bound;
 -- likely_*: the confirmed sources and the possible ones in the allocator model's likely subset (is_likely),
@@ -10,6 +11,7 @@
 -- text a response without page evidence echoes (content_pairs), counted where content_tier measured the
 -- matching good enough (content_printed), content_reason why or why not. same_account_only_after: customer
 -- responses whose every exposure pair is of their own account (cross_account false), named apart.
+-- unread_responses: of them, those of evidence none (no page events, no line read: indeterminate).
 -- unknown_source_confirmed*: of the responses without page evidence, those the engine logs prove
 -- affected (the rest may be). customer_accounts: the customer cohort's accounts, the bounds' context.
 -- A source whose request no gateway record names (LiteLLM's failures: the time join found no single
@@ -49,13 +51,14 @@ SELECT (SELECT count(*) FROM request_cohort) - (SELECT count(*) - count(DISTINCT
        (SELECT count(DISTINCT source_key(source_request_id, source_room)) FROM exposures
          WHERE coalesce(source_cohort, 'customer') = 'customer' AND coalesce(source_account_id, '') = '')
          AS customer_source_unknown,
-       (SELECT count(DISTINCT request_id) FROM report_affected WHERE evidence = 'signature') AS unknown_source_responses,
-       (SELECT count(DISTINCT request_id) FROM report_affected WHERE evidence = 'signature' AND cohort = 'customer')
+       (SELECT count(DISTINCT request_id) FROM report_affected WHERE evidence IN ('signature', 'none')) AS unknown_source_responses,
+       (SELECT count(DISTINCT request_id) FROM report_affected WHERE evidence = 'none') AS unread_responses,
+       (SELECT count(DISTINCT request_id) FROM report_affected WHERE evidence IN ('signature', 'none') AND cohort = 'customer')
          AS unknown_source_customer_responses,
-       (SELECT count(DISTINCT request_id) FROM report_affected WHERE evidence = 'signature' AND status = 'confirmed')
+       (SELECT count(DISTINCT request_id) FROM report_affected WHERE evidence IN ('signature', 'none') AND status = 'confirmed')
          AS unknown_source_confirmed,
        (SELECT count(DISTINCT request_id) FROM report_affected
-         WHERE evidence = 'signature' AND status = 'confirmed' AND cohort = 'customer') AS unknown_source_customer_confirmed,
+         WHERE evidence IN ('signature', 'none') AND status = 'confirmed' AND cohort = 'customer') AS unknown_source_customer_confirmed,
        (SELECT count(DISTINCT source_key(source_request_id, source_room)) FROM (
            SELECT source_request_id, source_room, source_cohort FROM exposures
            UNION ALL SELECT source_request_id, source_room, source_cohort FROM possible_source_requests)

@@ -10,10 +10,19 @@
 -- reachable: whether it is a possible source of at least one response (set after the step).
 -- Rooms whose decode lines a log outage of the node may have taken (a prefill node finished them, no
 -- decode node's log names them: log_outages) are in the pool too (outage), their start unknown.
--- grain: node, room (or a gateway record without a room); reads: signature_responses, dark_rooms,
---        engine_lines, engine_requests, node_config, log_outages, gateway, request_cohort; params: none
+-- A node whose engine's lines no logs-only rule reads (unread_responses: vLLM's name no room) is
+-- bounded by the gateway's own times only (clock 'gateway'), every request the gateway sent there:
+-- started is when the gateway received it (it reached the node no earlier); gone_at a start-up of the
+-- node proven after the source's end on the gateway clock (a success's ts + duration_ms, read to the
+-- millisecond: $gw_slack_us) by the node's clock bounds against the gateway's (gateway_clock), as its
+-- latest gateway time; none where no bound places the node's clock, and never for a source that did
+-- not succeed (its transfer may land after the gateway's end). Clock 'node': the node's own lines.
+-- grain: node, room (or a gateway record without a room); reads: signature_responses, unread_responses,
+--        dark_rooms, engine_lines, engine_requests, node_config, log_outages, gateway, gateway_clock,
+--        request_cohort; params: gw_slack_us
 CREATE OR REPLACE TABLE possible_pool AS
-WITH dark AS (SELECT DISTINCT node FROM signature_responses),
+WITH unread AS (SELECT DISTINCT node FROM unread_responses),
+dark AS (SELECT DISTINCT node FROM signature_responses WHERE node NOT IN (SELECT node FROM unread)),
 on_node AS (  -- per room, the node's own clock
     SELECT * FROM dark_rooms WHERE node IN (SELECT node FROM dark)
 ), starts AS (  -- server start-ups on the dark nodes
@@ -63,9 +72,27 @@ on_node AS (  -- per room, the node's own clock
     SELECT node, room, request_id, account_id, cohort, NULL, NULL, false, NULL, place, true
     FROM orphan_sources
     WHERE (node, room) NOT IN (SELECT (node, room) FROM sent WHERE room IS NOT NULL)
+), unread_starts AS (  -- start-ups on those nodes as [earliest, latest] gateway times, by the node's clock bounds
+    SELECT t.node, t.ts - to_microseconds(k.hi_us) AS earliest, t.ts - to_microseconds(k.lo_us) AS latest
+    FROM engine_lines t JOIN gateway_clock k ON k.node = t.node AND k.consistent
+    WHERE t.kind IN ('server_args', 'startup') AND t.node IN (SELECT node FROM unread)
+), unread_sent AS (  -- every request the gateway sent to such a node, on the gateway's clock
+    SELECT g.decode_node AS node, g.bootstrap_room AS room, g.request_id, min(g.account_id) AS account_id,
+           coalesce(min(c.cohort), 'customer') AS cohort, min(g.ts) AS started,
+           -- its end, where the gateway logged a success with its duration (each record of the id)
+           CASE WHEN bool_and(g.status BETWEEN 200 AND 299 AND g.duration_ms IS NOT NULL AND g.ts IS NOT NULL)
+                THEN max(g.ts + to_microseconds((round(g.duration_ms * 1000) + 2 * $gw_slack_us)::BIGINT)) END AS ended
+    FROM gateway g LEFT JOIN request_cohort c ON c.file_id = g.file_id AND c.row = g.row
+    WHERE g.decode_node IN (SELECT node FROM unread)
+    GROUP BY g.decode_node, g.bootstrap_room, g.request_id
 )
-SELECT s.*,
+SELECT s.*, 'node' AS clock,
        CASE WHEN NOT s.aborted THEN (SELECT min(t.ts) FROM starts t WHERE t.node = s.node AND t.ts > s.last_seen) END
            AS gone_at,
        NULL::BOOLEAN AS reachable  -- set by forensics.findings.possible.possible_reach
-FROM sources s;
+FROM sources s
+UNION ALL
+SELECT u.node, u.room, u.request_id, u.account_id, u.cohort, u.started, u.ended AS last_seen, false,
+       NULL, NULL, false, 'gateway',
+       (SELECT min(t.latest) FROM unread_starts t WHERE t.node = u.node AND t.earliest > u.ended), NULL
+FROM unread_sent u;

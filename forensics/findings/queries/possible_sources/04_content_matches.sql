@@ -50,7 +50,7 @@ WITH fp AS (
     SELECT w.recipient_request_id, p.request_id AS source_request_id, w.node, w.recipient_account_id,
            p.account_id AS source_account_id
     FROM collide c JOIN possible_windows w ON w.recipient_request_id = c.rr
-    JOIN possible_pool p ON p.node = w.node AND p.request_id = c.sr AND p.room IS DISTINCT FROM w.recipient_room
+    JOIN possible_pool p ON p.node = w.node AND p.request_id = c.sr AND NOT coalesce(p.room = w.recipient_room, false)
     WHERE possible_pair(p.started, p.gone_at, w.started, w.finished)
     UNION
     SELECT x.recipient_request_id, x.source_request_id, x.node, x.recipient_account_id, x.source_account_id

@@ -9,6 +9,8 @@
 --   - a server start-up on the node lies after the source's last line there and no later than the
 --     response's start_time (possible_pool.gone_at): a start empties the pool. Never for an aborted
 --     source, whose late transfer may land after its last line.
+-- On a node whose engine's lines no logs-only rule reads (possible_pool.clock 'gateway'), both times are
+-- the gateway's: the source's receive time, and the response's end where it logged a success.
 -- The pool's capacity proves nothing gone (a freed page can stay unreused for days), so it is not used.
 -- A VIEW: the pairs grow as recipients x requests in their windows (billions at a large cluster's
 -- volume), so they are materialised only when asked for (possible_sources.csv, or a query).
@@ -33,7 +35,13 @@ WITH room_candidate_accounts AS (
 ), pairs AS (
 SELECT r.recipient_request_id, coalesce(s.request_id, '') AS source_request_id, r.recipient_account_id,
        s.account_id AS source_account_id, r.node,
-       CASE WHEN s.outage THEN 'its decode on ' || r.node || ' may be among the lines an outage of the node''s log took ('
+       CASE WHEN s.clock = 'gateway' THEN 'sent to ' || r.node || ' by the gateway, which received it '
+                 || coalesce('at ' || strftime(s.started, '%Y-%m-%dT%H:%M:%S.%gZ'), 'at a time it did not log') || ', '
+                 || CASE WHEN r.finished IS NULL THEN 'the response''s end is not logged as a success with its duration'
+                         ELSE 'before the response ended (' || strftime(r.finished, '%Y-%m-%dT%H:%M:%S.%gZ')
+                              || ' at the latest)' END
+                 || ', on the gateway''s clock; no line of ' || r.node || '''s engine says whose KV a response read'
+            WHEN s.outage THEN 'its decode on ' || r.node || ' may be among the lines an outage of the node''s log took ('
                  || s.place || ')'
             WHEN s.aborted THEN 'aborted on ' || r.node || ' (' || s.place || '): its transfer may have landed late'
             WHEN s.started IS NOT NULL THEN 'decoded on ' || r.node || ' (' || s.place || '), entered its scheduler at '
@@ -45,7 +53,7 @@ SELECT r.recipient_request_id, coalesce(s.request_id, '') AS source_request_id, 
        END || CASE WHEN s.request_id IS NULL THEN '; no gateway record (engine rid ' || coalesce(s.rid, '?') || ')' ELSE '' END
            || '; no start-up of ' || r.node || ' in between' AS basis,
        r.recipient_cohort, s.cohort AS source_cohort, r.recipient_room, s.room AS source_room
-FROM possible_windows r JOIN possible_pool s ON s.node = r.node AND s.room IS DISTINCT FROM r.recipient_room
+FROM possible_windows r JOIN possible_pool s ON s.node = r.node AND NOT coalesce(s.room = r.recipient_room, false)
 WHERE s.request_id IS DISTINCT FROM r.recipient_request_id
   AND possible_pair(s.started, s.gone_at, r.started, r.finished)
 UNION ALL
