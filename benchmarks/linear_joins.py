@@ -123,13 +123,12 @@ def own_rows(n: int) -> tuple[float, float]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sizes", default="250K,500K,1M")
+    ap.add_argument("--joins", default="late_write_rule,time_hits,own_rows", help="which, comma-separated")
     a = ap.parse_args(argv)
     sizes = [parse_size(s) for s in a.sizes.split(",")]
-    for name, fn in (
-        ("late_write_rule", late_write),
-        ("time_hits", time_hits),
-        ("possible_windows own rows", own_rows),
-    ):
+    joins = {"late_write_rule": late_write, "time_hits": time_hits, "own_rows": own_rows}
+    for name in a.joins.split(","):
+        fn = joins[name]
         prev = None
         for n in sizes:
             old, new = fn(n)

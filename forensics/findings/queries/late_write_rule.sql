@@ -14,9 +14,10 @@
 -- its filter compares every aborted room with every room of its node (quadratic in the requests). Two
 -- spans that meet share a bucket, the later of their first buckets (floor(t / width) is monotonic in t,
 -- and a span's buckets run from that of its smaller end to that of its larger): each pair is joined
--- there once, and the rule itself then decides it, so the buckets' width (a typical span held) changes
--- the cost, never the rows. A span of more than 256 buckets (a landing without end, a room held far
--- longer than most) is joined by its node alone: few, and the rule the same.
+-- there once, and the rule itself then decides it, so the buckets' width changes the cost, never the
+-- rows. The width is the 90th percentile of the spans held, so that most spans take one or two buckets
+-- (the rows a span adds are bounded); a span of more than 64 buckets (a landing without end, a room held
+-- far longer than most) is joined by its node alone: few, and the rule the same.
 -- grain: node, room, aborted room; reads: node_lifecycle; params: none
 CREATE OR REPLACE TEMP TABLE late_write_rule AS
 WITH landing AS (
@@ -30,7 +31,8 @@ WITH landing AS (
     SELECT node, room, t_alloc - alloc_rounding() AS a, t_end + res AS b
     FROM node_lifecycle WHERE NOT aborted AND t_alloc - alloc_rounding() IS NOT NULL AND t_end + res IS NOT NULL
 ), width AS (
-    SELECT greatest(coalesce(median(abs(b - a)) FILTER (WHERE isfinite(a) AND isfinite(b)), 1.0), 0.001) AS w
+    SELECT greatest(coalesce(quantile_cont(abs(b - a), 0.9) FILTER (WHERE isfinite(a) AND isfinite(b)), 1.0),
+                    0.001) AS w
     FROM held
 ), l AS (
     SELECT r.*, floor(least(lo, hi) / w.w) AS k0, floor(greatest(lo, hi) / w.w) AS k1 FROM rule r, width w
@@ -38,10 +40,10 @@ WITH landing AS (
     SELECT h.*, floor(least(a, b) / w.w) AS k0, floor(greatest(a, b) / w.w) AS k1 FROM held h, width w
 ), l_side AS (
     SELECT node, source_room, lo, hi, k0, k1,
-           coalesce(abs(k0) < 1e15 AND abs(k1) < 1e15 AND k1 - k0 < 256, false) AS narrow FROM l
+           coalesce(abs(k0) < 1e15 AND abs(k1) < 1e15 AND k1 - k0 < 64, false) AS narrow FROM l
 ), v_side AS (
     SELECT node, room, a, b, k0, k1,
-           coalesce(abs(k0) < 1e15 AND abs(k1) < 1e15 AND k1 - k0 < 256, false) AS narrow FROM v
+           coalesce(abs(k0) < 1e15 AND abs(k1) < 1e15 AND k1 - k0 < 64, false) AS narrow FROM v
 ), l_in AS (
     SELECT node, source_room, lo, hi, CAST(k0 AS BIGINT) AS k0,
            unnest(range(CAST(k0 AS BIGINT), CAST(k1 AS BIGINT) + 1)) AS k

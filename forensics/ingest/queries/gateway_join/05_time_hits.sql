@@ -50,17 +50,17 @@ WITH claimed AS (
            nullif(g.prompt_tokens, 0) AS prompt, epoch_us(g.ts) - $gw_slack_us AS gs,
            epoch_us(g.ts) + CAST(round(g.duration_ms * 1000) AS BIGINT) + 2 * $gw_slack_us AS ge
     FROM join_hits j JOIN gateway g USING (file_id, row) WHERE j.rooms = 0
-), width AS (  -- the time buckets' width: a typical record's window (microseconds)
-    SELECT greatest(coalesce(quantile_disc(ge - gs, 0.5), 1000000), 1000) AS w FROM pending
+), width AS (  -- the time buckets' width (microseconds)
+    SELECT greatest(coalesce(quantile_disc(ge - gs, 0.9), 1000000), 1000) AS w FROM pending
 ), rec AS (
     SELECT p.*, least(gs, ge) // w.w AS k0, greatest(gs, ge) // w.w AS k1 FROM pending p, width w
 ), placed AS (
     SELECT r.*, least(first_lo, first_hi) // w.w AS k0, greatest(first_lo, first_hi) // w.w AS k1
     FROM rooms r, width w WHERE r.placed
 ), rec_side AS (
-    SELECT *, coalesce(k1 - k0 < 256, false) AS narrow FROM rec
+    SELECT *, coalesce(k1 - k0 < 64, false) AS narrow FROM rec
 ), room_side AS (
-    SELECT *, coalesce(k1 - k0 < 256, false) AS narrow FROM placed
+    SELECT *, coalesce(k1 - k0 < 64, false) AS narrow FROM placed
 ), rec_in AS (
     SELECT file_id, row, model, ok, prompt, gs, ge, k0, unnest(range(k0, k1 + 1)) AS k FROM rec_side WHERE narrow
 ), room_in AS (
@@ -69,7 +69,8 @@ WITH claimed AS (
 ), pairs AS (
     -- a record's window and a room's first line meet in the later of their first buckets, where this
     -- joins them (each pair once); the rule then decides, so the width changes the cost, never the rows.
-    -- A span of more than 256 buckets is joined without them.
+    -- The width is the 90th percentile of the windows, so that most take one or two buckets; a span of more
+    -- than 64 buckets is joined without them.
     SELECT p.file_id, p.row, p.model, p.ok, p.prompt, p.gs, p.ge, r.room, r.input_len, r.placed, r.nodes
     FROM rec_in p JOIN room_in r ON r.k = p.k
     WHERE p.k = greatest(p.k0, r.k0)
