@@ -58,7 +58,7 @@ def _tables(con, seed: int) -> None:
             gw.append((1, i, None, "m", 200, length, t - 500_000, rng.uniform(100, 9000)))
             hits.append((1, i, 1, room))
         if rng.random() < 0.25:  # a record no id joins
-            dur = None if rng.random() < 0.05 else rng.choice((rng.uniform(1, 8000), 4e6))
+            dur = None if rng.random() < 0.05 else 4e6 if rng.random() < 0.04 else rng.uniform(1, 8000)
             status = rng.choice((200, 400, 499, 503))
             prompt = rng.choice((None, 0, length or 7, (length or 7) + 20))
             gw.append((2, i, None, rng.choice(("m", "n")), status, prompt, t - rng.randrange(0, 900_000), dur))
@@ -79,7 +79,9 @@ def test_buckets_give_the_rule_rows(seed: int) -> None:
     got = con.execute("SELECT * FROM time_hits ORDER BY ALL").fetchall()
     con.execute(rule, bound(rule, PARAMS))
     want = con.execute("SELECT * FROM time_hits ORDER BY ALL").fetchall()
-    wide = con.execute("SELECT count(*) FROM gateway WHERE duration_ms > 1e6").fetchone()[0]
+    # windows far wider than the buckets (90% of the windows are at most one), and rooms no clock places
+    wide = con.execute("SELECT count(*) FROM gateway WHERE file_id = 2 AND duration_ms > 1e6").fetchone()[0]
+    pending = con.execute("SELECT count(*) FROM gateway WHERE file_id = 2").fetchone()[0]
     placed = {row[3] for row in want}
-    assert wide and len(want) > 100 and placed == {True, False}
+    assert 0 < wide < 0.1 * pending and len(want) > 100 and placed == {True, False}
     assert got == want
