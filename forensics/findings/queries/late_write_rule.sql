@@ -25,9 +25,9 @@ WITH landing AS (
            greatest(t_free, coalesce(t_land_lo, t_free)) AS lo, coalesce(t_land_hi, 'infinity'::DOUBLE) AS hi
     FROM node_lifecycle
     WHERE aborted
-), rule AS (  -- the landings the rule keeps, and the finished rooms with a span held
+), rule AS (  -- the landings the rule keeps
     SELECT node, source_room, lo, hi FROM landing WHERE hi >= t_free
-), held AS (
+), held AS (  -- the finished rooms, the span each held pages: [a, b]
     SELECT node, room, t_alloc - alloc_rounding() AS a, t_end + res AS b
     FROM node_lifecycle WHERE NOT aborted AND t_alloc - alloc_rounding() IS NOT NULL AND t_end + res IS NOT NULL
 ), width AS (
