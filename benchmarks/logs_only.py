@@ -90,13 +90,13 @@ def ensure(work: Path, requests: int, seed: int, log) -> tuple[Path, dict]:
 
 
 def profile(output: str) -> dict[str, float]:
-    """KVF_PROFILE=1 lines: top-level stages and ingest's loads (summed over files)."""
+    """KVF_PROFILE=1 lines: top-level stages, ingest's loads (summed over files) and the findings' steps."""
     found: dict[str, float] = {}
     for line in output.splitlines():
         parts = line.split()
         if len(parts) >= 3 and parts[0] == "[profile]" and parts[2].endswith("s"):
             name = parts[1]
-            if "/" not in name or name.startswith("ingest/load_") or name == "ingest/gateway_join":
+            if "/" not in name or name.startswith(("ingest/load_", "findings/")) or name == "ingest/gateway_join":
                 found[name] = found.get(name, 0.0) + float(parts[2][:-1])
     return {k: round(v, 2) for k, v in found.items()}
 
@@ -209,7 +209,11 @@ def run_one(requests: int, a, log) -> dict:
     (a.work / "manifest.json").unlink(missing_ok=True)
     out = a.work / "out-logs"
     shutil.rmtree(out, ignore_errors=True)
-    row["investigate"] = _proc([forensics_bin(), "investigate", str(bundle), "--out", str(out)], a, log, "investigate")
+    limit = ["--memory-limit", a.memory_limit] if a.memory_limit else []
+    row["investigate"] = _proc(
+        [forensics_bin(), "investigate", str(bundle), "--out", str(out), *limit], a, log, "investigate"
+    )
+    row["memory_limit"] = a.memory_limit
     shutil.rmtree(out, ignore_errors=True)
     if not a.keep:
         shutil.rmtree(d, ignore_errors=True)
@@ -350,6 +354,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--timeout", type=float, default=3600)
     ap.add_argument("--rss-limit-gb", type=float, default=16.0, help="stop a run whose RSS passes this")
+    ap.add_argument("--memory-limit", default=None, help="investigate's --memory-limit (e.g. 8GB; default: its own)")
     ap.add_argument("--keep", action="store_true", help="keep the generated bundles (about 4.7 GB per 1M requests)")
     ap.add_argument("--results", type=Path, default=HERE / "logs_only.json")
     ap.add_argument("--readme", type=Path, default=HERE / "README.md")

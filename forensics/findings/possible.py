@@ -101,10 +101,18 @@ def possible_reach(con: duckdb.DuckDBPyConnection) -> None:
     ):
         con.execute("""UPDATE possible_pool SET reachable = o.reachable
             FROM reach_out o WHERE o.id = possible_pool.rowid""")
-        # the recipient's own rows (its room, or its request id) keep the rule too and are not its sources
-        con.execute("""UPDATE possible_windows SET sources = o.n - (
-                SELECT count(*) FROM possible_pool p
-                WHERE p.node = possible_windows.node
-                  AND (p.room = possible_windows.recipient_room OR p.request_id = possible_windows.recipient_request_id)
-                  AND possible_pair(p.started, p.gone_at, possible_windows.started, possible_windows.finished))
-            FROM count_out o WHERE o.id = possible_windows.rowid""")
+        # the recipient's own rows (its room, or its request id) keep the rule too and are not its sources:
+        # found by two equi-joins on (node, room) and (node, request id), not by a join on the node alone
+        # with the OR as its filter, which compares every recipient with every source of its node
+        con.execute("""UPDATE possible_windows SET sources = o.n - coalesce(k.own, 0)
+            FROM count_out o LEFT JOIN (
+                SELECT id, count(*) AS own FROM (
+                    SELECT w.rowid AS id, p.rowid AS pid FROM possible_windows w JOIN possible_pool p
+                      ON p.node = w.node AND p.room = w.recipient_room
+                    WHERE possible_pair(p.started, p.gone_at, w.started, w.finished)
+                    UNION
+                    SELECT w.rowid, p.rowid FROM possible_windows w JOIN possible_pool p
+                      ON p.node = w.node AND p.request_id = w.recipient_request_id
+                    WHERE possible_pair(p.started, p.gone_at, w.started, w.finished))
+                GROUP BY id) k ON k.id = o.id
+            WHERE o.id = possible_windows.rowid""")

@@ -21,6 +21,8 @@
 -- aborted request agrees so with its own record (its lines and window agree, its estimate is near even
 -- where the tolerance misses it), so a record that reached no engine (a 400 or 503) takes another's
 -- room only where that room's own record is missing from the gateway log.
+-- The pairs are found by time bucket: a range join of every pending record with every unclaimed room
+-- compares each record with the rooms of every later window (quadratic in the requests).
 -- grain: pending record x room that agrees in model and time; reads: join_hits, gateway, room_lines, gateway_clock;
 --        params: gw_slack_us, len_abs, len_rel, len_far
 CREATE OR REPLACE TEMP TABLE time_hits AS
@@ -48,9 +50,40 @@ WITH claimed AS (
            nullif(g.prompt_tokens, 0) AS prompt, epoch_us(g.ts) - $gw_slack_us AS gs,
            epoch_us(g.ts) + CAST(round(g.duration_ms * 1000) AS BIGINT) + 2 * $gw_slack_us AS ge
     FROM join_hits j JOIN gateway g USING (file_id, row) WHERE j.rooms = 0
+), width AS (  -- the time buckets' width (microseconds)
+    SELECT greatest(coalesce(quantile_disc(ge - gs, 0.9), 1000000), 1000) AS w FROM pending
+), rec AS (
+    SELECT p.*, least(gs, ge) // w.w AS k0, greatest(gs, ge) // w.w AS k1 FROM pending p, width w
+), placed AS (
+    SELECT r.*, least(first_lo, first_hi) // w.w AS k0, greatest(first_lo, first_hi) // w.w AS k1
+    FROM rooms r, width w WHERE r.placed
+), rec_side AS (
+    SELECT *, coalesce(k1 - k0 < 64, false) AS narrow FROM rec
+), room_side AS (
+    SELECT *, coalesce(k1 - k0 < 64, false) AS narrow FROM placed
+), rec_in AS (
+    SELECT file_id, row, model, ok, prompt, gs, ge, k0, unnest(range(k0, k1 + 1)) AS k FROM rec_side WHERE narrow
+), room_in AS (
+    SELECT room, input_len, placed, nodes, first_lo, first_hi, last_lo, k0, unnest(range(k0, k1 + 1)) AS k
+    FROM room_side WHERE narrow
 ), pairs AS (
-    SELECT p.*, r.room, r.input_len, r.placed, r.nodes FROM pending p JOIN rooms r
-      ON r.placed AND r.first_hi >= p.gs AND r.first_lo <= p.ge AND (NOT p.ok OR r.last_lo <= p.ge)
+    -- a record's window and a room's first line meet in the later of their first buckets, where this
+    -- joins them (each pair once); the rule then decides, so the width changes the cost, never the rows.
+    -- The width is the 90th percentile of the windows, so that most take one or two buckets; a span of more
+    -- than 64 buckets is joined without them.
+    SELECT p.file_id, p.row, p.model, p.ok, p.prompt, p.gs, p.ge, r.room, r.input_len, r.placed, r.nodes
+    FROM rec_in p JOIN room_in r ON r.k = p.k
+    WHERE p.k = greatest(p.k0, r.k0)
+      AND r.first_hi >= p.gs AND r.first_lo <= p.ge AND (NOT p.ok OR r.last_lo <= p.ge)
+    UNION ALL
+    SELECT p.file_id, p.row, p.model, p.ok, p.prompt, p.gs, p.ge, r.room, r.input_len, r.placed, r.nodes
+    FROM (SELECT * FROM rec_side WHERE NOT narrow AND gs IS NOT NULL AND ge IS NOT NULL) p JOIN room_side r
+      ON r.first_hi >= p.gs AND r.first_lo <= p.ge AND (NOT p.ok OR r.last_lo <= p.ge)
+    UNION ALL
+    SELECT p.file_id, p.row, p.model, p.ok, p.prompt, p.gs, p.ge, r.room, r.input_len, r.placed, r.nodes
+    FROM (SELECT * FROM rec_side WHERE narrow) p
+    JOIN (SELECT * FROM room_side WHERE NOT narrow AND first_lo IS NOT NULL AND first_hi IS NOT NULL) r
+      ON r.first_hi >= p.gs AND r.first_lo <= p.ge AND (NOT p.ok OR r.last_lo <= p.ge)
     UNION ALL
     SELECT p.*, r.room, r.input_len, r.placed, r.nodes FROM pending p JOIN rooms r ON NOT r.placed
     UNION ALL  -- a record without an end time: its window is not known

@@ -1,0 +1,142 @@
+"""The joins of issue #49's "analysis that grows linearly", each as it was (the rule as one join on the node,
+or one range join) against the query the pipeline runs now, on synthetic tables whose rows double: a
+fixed span of time (14 days, as gen_logs.py's bundles) holding N requests on 16 decode nodes, so that
+the rate doubles with N as in those bundles. One DuckDB thread; the seconds of each and their ratio
+per doubling.
+
+- late_write_rule (findings/queries/late_write_rule.sql): 2% of the rooms aborted, each landing within
+  2 s of its abort; rooms held 1 to 8 s.
+- time_hits (ingest/queries/gateway_join/05_time_hits.sql): 0.7% of the records (LiteLLM failures) named
+  by no id, windows of up to 8 s, their rooms and 1% more unclaimed.
+- possible_windows' own rows (forensics.findings.possible.possible_reach's UPDATE): a pool of N sources,
+  a response per 10.
+
+    python benchmarks/linear_joins.py --sizes 250K,500K,1M
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+
+from run import parse_size  # noqa: E402
+
+from forensics.db import bound, connect  # noqa: E402
+from forensics.findings.rules import define_rules  # noqa: E402
+from forensics.ingest.gateway import GATEWAY_SLACK_US, LENGTH_ABS, LENGTH_FAR, LENGTH_REL  # noqa: E402
+from forensics.paths import load_query, query_dir  # noqa: E402
+from tests.findings.test_late_write_buckets import RULE as LATE_RULE  # noqa: E402
+from tests.ingest.test_time_hits_buckets import RULE_PAIRS  # noqa: E402
+
+SPAN_S = 14 * 86400
+TIME_HITS = (query_dir("ingest") / "gateway_join" / "05_time_hits.sql").read_text(encoding="utf-8")
+TIME_RULE = re.sub(
+    r"\), width AS \(.*?\n\)\n(?=SELECT file_id, row, room)", lambda _: RULE_PAIRS, TIME_HITS, flags=re.S
+)
+# possible_reach's count of each response's own rows as it was: a correlated subquery, planned as a join on
+# the node with the OR as its filter
+OLD_OWN_ROWS = """UPDATE possible_windows SET sources = o.n - (
+        SELECT count(*) FROM possible_pool p
+        WHERE p.node = possible_windows.node
+          AND (p.room = possible_windows.recipient_room OR p.request_id = possible_windows.recipient_request_id)
+          AND possible_pair(p.started, p.gone_at, possible_windows.started, possible_windows.finished))
+    FROM count_out o WHERE o.id = possible_windows.rowid"""
+PARAMS = dict(gw_slack_us=GATEWAY_SLACK_US, len_abs=LENGTH_ABS, len_rel=LENGTH_REL, len_far=LENGTH_FAR)
+
+
+def _timed(con, sql: str, params: dict | None = None) -> float:
+    t = time.perf_counter()
+    con.execute(sql, bound(sql, params or {}))
+    return time.perf_counter() - t
+
+
+def late_write(n: int) -> tuple[float, float]:
+    con = connect(":memory:", threads=1)
+    con.execute(f"""CREATE TEMP TABLE node_lifecycle AS
+        SELECT 'decode-' || (i % 16) AS node, i AS room, 1.79e9 + i * {SPAN_S / n} AS t_alloc,
+               1.79e9 + i * {SPAN_S / n} + 1 + 7 * random() AS t_end, 0.001 AS res, i % 50 = 7 AS aborted,
+               1.79e9 + i * {SPAN_S / n} + random() AS t_free, 1.79e9 + i * {SPAN_S / n} + random() AS t_land_lo,
+               1.79e9 + i * {SPAN_S / n} + 1 + random() AS t_land_hi
+        FROM range({n}) t(i)""")
+    old = _timed(con, f"CREATE TEMP TABLE ref AS {LATE_RULE}")
+    new = _timed(con, load_query("findings", "late_write_rule"))
+    assert (
+        con.execute("SELECT count(*) FROM (SELECT * FROM ref EXCEPT ALL SELECT * FROM late_write_rule)").fetchone()[0]
+        == 0
+    )
+    return old, new
+
+
+def time_hits(n: int) -> tuple[float, float]:
+    con = connect(":memory:", threads=1)
+    step = SPAN_S * 1_000_000 // n
+    con.execute(f"""CREATE TABLE gateway AS
+        SELECT 1 AS file_id, i AS row, NULL::BIGINT AS bootstrap_room, 'm' AS model,
+        CASE WHEN i % 143 = 0 THEN 503 ELSE 200 END AS status, 100 + i % 900 AS prompt_tokens,
+        make_timestamp(1790000000000000 + i * {step}) AS ts, 100 + (i % 80) * 100.0 AS duration_ms
+        FROM range({n}) t(i)""")
+    con.execute("""CREATE TEMP TABLE join_hits AS
+        SELECT file_id, row, CASE WHEN status = 503 THEN 0 ELSE 1 END AS rooms,
+        CASE WHEN status = 503 THEN NULL ELSE row END AS room FROM gateway""")
+    con.execute(f"""CREATE TEMP TABLE room_lines AS SELECT 'decode-' || (i % 16) AS node, i AS room,
+        1790000000000000 + i * {step} + 50000 AS t_us, 1000 AS res_us, 100 + i % 900 AS input_len, false AS entry
+        FROM range({n}) t(i) WHERE i % 143 = 0 OR i % 100 = 1 OR i % 7 = 0""")
+    con.execute("""CREATE TABLE gateway_clock AS SELECT 'decode-' || i AS node, 10 AS rooms, -20000 AS lo_us,
+        20000 AS hi_us, true AS consistent FROM range(16) t(i)""")
+    old = _timed(con, TIME_RULE, PARAMS)
+    con.execute("ALTER TABLE time_hits RENAME TO ref")
+    new = _timed(con, TIME_HITS, PARAMS)
+    assert con.execute("SELECT count(*) FROM (SELECT * FROM ref EXCEPT ALL SELECT * FROM time_hits)").fetchone()[0] == 0
+    return old, new
+
+
+def own_rows(n: int) -> tuple[float, float]:
+    from forensics.findings import possible
+
+    src = Path(possible.__file__).read_text(encoding="utf-8")
+    new_sql = "UPDATE possible_windows" + src.split('con.execute("""UPDATE possible_windows')[1].split('""")')[0]
+    con = connect(":memory:", threads=1)
+    define_rules(con)
+    con.execute(f"""CREATE TABLE possible_pool AS
+        SELECT 'decode-' || (i % 16) AS node, i AS room, 'r' || i AS request_id,
+        make_timestamp(1790000000000000 + i * {SPAN_S * 1_000_000 // n}) AS started, NULL::TIMESTAMP AS gone_at
+        FROM range({n}) t(i)""")
+    con.execute("""CREATE TABLE possible_windows AS
+        SELECT request_id AS recipient_request_id, node, room AS recipient_room, started,
+               started + INTERVAL 5 SECOND AS finished, NULL::BIGINT AS sources
+        FROM possible_pool WHERE room % 10 = 0""")
+    con.execute("CREATE TABLE count_out AS SELECT rowid AS id, 100 AS n FROM possible_windows")
+    old = _timed(con, OLD_OWN_ROWS)
+    want = con.execute("SELECT rowid, sources FROM possible_windows ORDER BY 1").fetchall()
+    new = _timed(con, new_sql)
+    assert con.execute("SELECT rowid, sources FROM possible_windows ORDER BY 1").fetchall() == want
+    return old, new
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--sizes", default="250K,500K,1M")
+    ap.add_argument("--joins", default="late_write_rule,time_hits,own_rows", help="which, comma-separated")
+    a = ap.parse_args(argv)
+    sizes = [parse_size(s) for s in a.sizes.split(",")]
+    joins = {"late_write_rule": late_write, "time_hits": time_hits, "own_rows": own_rows}
+    for name in a.joins.split(","):
+        fn = joins[name]
+        prev = None
+        for n in sizes:
+            old, new = fn(n)
+            per = f", per doubling: rule {old / prev[0]:.2f}x, now {new / prev[1]:.2f}x" if prev else ""
+            print(f"{name} {n:,}: as one join {old:.2f} s, now {new:.2f} s{per}", flush=True)
+            prev = (old, new)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
