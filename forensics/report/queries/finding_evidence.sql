@@ -3,13 +3,13 @@
 -- a digest of the row's grain (affected_responses: request_id; exposures: recipient, source, node, kind,
 -- rooms and accounts), so the same finding has the same id in every run that finds it, whatever else
 -- changes. evidence_refs: bundle-relative file:line of the lines it rests on, ';'-separated, the first
--- $refs by file and line (evidence_count: how many there are): the gateway records of its
+-- refs (EVIDENCE_REFS) by file and line (evidence_count: how many there are): the gateway records of its
 -- requests (the account, the response); for page evidence the node's page events that make each exposed
 -- range (the recipient's read, the writer's write or the transfer that landed, the recipient's
 -- allocation of the slots); for a signature the engine lines of its room on its decode and prefill node.
 -- The notices cite the ids (forensics.report.evidence), `forensics pack` writes the table as evidence.csv.
 -- grain: finding_id; reads: affected_responses, exposures, read_provenance, write_effects, page_events,
---   transfer_landing, timeline_xfer_sub, engine_requests, gateway, room_requests, files; params: refs
+--   transfer_landing, timeline_xfer_sub, engine_requests, gateway, files; params: refs
 CREATE OR REPLACE TABLE finding_evidence AS
 WITH ar AS (
     SELECT 'ar-' || left(sha256(concat_ws(chr(31), 'affected_responses', coalesce(request_id, ''))), 16) AS finding_id,
