@@ -20,6 +20,7 @@ names its files, and running pack again settles it.
 
 from __future__ import annotations
 
+import csv
 import json
 import shutil
 from dataclasses import dataclass
@@ -32,9 +33,9 @@ from forensics.custody import MANIFEST, rewrite_manifest
 from forensics.db import session
 from forensics.errors import InputError
 from forensics.intake import load_bundle_config, sha256_file
-from forensics.outputs import private_open, recover, scratch_path, swap_in
+from forensics.outputs import link_or_copy, private_open, recover, scratch_path, swap_in
 from forensics.report.evidence import EVIDENCE_CSV, cited_ids, has_evidence, write_evidence
-from forensics.report.notices import BUNDLED, DEFAULT_TEMPLATES, compiled_templates, write_notice_folder
+from forensics.report.notices import BUNDLED, DEFAULT_TEMPLATES, NOTICES, compiled_templates, write_notice_folder
 from forensics.siem import FORMATS, events, render
 
 PACK = "pack"  # the folder in OUT
@@ -104,7 +105,6 @@ def build_pack(
             f"{out}: no {', '.join(missing)} (made by a version without the Art. 33 form: rerun investigate)"
         )
     places = account_places(out, manifest, bundle)
-    generic = compiled_templates(DEFAULT_TEMPLATES)
     forms = {code: compiled_templates([BUNDLED[name]]) for code, name in JURISDICTION_NOTICES.items()}
     evs = list(events(out, alerts))  # every input read and checked before anything is written
     target = out / PACK
@@ -125,7 +125,13 @@ def build_pack(
             raise InputError(f"{db}: made by a version without finding ids (no finding_evidence): rerun investigate")
         n_evidence = write_evidence(con, staging / EVIDENCE_CSV)
         cited = cited_ids(con)
-        notices = write_notice_folder(con, staging / "notices", generic, evidence=cited)
+        known = _carry_notices(out, staging / "notices", manifest["run"]["outputs_sha256"])
+        if known is None:  # OUT/notices is gone: rendered again, as investigate renders them
+            generic = compiled_templates(DEFAULT_TEMPLATES)
+            notices = write_notice_folder(con, staging / NOTICES, generic, evidence=cited)
+            known = {}
+        else:
+            notices = {"mail_merge.csv": _rows(staging / "notices" / "mail_merge.csv")}
         by_place = {}
         for code, compiled in forms.items():
             chosen = {a for a, codes in places.items() if code in codes}
@@ -139,7 +145,11 @@ def build_pack(
     finally:
         con.close()
     swap_in(staging, target)
-    hashes = {f.relative_to(out).as_posix(): sha256_file(f)[0] for f in sorted(target.rglob("*")) if f.is_file()}
+    hashes = {}
+    for f in sorted(target.rglob("*")):
+        if f.is_file():
+            name = f.relative_to(out).as_posix()
+            hashes[name] = known.get(name) or sha256_file(f)[0]
 
     def change(m: dict[str, Any]) -> None:
         kept = {k: v for k, v in m["run"]["outputs_sha256"].items() if not k.startswith(f"{PACK}/")}
@@ -148,6 +158,30 @@ def build_pack(
 
     signature = rewrite_manifest(out, change, key)
     return Packed(len(hashes), notices["mail_merge.csv"], by_place, siem, n_evidence, signature)
+
+
+def _carry_notices(out: Path, folder: Path, recorded: dict[str, str]) -> dict[str, str] | None:
+    """OUT/notices as investigate (or `forensics notices`) rendered them, with the ids of the findings rows
+    behind each line, carried into the pack as hard links (copies where the file system has none):
+    rendering 100,000 accounts' notices again would cost minutes, for the same bytes. Returns each file's
+    SHA-256 as the manifest records it (a file changed since fails verify under both names), or None
+    when OUT/notices is not there."""
+    src = out / NOTICES
+    if not (src / "mail_merge.csv").is_file():
+        return None
+    shutil.copytree(src, folder, copy_function=link_or_copy)
+    known = {}
+    for f in folder.rglob("*"):
+        name = f.relative_to(folder).as_posix()
+        if f"{NOTICES}/{name}" in recorded:
+            known[f"{PACK}/{NOTICES}/{name}"] = recorded[f"{NOTICES}/{name}"]
+    return known
+
+
+def _rows(path: Path) -> int:
+    """Data rows of a CSV (a cell may hold a line break: hostile ids are quoted, not cut)."""
+    with path.open(encoding="utf-8", newline="") as f:
+        return max(sum(1 for _ in csv.reader(f)) - 1, 0)
 
 
 def _write_siem(folder: Path, evs: list[Any]) -> dict[str, int]:
