@@ -20,6 +20,7 @@ import pytest
 from forensics.custody import keygen, signing_key, verify
 from forensics.errors import InputError
 from forensics.pack import PACK, SIEM_FILES, build_pack
+from forensics.siem import export
 from tests.support import SAMPLE
 
 
@@ -51,7 +52,7 @@ def packed(sample_out: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
     return {"out": out, "ca": ca, "notified": notified, "public": public, "packed": p}
 
 
-def test_the_pack_holds_every_part(packed: dict) -> None:
+def test_the_pack_holds_every_part(packed: dict, tmp_path: Path) -> None:
     out, pack = packed["out"], packed["out"] / PACK
     for name in ("edpb_art33.html", "edpb_art33.md"):  # the form as investigate rendered it
         assert (pack / "forms" / name).read_bytes() == (out / name).read_bytes()
@@ -66,9 +67,11 @@ def test_the_pack_holds_every_part(packed: dict) -> None:
         text = (pack / "notices" / "US-CA" / r["notice_files"]).read_text()
         assert "<h1>Notice of Data Breach</h1>" in text and "What Information Was Involved" in text
     affected = _csv(out / "affected_responses.csv")
-    for fmt, name in SIEM_FILES.items():
+    for fmt, name in SIEM_FILES.items():  # export-siem's events (tests/siem/test_schemas.py validates them)
         lines = (pack / "siem" / name).read_text().splitlines()
         assert len(lines) == len(affected), fmt
+        export(out, fmt, None, tmp_path / name)
+        assert (tmp_path / name).read_bytes() == (pack / "siem" / name).read_bytes(), fmt
     assert packed["packed"].siem == {"finding": len(affected), "alert": 0}
 
 
