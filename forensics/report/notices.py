@@ -278,7 +278,7 @@ def _write(
     stems = notice_stems(a["account_id"] for a in accounts)
     merge = []
     # no query on `con` until the loop ends: it would close the stream of notice_requests
-    for a, requests in _with_requests(accounts, _requests_by_account(con)):
+    for a, requests in _with_requests(accounts, _requests_by_account(con, only=only)):
         for role, rows in requests.items():
             for r in rows:
                 r["finding_ids"] = cites.get((role, r["request_id"]), [])
@@ -313,11 +313,15 @@ def _no_requests() -> Requests:
     return {role: [] for role in ROLES}
 
 
-def _requests_by_account(con: duckdb.DuckDBPyConnection, chunk: int = 10_000) -> Iterator[tuple[str, Requests]]:
+def _requests_by_account(
+    con: duckdb.DuckDBPyConnection, chunk: int = 10_000, only: Collection[str] | None = None
+) -> Iterator[tuple[str, Requests]]:
     """notice_requests one account at a time, in account_id order, streamed: memory holds one account's
     rows, not the run's (logs only, 10M requests make millions of possibly exposed rows: read whole, as
-    Python dicts, gigabytes)."""
-    rows = iter_rows(con, "SELECT * FROM notice_requests ORDER BY account_id, role, request_id", chunk=chunk)
+    Python dicts, gigabytes). With `only`, those accounts' rows alone."""
+    where, params = ("", None) if only is None else ("WHERE list_contains($only, account_id)", {"only": sorted(only)})
+    sql = f"SELECT * FROM notice_requests {where} ORDER BY account_id, role, request_id"
+    rows = iter_rows(con, sql, params, chunk=chunk)
     for account, group in groupby(rows, key=itemgetter("account_id")):
         requests = _no_requests()
         for r in group:
