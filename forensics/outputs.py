@@ -203,12 +203,12 @@ def carry_over(out: Path, staging: Path, ours: Callable[[str], bool]) -> None:
         if p.is_symlink():
             os.symlink(os.readlink(p), dst)
         elif p.is_dir():
-            shutil.copytree(p, dst, symlinks=True, copy_function=_link_or_copy)
+            shutil.copytree(p, dst, symlinks=True, copy_function=link_or_copy)
         else:
-            _link_or_copy(p, dst)
+            link_or_copy(p, dst)
 
 
-def _link_or_copy(src: str | Path, dst: str | Path) -> None:
+def link_or_copy(src: str | Path, dst: str | Path) -> None:
     try:
         os.link(src, dst, follow_symlinks=False)
     except OSError:

@@ -209,6 +209,7 @@ OUT_NAMES = frozenset(
     {*OUTPUTS, *BLAST_FILES, "manifest.json", "incident.duckdb", custody_mod.CUSTODY, custody_mod.SIGNATURE}
     | {f"{part}.{ext}" for part in REPORT_PARTS for ext in ("html", "md")}
     | {"incident.duckdb.wal", "incident.duckdb.tmp", ".kvf-work", "parquet", "notices", "brief.html"}
+    | {"pack"}  # forensics pack's folder (forensics.pack.PACK): made from a run's outputs, a rerun replaces it
 )
 
 

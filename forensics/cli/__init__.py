@@ -15,7 +15,7 @@ import sys
 import typer
 
 from forensics.cli import app as _app
-from forensics.cli import audit, cohorts, investigate, notices, siem, simulate, verify, watch  # noqa: F401  (they register their commands)
+from forensics.cli import audit, cohorts, investigate, notices, pack, siem, simulate, verify, watch  # noqa: F401  (they register their commands)
 from forensics.cli.app import app
 from forensics.errors import ForensicsError, Interrupted
 

@@ -17,6 +17,7 @@ import duckdb
 from forensics.cohorts import Rule
 from forensics.db import Step, run_steps
 from forensics.intake import BundleConfig, InputFile
+from forensics.report.evidence import EVIDENCE_REFS
 from forensics.report.provenance import PROVENANCE_LIMIT
 
 # the report's tables, in data order (forensics/report/queries/); its other queries are the templates'
@@ -24,6 +25,7 @@ from forensics.report.provenance import PROVENANCE_LIMIT
 REPORT_STEPS: tuple[Step, ...] = (
     "report_affected",  # the responses the report counts, with their accounts and cohorts
     "notice_requests",  # what notifications.csv counts and the notices list
+    ("finding_evidence", {"refs": EVIDENCE_REFS}),  # each findings row's id and evidence lines: the notices cite them
     "blast_sources",  # report_sources: blast_sources.csv, and the report's first rows and count
     ("prov_recipients", {"prov_limit": PROVENANCE_LIMIT}),  # the recipients part 2 shows the provenance of
     "prov_stale",  # ... their stale reads, with the events that explain each

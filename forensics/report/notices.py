@@ -18,7 +18,7 @@ import json
 import re
 import shutil
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from datetime import datetime
 from itertools import groupby
 from operator import itemgetter
@@ -37,6 +37,7 @@ from forensics.intake import sha256_file
 from forensics.outputs import private_open, recover, scratch_path, swap_in, write_csv
 from forensics.paths import TEMPLATES
 from forensics.report.disclosure import ROLES, notification_rows
+from forensics.report.evidence import Cited, cited_ids
 from forensics.report.mail_merge import merge_row, write_merge
 from forensics.report.render import f_num, f_plain, f_ts
 
@@ -111,7 +112,15 @@ def bundled(template: Path) -> Path:
     return BUNDLED[name] if name in BUNDLED and not template.exists() else template
 
 
-def _compiled(templates: Sequence[Path]) -> list[tuple[jinja2.Template, str]]:
+Compiled = list[tuple[jinja2.Template, str]]
+
+
+def compiled_templates(templates: Sequence[Path]) -> Compiled:
+    """The templates (bundled names allowed) compiled, each with the kind of file it renders."""
+    return _compiled(templates)
+
+
+def _compiled(templates: Sequence[Path]) -> Compiled:
     templates = [bundled(t) for t in templates]
     for t in templates:
         if not t.is_file():
@@ -210,13 +219,13 @@ def write_notices(con: duckdb.DuckDBPyConnection, out: Path, templates: Sequence
     return _swapped(con, out, _compiled(templates or DEFAULT_TEMPLATES))
 
 
-def _swapped(con: duckdb.DuckDBPyConnection, out: Path, compiled: list[tuple[jinja2.Template, str]]) -> dict[str, int]:
+def _swapped(con: duckdb.DuckDBPyConnection, out: Path, compiled: Compiled) -> dict[str, int]:
     """The notices rendered into a folder beside out/notices, swapped in when all are written."""
     folder = out / NOTICES
     staging = scratch_path(folder, "staging")
     staging.mkdir(mode=0o700)
     try:
-        counts = _write(con, staging, compiled)
+        counts = _write(con, staging, compiled, evidence=cited_ids(con))
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
@@ -238,14 +247,41 @@ def _template_error(template: jinja2.Template, err: Exception) -> InputError:
     return InputError(f"notice template {where}: " + (f"line {line}: " if line else "") + what)
 
 
-def _write(con: duckdb.DuckDBPyConnection, folder: Path, compiled: list[tuple[jinja2.Template, str]]) -> dict[str, int]:
+def write_notice_folder(
+    con: duckdb.DuckDBPyConnection,
+    folder: Path,
+    compiled: Compiled,
+    *,
+    only: Collection[str] | None = None,
+    evidence: Cited | None = None,
+) -> dict[str, int]:
+    """The notices of every account to notify (or of the accounts in `only`) into the new folder `folder`,
+    each request line with the ids of its findings rows (`evidence`, forensics.report.evidence)."""
+    folder.mkdir(mode=0o700)
+    return _write(con, folder, compiled, only=only, evidence=evidence)
+
+
+def _write(
+    con: duckdb.DuckDBPyConnection,
+    folder: Path,
+    compiled: Compiled,
+    *,
+    only: Collection[str] | None = None,
+    evidence: Cited | None = None,
+) -> dict[str, int]:
     row = con.execute("SELECT context FROM notice_incident").fetchone()
     incident = json.loads(row[0], object_hook=_json_hook) if row else {}
     accounts = notification_rows(query_rows(con, "report", "notifications"))  # ordered by account_id
+    if only is not None:
+        accounts = [a for a in accounts if a["account_id"] in only]
+    cites = evidence or {}
     stems = notice_stems(a["account_id"] for a in accounts)
     merge = []
     # no query on `con` until the loop ends: it would close the stream of notice_requests
-    for a, requests in _with_requests(accounts, _requests_by_account(con)):
+    for a, requests in _with_requests(accounts, _requests_by_account(con, only=only)):
+        for role, rows in requests.items():
+            for r in rows:
+                r["finding_ids"] = cites.get((role, r["request_id"]), [])
         stem = stems[a["account_id"]]
         ctx = {"incident": incident, "account": a, "requests": requests, "notice_name": stem}
         files = []
@@ -259,11 +295,13 @@ def _write(con: duckdb.DuckDBPyConnection, folder: Path, compiled: list[tuple[ji
             files.append(f"{stem}{ext}")
         merge.append(merge_row(a, requests, files))
     write_merge(folder / "mail_merge.csv", merge)
+    chosen = "" if only is None else "WHERE list_contains($only, account_id)"
     n = write_csv(
         con,
-        """SELECT account_id, role, request_id, status, same_account_only, first_at, last_at, request_at, node,
-                  recipient_cohorts FROM notice_requests ORDER BY account_id, role, request_id""",
+        f"""SELECT account_id, role, request_id, status, same_account_only, first_at, last_at, request_at, node,
+                  recipient_cohorts FROM notice_requests {chosen} ORDER BY account_id, role, request_id""",
         folder / "requests.csv",
+        None if only is None else {"only": sorted(only)},
     )
     return {"notices": len(accounts) * len(compiled), "mail_merge.csv": len(merge), "requests.csv": n}
 
@@ -275,11 +313,15 @@ def _no_requests() -> Requests:
     return {role: [] for role in ROLES}
 
 
-def _requests_by_account(con: duckdb.DuckDBPyConnection, chunk: int = 10_000) -> Iterator[tuple[str, Requests]]:
+def _requests_by_account(
+    con: duckdb.DuckDBPyConnection, chunk: int = 10_000, only: Collection[str] | None = None
+) -> Iterator[tuple[str, Requests]]:
     """notice_requests one account at a time, in account_id order, streamed: memory holds one account's
     rows, not the run's (logs only, 10M requests make millions of possibly exposed rows: read whole, as
-    Python dicts, gigabytes)."""
-    rows = iter_rows(con, "SELECT * FROM notice_requests ORDER BY account_id, role, request_id", chunk=chunk)
+    Python dicts, gigabytes). With `only`, those accounts' rows alone."""
+    where, params = ("", None) if only is None else ("WHERE list_contains($only, account_id)", {"only": sorted(only)})
+    sql = f"SELECT * FROM notice_requests {where} ORDER BY account_id, role, request_id"
+    rows = iter_rows(con, sql, params, chunk=chunk)
     for account, group in groupby(rows, key=itemgetter("account_id")):
         requests = _no_requests()
         for r in group:
