@@ -23,7 +23,7 @@ import forensics
 from forensics.ownership.execution.nodes import Execution
 from forensics.pipeline import investigate
 from forensics.simulate import build_config, simulate
-from tests.support import SAMPLE, damage
+from tests.support import SAMPLE, damage, numba_once
 
 AS_OF = "2026-09-10T12:00:00Z"
 BESIDE = ("forensics.sglang", "forensics.simulate")  # no kernels (and a __main__ module runs its command)
@@ -64,6 +64,7 @@ def bundles(work: Path) -> list[Path]:
 
 
 def main(work: Path) -> None:
+    numba_once.serialize(numba_once.lock_path(Path(forensics.__file__).parent))  # as the test workers compile
     for i, bundle in enumerate(bundles(work)):
         investigate(bundle, work / f"out{i}", as_of=AS_OF, execution=Execution(workers=1))
     sigs = {name: [str(s) for s in k.signatures] for name, k in kernels().items()}  # type: ignore[attr-defined]
