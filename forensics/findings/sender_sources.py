@@ -26,12 +26,13 @@ import numpy as np
 import pyarrow as pa
 
 from forensics.db import arrow_view, run_query
+from forensics.ownership.kernels import frozen
 from forensics.ownership.kernels.sweep import hits
 from forensics.paths import load_query
 
 
 def _i64(t: pa.Table, name: str) -> np.ndarray:
-    return np.asarray(t[name].to_numpy(zero_copy_only=False), dtype=np.int64)
+    return frozen(t[name].to_numpy(zero_copy_only=False))  # one array type: one compile of hits
 
 
 def _pairs(reads: pa.Table, held: pa.Table) -> pa.Table:

@@ -33,6 +33,8 @@ numbered from 1 (page 0 is SGLang's padding page).
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 from numba import njit
 
@@ -44,6 +46,8 @@ LC_ALLOC_IN, LC_LAND, LC_READ, LC_END, LC_FREE = 0, 1, 2, 3, 4
 _AVAIL, _RELEASED, _HINT = 0, 1, 2
 _NEXT, _PREV = 0, 1  # rows of link
 _ONE = np.uint64(1)
+# the int 0 handed to a compiled callee: a literal 0 is a type of its own to numba, one more compile of it
+_ZERO = cast(int, np.int64(0))
 
 
 @njit(cache=True)
@@ -238,7 +242,7 @@ def _free(
         return
     k = 0
     if window > 0:  # coalesce with the top of the free stack
-        k = _alloc(pol, link, bits, tier, released, st, min(st[_AVAIL], max(window, 2 * m)), scratch, 0)
+        k = _alloc(pol, link, bits, tier, released, st, min(st[_AVAIL], max(window, 2 * m)), scratch, _ZERO)
     scratch[k : k + m] = pages
     run = np.sort(scratch[: k + m])
     for j in range(k + m - 1, -1, -1):  # the lowest page on top
@@ -273,7 +277,7 @@ def policy_accuracy(
         if b_op[b] == 0:
             n = len(pages)
             _merge_if_short(pol, link, bits, tier, released, st, n + window)
-            got = _alloc(pol, link, bits, tier, released, st, n, pred, 0)
+            got = _alloc(pol, link, bits, tier, released, st, n, pred, _ZERO)
             for p in pages:
                 want[p] = True
             for j in range(got):
@@ -346,7 +350,7 @@ DEPTH = 6
 
 @njit(cache=True)
 def _write(
-    lw: np.ndarray, lf: np.ndarray, ld: np.ndarray, page_attend: np.ndarray, p: int, fill: int, i: int,
+    lw: np.ndarray, lf: np.ndarray, ld: np.ndarray, page_attend: np.ndarray, p: int | np.int64, fill: int, i: int,
     pairs: np.ndarray, n_pairs: int,
 ) -> tuple[np.ndarray, int]:  # fmt: skip
     """Room i's KV into the first `fill` slots of page p; a watched room attending p receives it."""
@@ -443,7 +447,7 @@ def walk(
     spare = n_pages + window  # scratch[spare:] holds the pages being freed, scratch[:spare] _free's merge
     scratch = np.zeros(2 * n_pages + 2 * window + 2, dtype=np.int32)
     pairs = np.zeros((1024, 2), dtype=np.int32)
-    n_pairs = 0
+    n_pairs = _ZERO
     for e in range(len(ev_kind)):
         i = ev_room[e]
         kind = ev_kind[e]
@@ -478,7 +482,8 @@ def walk(
             else:
                 for j in range(min(got_in[i], (n_xfer[i] + ps - 1) // ps)):
                     fill = min(ps, n_xfer[i] - j * ps)
-                    pairs, n_pairs = _write(lw, lf, ld, page_attend, held[base + j], fill, i, pairs, n_pairs)
+                    p = np.int64(held[base + j])  # int64 as the pages above: one type, one compile of _write
+                    pairs, n_pairs = _write(lw, lf, ld, page_attend, p, fill, i, pairs, n_pairs)
         elif kind == LC_READ:
             if watch[i]:
                 for j in range(min(got_in[i], (n_read[i] + ps - 1) // ps)):
@@ -492,9 +497,10 @@ def walk(
             if kind == LC_END:
                 off = base + got_in[i]
                 for j in range(got_out[i]):
-                    if holder[held[off + j]] == i:
+                    p = np.int64(held[off + j])
+                    if holder[p] == i:
                         fill = min(ps, n_out[i] - j * ps)
-                        pairs, n_pairs = _write(lw, lf, ld, page_attend, held[off + j], fill, i, pairs, n_pairs)
+                        pairs, n_pairs = _write(lw, lf, ld, page_attend, p, fill, i, pairs, n_pairs)
             hi = base + got_in[i] + (got_out[i] if kind == LC_END else 0)
             m = _release(held, base, hi, i, holder, page_attend, scratch, spare)
             if m:

@@ -13,11 +13,13 @@ import numpy as np
 from numba import njit
 
 from forensics.keys import OP_ALLOC, OP_FREE, OP_INJ, OP_READ, OP_SHARE
+from forensics.ownership.kernels import frozen
 from forensics.ownership.kernels.prefetch import prefetch
 
 # the walk's op codes are forensics.keys' (an index into OPS; -1: an op not in OPS)
 
 # events ahead whose records the walk prefetches
+EVENT_TYPES = (np.int64, np.int8, np.int64, np.int64, np.int64)  # an event's k, opc, room, start, end
 AHEAD = 8
 
 # columns of RunMap.rec
@@ -314,9 +316,8 @@ def screen_events(
     lie between the chunk's; see forensics.ownership.execution.streams.alongside). Returns (flagged rooms, unique;
     provenance rows k, s, e, w_k)."""
     state = runmap.state()
-    own = (k, opc, room, start, end)
-    if side is None:
-        side = tuple(c[:0] for c in own)
+    own = tuple(frozen(c, t) for c, t in zip((k, opc, room, start, end), EVENT_TYPES, strict=True))
+    side = tuple(frozen(c, t) for c, t in zip(side or tuple(c[:0] for c in own), EVENT_TYPES, strict=True))
     size = max(buffer, runmap.slots + 2)
     flagged = np.empty(size, dtype=np.int64)
     prov = np.empty((size, 4), dtype=np.int64)

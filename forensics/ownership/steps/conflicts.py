@@ -31,6 +31,7 @@ import pyarrow as pa
 from forensics.db import arrow_view
 from forensics.ownership.execution.parallel import receivers, side_by_side
 from forensics.ownership.execution.streams import chunks
+from forensics.ownership.kernels import frozen
 from forensics.ownership.kernels.conflict_walk import FIELDS, OUT_FIELDS, conflict_walk
 
 CHUNK_TRANSFERS = 4_000_000  # transfers per chunk of a receiver's stream
@@ -54,7 +55,7 @@ def receiver_conflicts(batches, open_rows: int = 1024, out_rows: int = 4096) -> 
     found: list[np.ndarray] = []
     out = np.zeros((out_rows, OUT_FIELDS), dtype=np.int64)
     for cols in batches:
-        cols = tuple(np.ascontiguousarray(c, dtype=np.int64) for c in cols)
+        cols = tuple(frozen(c) for c in cols)
         j = 0
         while j < cols[0].size:
             j, n_open, n_out = conflict_walk(cols, j, open_, n_open, out)

@@ -26,6 +26,7 @@ import pyarrow as pa
 from forensics.db import arrow_view
 from forensics.ownership.execution.parallel import receivers, side_by_side
 from forensics.ownership.execution.streams import chunks, in_order, rising
+from forensics.ownership.kernels import frozen
 from forensics.ownership.kernels.windows import finish_windows, sweep_windows, tree_for
 
 SCHEMA = pa.schema([("link", pa.int64()), ("seq_max", pa.int64()), ("seq_min", pa.int64())])
@@ -180,17 +181,18 @@ def _table(x: dict, seq_max: np.ndarray, no_max: np.ndarray, seq_min: np.ndarray
 def _node_hits(con: duckdb.DuckDBPyConnection, events: str, node: str, windows: tuple, slots: int) -> np.ndarray:
     """window_hits of one receiver: its events as stored if their seqs rise, else sorted, through the
     sweep of forensics.ownership.kernels.windows over a tree of `slots` slots."""
-    lo, hi, xs, xe = windows
+    lo, hi, xs, xe = (frozen(c) for c in windows)
     types = (np.int64, np.int64, np.int64)
-    by_hi = np.argsort(hi, kind="stable")
-    lo_sorted = np.sort(lo)
-    reach = np.maximum.accumulate(hi[np.argsort(lo, kind="stable")]) if lo.size else hi
+    by_hi = frozen(np.argsort(hi, kind="stable"))
+    lo_sorted = frozen(np.sort(lo))
+    reach = frozen(np.maximum.accumulate(hi[np.argsort(lo, kind="stable")]) if lo.size else hi)
 
     def walk(stream) -> np.ndarray:
         tag, sub = tree_for(slots)
         hit = np.zeros(lo.size, dtype=np.bool_)
         at = np.zeros(2, dtype=np.int64)
-        for seq, start, end in stream:
+        for cols in stream:
+            seq, start, end = (frozen(c) for c in cols)
             sweep_windows(seq, start, end, lo, hi, xs, xe, by_hi, lo_sorted, reach, at, tag, sub, hit)
         finish_windows(lo, xs, xe, by_hi, at, tag, sub, hit)
         return hit

@@ -13,13 +13,14 @@ import numpy as np
 import pyarrow as pa
 
 from forensics.db import arrow_view
+from forensics.ownership.kernels import frozen
 from forensics.ownership.kernels.sweep import hits
 
 HOLDINGS = "SELECT node AS h_node, room AS h_room, seg_start AS h_start, seg_end AS h_end, kg_a, kg_f FROM holdings"
 
 
 def _int64(t: pa.Table, name: str) -> np.ndarray:
-    return np.asarray(t[name].to_numpy(zero_copy_only=False), dtype=np.int64)
+    return frozen(t[name].to_numpy(zero_copy_only=False))  # one array type: one compile of hits
 
 
 def _hit(con: duckdb.DuckDBPyConnection, name: str, queries: pa.Table, q_cols: list[str], h_cols: list[str]) -> None:

@@ -47,12 +47,13 @@ import pyarrow.parquet as pq
 from forensics.db import arrow_view, run_query, scalar, sql_literal, telemetry_node_names, timed
 from forensics.ownership.execution.parallel import side_by_side
 from forensics.ownership.execution.streams import alongside, chunks, in_order, rising
+from forensics.ownership.kernels import frozen
 from forensics.ownership.kernels.room_marks import room_marks
-from forensics.ownership.kernels.runmap import RunMap, screen_events
+from forensics.ownership.kernels.runmap import EVENT_TYPES, RunMap, screen_events
 
 _OPC = "coalesce(op_code(op), -1)"
 PROV_BATCH = 4_000_000  # provenance rows buffered before each insert
-COLUMN_TYPES = (np.int64, np.int8, np.int64, np.int64, np.int64)  # k, opc, room, start, end
+COLUMN_TYPES = EVENT_TYPES  # k, opc, room, start, end
 RECENT = 1 << 15  # rooms remembered by room_marks (512 KB: stays in the core's cache)
 
 
@@ -183,7 +184,7 @@ def _screen_node(
             rooms.append(flagged)
             if marks.size < room.size:
                 marks = np.empty(room.size, dtype=np.int64)
-            own.append(marks[: room_marks(opc, room, recent, used, marks)].copy())
+            own.append(marks[: room_marks(frozen(opc, np.int8), frozen(room), recent, used, marks)].copy())
             if len(prov):
                 pending.append(prov)
                 if sum(len(p) for p in pending) >= PROV_BATCH:

@@ -30,6 +30,7 @@ import pyarrow as pa
 from forensics.db import arrow_view, scalar, timed
 from forensics.ownership.execution.parallel import receivers, side_by_side
 from forensics.ownership.execution.streams import chunks, in_order, rising
+from forensics.ownership.kernels import frozen
 from forensics.ownership.kernels.transfer_links import (
     KIND_ALLOC,
     KIND_FREE,
@@ -46,6 +47,8 @@ SORT_RECEIVERS = 16  # more nodes than this: the transfers are stored sorted by 
 # the walk's kinds of receiver event as SQL (page_events' ops are text)
 _OPK = f"CASE WHEN op IN ('read', 'share') THEN {KIND_READ} WHEN op = 'alloc' THEN {KIND_ALLOC} ELSE {KIND_FREE} END"
 
+_EVENT_TYPES = (np.int64, np.int64, np.int64, np.int64, np.int64, np.int8)  # room, seq, t, start, end, kind
+
 
 def _stream(con: duckdb.DuckDBPyConnection, node: str, ops: tuple[str, ...]):
     """The receiver's events of the given ops as stored, in chunks: (room, seq, t, start, end, kind)."""
@@ -54,7 +57,7 @@ def _stream(con: duckdb.DuckDBPyConnection, node: str, ops: tuple[str, ...]):
         f"""SELECT room, seq, epoch_us(ts) AS t, start, "end", ({_OPK})::TINYINT AS k
            FROM page_events WHERE node = $node AND op IN ({", ".join(f"'{o}'" for o in ops)})""",
         {"node": node},
-        (np.int64, np.int64, np.int64, np.int64, np.int64, np.int8),
+        _EVENT_TYPES,
     )
 
 
@@ -62,9 +65,7 @@ def link_receiver(con: duckdb.DuckDBPyConnection, node: str, x: pa.Table) -> pa.
     """transfer_links rows for the transfers `x` into `node` (columns as in xfers, plus the links).
     One pass over the receiver's events when their seqs rise as stored (execution.streams), else two:
     reads and shares, then allocs and frees, in any order."""
-    room = np.ascontiguousarray(x.column("room").to_numpy(), dtype=np.int64)
-    xs = np.ascontiguousarray(x.column("start").to_numpy(), dtype=np.int64)
-    xe = np.ascontiguousarray(x.column("end").to_numpy(), dtype=np.int64)
+    room, xs, xe = (frozen(x.column(c).to_numpy()) for c in ("room", "start", "end"))
     grouped = list(group_by_room(room, xs, xe))  # room table, group starts, transfer -> record, records
     del room, xs, xe
 
@@ -72,7 +73,7 @@ def link_receiver(con: duckdb.DuckDBPyConnection, node: str, x: pa.Table) -> pa.
         table, first, _, rec = grouped
         reset_links(rec)  # afresh: the stored order may break part way (forensics.ownership.execution.streams.in_order)
         for ev in events:
-            match_events(table, first, rec, *ev)
+            match_events(table, first, rec, *(frozen(c, t) for c, t in zip(ev, _EVENT_TYPES, strict=True)))
 
     if x.num_rows:
         in_order(
