@@ -9,7 +9,7 @@
 -- allocation of the slots); for a signature the engine lines of its room on its decode and prefill node.
 -- The notices cite the ids (forensics.report.evidence), `forensics pack` writes the table as evidence.csv.
 -- grain: finding_id; reads: affected_responses, exposures, read_provenance, write_effects, page_events,
---   transfer_landing, timeline_xfer_sub, engine_requests, gateway, files; params: refs
+--   timeline_xfer, engine_requests, gateway, files; params: refs
 CREATE OR REPLACE TABLE finding_evidence AS
 WITH ar AS (
     SELECT 'ar-' || left(sha256(concat_ws(chr(31), 'affected_responses', coalesce(request_id, ''))), 16) AS finding_id,
@@ -35,10 +35,9 @@ WITH ar AS (
     WHERE k.key IS NOT NULL AND NOT is_landed(k.key)
 ), landed AS (  -- a transfer that landed on the node: the sender's transfer event
     SELECT k.node, k.room, k.writer, k.kind, p.file_id, p.row
-    FROM keys k
-    JOIN transfer_landing t ON t.receiver = k.node AND t.seq_lo = (key_pos(k.key) - 1) // 2
-    JOIN timeline_xfer_sub s ON s.sender = t.sender AND s.xseq = t.xseq AND s.sub = key_sub(k.key)
-    JOIN page_events p ON p.node = t.sender AND p.seq = t.xseq
+    FROM keys k  -- timeline_xfer: the landed transfers by the name every execution gives them
+    JOIN timeline_xfer x ON x.node = k.node AND x.pos = key_pos(k.key) AND x.sub = key_sub(k.key)
+    JOIN page_events p ON p.node = x.sender AND p.seq = x.xseq
     WHERE k.key IS NOT NULL AND is_landed(k.key)
 ), page_lines AS (
     SELECT * FROM own UNION SELECT * FROM landed
