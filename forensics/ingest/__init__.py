@@ -173,15 +173,14 @@ def ingest_into(
         load_startup(con, node, other[node], logs, requests_read=node in read)
         load_integrity(logs, other_rows)
     store_integrity(con, other_rows)
+    by_id = {f.file_id: f for f in files}
     for fid, lineno, reason in other_rows.rejected:
         con.execute("INSERT INTO rejected VALUES (?, ?, ?)", [fid, lineno, reason])
-        by_file = next(f for f in files if f.file_id == fid)
-        by_file.rows_loaded -= 1
-        by_file.rows_rejected += 1
+        by_id[fid].rows_loaded -= 1
+        by_id[fid].rows_rejected += 1
     with timed("ingest/audit"):
         store_audit(con, bundle)
     store_shipped(con, shipped)
-    by_id = {f.file_id: f for f in files}
     with timed("ingest/engine_duplicates"):
         _drop_engine_copies(con, by_id)
     define_gateway(con, gateway_files)

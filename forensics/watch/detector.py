@@ -158,10 +158,10 @@ class Detector:
         """One line of `path` (relative to the watched folder) on `node`: the alerts it completes."""
         if not jsonl and integrity_lines.holds_one(raw):
             return self._integrity(node, path, lineno, raw)
+        other = self.engines.of(node, raw)  # once: an undecided node counts the bytes it searched
         if (JSON_MARKER not in raw) if jsonl else (TEXT_MARKERS.search(raw) is None):
-            if (other := self.engines.of(node, raw)) is None or other.markers.search(raw) is None:
+            if other is None or other.markers.search(raw) is None:
                 return []
-        other = self.engines.of(node, raw)
         rows = EngineRows()
         parse = other.read if other is not None else READER.json if jsonl else READER.text
         if not parse(raw, node, 0, lineno, self.tz, rows):
