@@ -117,9 +117,21 @@ def canary_row(m: re.Match[str], msg: str, base: Row) -> Row:
 # READ_REASONS in SQL, made on every connection with SGLang's macros (forensics.engines.sglang MACROS):
 # whether a canary row's reason names a check made on a forward's read, as is_read_violation decides
 _REASONS_SQL = ", ".join(f"'{r}'" for r in READ_REASONS)
+# vLLM's ids of a request (the NIXL lines' request_id and remote_request_id): the engine's id is the API
+# id and `-` with 8 hex characters (vllm/v1/engine/input_processor.py assign_request_id, 0.12 on; the API id
+# itself before, or with VLLM_DISABLE_REQUEST_ID_RANDOMIZATION); the API id is `cmpl-<base>-<i>` (a
+# prompt of a completion) or `chatcmpl-<base>` (openai/completion/serving.py, chat_completion/serving.py),
+# its base the client's X-Request-Id (serve/engine/serving.py _base_request_id) or a uuid. The keys a
+# gateway record's request_id may equal: the id, the id without that suffix, and either's base.
+_KEYS_SQL = (
+    "list_filter(list_distinct(flatten(list_transform([id, regexp_replace(id, '-[0-9a-f]{8}$', '')], "
+    "lambda x: [x, regexp_extract(x, '^cmpl-(.+)-[0-9]+$', 1), regexp_extract(x, '^chatcmpl-(.+)$', 1)]))), "
+    "lambda k: k <> '')"
+)
 MACROS = {
     "canary_read_violation(reason)": f"reason NOT LIKE '%launch_tag=SWEEP\\_%' ESCAPE '\\' "
-    f"AND list_has_any(string_split(split_part(reason, ' ', 1), '+'), [{_REASONS_SQL}])"
+    f"AND list_has_any(string_split(split_part(reason, ' ', 1), '+'), [{_REASONS_SQL}])",
+    "vllm_request_keys(id)": f"CASE WHEN id IS NULL THEN [] ELSE {_KEYS_SQL} END",
 }
 
 

@@ -171,7 +171,8 @@ def ingest_into(
     other_rows = EngineRows()
     for node, logs in other_logs.items():
         load_startup(con, node, other[node], logs, requests_read=node in read)
-        load_integrity(logs, other_rows)
+        if node not in read:  # a node its engine's reader read has its integrity rows from it, with their times
+            load_integrity(logs, other_rows)
     store_integrity(con, other_rows)
     by_id = {f.file_id: f for f in files}
     for fid, lineno, reason in other_rows.rejected:

@@ -7,7 +7,8 @@ Text logs carry no zone: their local time is read in the bundle's [engine] log_t
 Reads: engine/<node>/*.log, *.jsonl. Writes: engine_lines, engine_requests, engine_request_links (the
 KV transfer a vLLM request line names), node_config, batch_stats (the periodic batch lines:
 forensics.ingest.batch_lines), integrity_events (the engines' and their transfer libraries' integrity
-lines: forensics.engines.integrity; of a node of another engine, read by load_integrity), rejected.
+lines: forensics.engines.integrity; of a node of another engine, by its line reader where it has one
+(vLLM's), else by load_integrity), rejected.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ def parse_log(f: InputFile, tz: ZoneInfo, rows: EngineRows, read: ReadLine = REA
 
 def load_integrity(files: list[InputFile], rows: EngineRows) -> None:
     """The integrity lines of a node of an engine without a line reader of its own (its start-up facts
-    are read apart: forensics.ingest.startup)."""
+    are read apart: forensics.ingest.startup); no time is read (read_text_line)."""
     for f in files:
         assert f.node is not None
         with f.path.open("rb") as fh:

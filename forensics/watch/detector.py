@@ -41,7 +41,7 @@ from forensics.engines.sglang import POOL_SOURCES, SHAPES, landing_offset, max_r
 from forensics.engines.sglang.reader import READER
 from forensics.watch import chunks
 from forensics.watch import integrity as integrity_lines
-from forensics.watch.engines import NodeEngines
+from forensics.watch.engines import NodeEngines, OtherReader
 
 # the line shapes the rules read (a cheap test before the parser: most lines of a busy server are batch
 # logs), found by their literals (forensics.engines.sglang.SHAPES); investigate reads every shape
@@ -156,9 +156,9 @@ class Detector:
 
     def feed(self, node: str, path: str, lineno: int, raw: bytes, jsonl: bool) -> list[Alert]:
         """One line of `path` (relative to the watched folder) on `node`: the alerts it completes."""
-        if not jsonl and integrity_lines.holds_one(raw):
-            return self._integrity(node, path, lineno, raw)
         other = self.engines.of(node, raw)  # once: an undecided node counts the bytes it searched
+        if not jsonl and integrity_lines.holds_one(raw):
+            return self._integrity(node, path, lineno, raw, other)
         if (JSON_MARKER not in raw) if jsonl else (TEXT_MARKERS.search(raw) is None):
             if other is None or other.markers.search(raw) is None:
                 return []
@@ -183,13 +183,14 @@ class Detector:
             out += self.apply(node, path, lineno, raw, requests, config, res_ms)
         if not jsonl and integrity_lines.holds_one(data):
             for lineno, raw in integrity_lines.lines(data, before):
-                out += self._integrity(node, path, lineno, raw)
+                out += self._integrity(node, path, lineno, raw, other)
         return out
 
-    def _integrity(self, node: str, path: str, lineno: int, raw: bytes) -> list[Alert]:
-        """An integrity line's alert, once per what it names (forensics.watch.integrity)."""
+    def _integrity(self, node: str, path: str, lineno: int, raw: bytes, other: OtherReader | None) -> list[Alert]:
+        """An integrity line's alert, once per what it names (forensics.watch.integrity), read by the node's
+        engine's reader (`other`: another engine's, else SGLang's and the transfer libraries' table)."""
         out: list[Alert] = []
-        for r in integrity_lines.rows_of(raw, node, lineno, self.tz):
+        for r in integrity_lines.rows_of(raw, node, lineno, self.tz, other.read if other is not None else None):
             key = integrity_lines.dedupe_key(r)
             if key in self.alerted:
                 continue

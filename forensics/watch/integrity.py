@@ -3,7 +3,8 @@ they are written, each kind its own alert: canary_violation (SGLang's KV canary:
 what its holder wrote), checksum_mismatch (the KV that landed in a room is not what prefill sent),
 nixl_failure, nixl_expired (vLLM's NIXL connector) and mooncake_failure (Mooncake's transfer engine). A
 line is read by SGLang's line reader (the canary and checksum are shapes of its table) and, where that
-gives no integrity row, by the transfer libraries' table: the same functions investigate reads them with.
+gives no integrity row, by the transfer libraries' table; a line of a node of another engine with a reader
+of its own (vLLM's), by that reader, with its time: the same functions investigate reads them with.
 Repeats are alerted once: per node and slot (canary), room (checksum), request (NIXL) or peer (Mooncake)."""
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from forensics.engines import integrity
-from forensics.engines.facts import EngineRows
+from forensics.engines.facts import EngineRows, ReadLine
 from forensics.engines.sglang import SHAPES
 from forensics.engines.sglang.reader import READER
 
@@ -34,11 +35,12 @@ def holds_one(data: bytes) -> bool:
     return any(lit in data for lit in BYTES)
 
 
-def rows_of(raw: bytes, node: str, lineno: int, tz: ZoneInfo) -> list[dict[str, Any]]:
-    """The integrity rows of one line (none: not an integrity line, or rejected)."""
+def rows_of(raw: bytes, node: str, lineno: int, tz: ZoneInfo, read: ReadLine | None = None) -> list[dict[str, Any]]:
+    """The integrity rows of one line (none: not an integrity line, or rejected); `read`: the node's
+    engine's own line reader where it has one (vLLM's, which gives a NIXL line its record's time)."""
     rows = EngineRows()
-    READER.text(raw, node, 0, lineno, tz, rows)
-    if not rows.integrity:
+    (read or READER.text)(raw, node, 0, lineno, tz, rows)
+    if not rows.integrity and read is None:
         integrity.read_text_line(raw, node, 0, lineno, rows)
     return rows.integrity
 

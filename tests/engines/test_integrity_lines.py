@@ -118,3 +118,45 @@ def test_the_sql_macro_reads_the_canary_reasons_as_python_does() -> None:
     for reason in reasons:
         sql = con.execute("SELECT canary_read_violation(?)", [reason]).fetchone()[0]
         assert sql == integrity.is_read_violation(reason), reason
+
+
+def test_vllm_reader_reads_the_nixl_lines_with_their_times() -> None:
+    """A vLLM node's logs go through vLLM's own reader (ingest, watch): the same rows as the transfer
+    libraries' table gives, each with its record's time where the record has one and the bundle its year."""
+    from forensics.engines.vllm.reader import dated
+
+    plain = _read("vllm_nixl.log", sglang=False).integrity
+    rows = EngineRows()
+    for lineno, raw in enumerate((DATA / "vllm_nixl.log").read_bytes().splitlines(keepends=True), start=1):
+        assert dated(2026).text(raw, "vllm-d", 8, lineno, UTC_ZONE, rows)
+    assert rows.rejected == []
+    times = [r["ts"] for r in rows.integrity]
+    assert times == [
+        datetime(2026, 1, 9, 15, 9, 32, tzinfo=UTC),
+        datetime(2026, 1, 9, 15, 9, 33, tzinfo=UTC),
+        datetime(2026, 9, 24, 16, 35, 21, tzinfo=UTC),
+        None,  # lines 4 and 5 are rendered without a record prefix: no time
+        None,
+    ]
+    assert [r | {"ts": None} for r in rows.integrity] == [r | {"message": m["message"]} for r, m in
+                                                          zip(plain, rows.integrity, strict=True)]  # fmt: skip
+    # engine_lines: each line's shape (INTEGRITY's name)
+    assert [r["kind"] for r in rows.lines] == ["nixl_failure", "nixl_failure", "nixl_expired", "nixl_expired",
+                                               "nixl_stale_read"]  # fmt: skip
+
+
+def test_the_vllm_request_keys_name_the_gateway_id_inside_vllm_ids() -> None:
+    """vllm_request_keys: the engine id (API id + `-` + 8 hex, vllm/v1/engine/input_processor.py), the API
+    id (`cmpl-<base>-<i>`, `chatcmpl-<base>`) and the base (the X-Request-Id)."""
+    from forensics.db import connect
+
+    con = connect(":memory:")
+
+    def keys(i: str | None) -> set[str]:
+        return set(con.execute("SELECT vllm_request_keys(?)", [i]).fetchone()[0])
+
+    assert keys("cmpl-req-1a-0-0f3e9a1b") == {"cmpl-req-1a-0-0f3e9a1b", "cmpl-req-1a-0", "req-1a"}
+    assert keys("cmpl-req-1a-0") == {"cmpl-req-1a-0", "req-1a"}  # 0.10/0.11: the API id itself
+    assert keys("chatcmpl-x") == {"chatcmpl-x", "x"}
+    assert keys("3f2a") == {"3f2a"}
+    assert keys(None) == set()

@@ -1,6 +1,7 @@
 """vLLM's per-line reader, derived from its table of request line shapes (forensics.engines.vllm.shapes
 SHAPES): one line of a vLLM server log (its record, then the first shape whose literal starts the message
-and whose pattern matches) into rows. Ingest reads a vLLM node's logs through it (forensics.ingest.startup
+and whose pattern matches, else the transfer libraries' integrity lines: forensics.engines.integrity) into
+rows, an integrity line with its record's time. Ingest reads a vLLM node's logs through it (forensics.ingest.startup
 picks it by the engine the logs name), the watcher the lines of its growing files.
 
 A text record's time is `MM-DD HH:MM:SS` in the server's local zone (the bundle's [engine] log_timezone):
@@ -17,6 +18,7 @@ from functools import lru_cache
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from forensics.engines import integrity
 from forensics.engines.facts import EngineRows, LineReader, ReadLine
 from forensics.engines.sglang.rows import UTC
 from forensics.engines.vllm.shapes import ANSI, ASCTIME, PREFIX, READ_MARKERS, SHAPES
@@ -88,6 +90,12 @@ def _read(year: int | None) -> ReadLine:
         except (ValueError, KeyError, OverflowError, RecursionError) as err:
             rows.rejected.append((file_id, lineno, f"vLLM request line with unusable fields ({err}): {msg[:120]}"))
             return False
+        if kind is None and any(lit in msg for lit in integrity.LITERALS):  # NIXL's, Mooncake's: with its time
+            try:
+                kind = integrity.parse_message(msg, base, rows)
+            except ValueError as err:
+                rows.rejected.append((file_id, lineno, f"integrity line with unusable fields ({err}): {msg[:120]}"))
+                return False
         if kind is None and msg.startswith(READ_MARKERS):
             rows.rejected.append(
                 (file_id, lineno, "looks like a vLLM request line, but its fields could not be parsed: " + msg[:120])

@@ -14,7 +14,8 @@
 -- response on a node without page events whose engine's lines no logs-only rule reads (unread_responses).
 -- An engine's integrity line that names the request (integrity_responses) confirms it, or makes it
 -- indeterminate if nothing confirms it, and its reason cites the line (file:line); a response no other
--- evidence names that such a line names is added.
+-- evidence names that such a line names is added. A line is engine-log evidence: a response whose only
+-- reason was its node's (evidence `none`) that a line names is `signature`, in one row as before.
 -- grain: request_id; reads: exposures, recipient_slots, room_requests, room_flags, missing_rooms,
 --        outage_responses, unread_responses, signature_responses, late_write_responses, engine_requests,
 --        integrity_responses, telemetry_nodes; params: none
@@ -113,7 +114,9 @@ GROUP BY x.node, x.recipient_room, er.rid
 SELECT b.request_id, b.account_id, b.cohort,
        CASE WHEN l.confirm THEN 'confirmed' WHEN l.request_id IS NOT NULL THEN 'indeterminate' ELSE b.status END
          AS status,
-       b.evidence, b.kinds, b.first_exposed_at, b.exposed_slots, b.source_requests, b.http_status,
+       -- a line that names it is evidence of its engine's logs: no longer `none`
+       CASE WHEN l.request_id IS NOT NULL AND b.evidence = 'none' THEN 'signature' ELSE b.evidence END AS evidence,
+       b.kinds, b.first_exposed_at, b.exposed_slots, b.source_requests, b.http_status,
        b.completion_tokens, b.decode_node, b.prefill_node, b.room,
        CASE WHEN l.request_id IS NULL THEN b.reason ELSE concat_ws('; ', nullif(b.reason, ''), l.why) END AS reason
 FROM base b LEFT JOIN lines l ON l.request_id = b.request_id AND (b.status <> 'confirmed' OR l.confirm)

@@ -11,9 +11,20 @@
 -- and no log outage of the node may hide another, else doubt each (the line does not say which).
 -- A checksum mismatch names its room: the KV that landed there is not what prefill sent; SGLang aborts
 -- the request before it emits a token (disaggregation/decode.py 0.5.23), so its response is doubted,
--- never confirmed, by the line. A line without a time places nothing.
+-- never confirmed, by the line. A canary or checksum line without a time places nothing.
+-- vLLM's NIXL lines name a request by vLLM's ids (the macro vllm_request_keys: the gateway's request id
+-- inside them), on the node that wrote them: a transfer failure (the decode's receive, or the prefill's
+-- push, failed: the connector marks the blocks invalid, and vLLM then fails the request or, with
+-- kv_load_failure_policy recompute, computes them again), an expiry (prefill freed the request's blocks
+-- when their lease ran out, before every decode worker said it had read them) or a read of blocks prefill
+-- had already freed. Each doubts the response it names, where it was delivered (a 2xx or tokens): what KV
+-- it attended, the line does not say (a recompute, the KV sent, or whatever the blocks held); it needs no
+-- time (the id names the request; the gateway's time places it in the window). Where a line's keys name
+-- gateway records of more than one length, the longest (most specific) names it.
+-- A Mooncake slice failure names addresses and NICs, no room or request: it places nothing here (the
+-- engine's own transfer-failure line for the room is the logs-only rules').
 -- grain: request_id, file_id, line; reads: integrity_events, engine_lines, page_events, telemetry_nodes,
---        node_lifecycle, log_outages, gateway, files; params: none
+--        node_lifecycle, log_outages, gateway, files, replay_window; params: none
 CREATE OR REPLACE TABLE integrity_responses AS
 WITH ev AS (
     SELECT i.*, f.path || ':' || i.line AS cite, coalesce(l.ts_resolution_ms, 1000) / 1000.0 AS res
@@ -63,7 +74,37 @@ WITH ev AS (
            'a KV checksum mismatch line (' || e.cite || ') on its room: the KV that landed in its pages on ' || e.node
            || ' is not what prefill sent (SGLang aborts such a request before it emits a token)'
     FROM ev e WHERE e.kind = 'checksum_mismatch'
+), nixl AS (  -- vLLM's NIXL lines that name a request: the gateway records their keys name, on their node
+    SELECT i.file_id, i.line, i.node, i.kind, i.reason, f.path || ':' || i.line AS cite, g.request_id,
+           g.bootstrap_room AS room
+    FROM integrity_events i JOIN files f USING (file_id)
+    CROSS JOIN replay_window w
+    JOIN gateway g ON list_contains(list_distinct(vllm_request_keys(i.request_id)
+                                                  || vllm_request_keys(i.remote_request_id)), g.request_id)
+        AND (i.node = g.decode_node OR i.node = g.prefill_node OR g.decode_node IS NULL OR g.prefill_node IS NULL)
+    WHERE i.kind IN ('nixl_failure', 'nixl_expired')
+      AND (g.status BETWEEN 200 AND 299 OR coalesce(g.completion_tokens, 0) > 0)
+      AND (g.ts IS NULL OR (g.ts >= coalesce(w.since, '-infinity'::TIMESTAMPTZ)
+                            AND g.ts < coalesce(w."until", 'infinity'::TIMESTAMPTZ)))
+    QUALIFY length(g.request_id) = max(length(g.request_id)) OVER (PARTITION BY i.file_id, i.line)
 )
 SELECT DISTINCT g.request_id, n.node, n.room, n.effect, n.cite, n.why, n.file_id, n.line
 FROM named n JOIN gateway g ON g.bootstrap_room = n.room AND (g.decode_node IS NULL OR g.decode_node = n.node)
-WHERE g.request_id IS NOT NULL;
+WHERE g.request_id IS NOT NULL
+UNION
+SELECT request_id, node, room, 'doubt', cite,
+       CASE WHEN kind = 'nixl_failure'
+            THEN 'a NIXL transfer failure line (' || cite || ') on ' || node || ' names this request (' || reason
+                 || '): its KV transfer failed and the connector marked the blocks invalid, yet its response was '
+                 || 'delivered; whether it attended KV computed again (kv_load_failure_policy recompute), the KV '
+                 || 'sent, or whatever its blocks held, the line does not say'
+            WHEN reason LIKE 'read by a decode worker after release%'
+            THEN 'a NIXL line (' || cite || ') on ' || node || ' says a decode worker read this request''s KV '
+                 || 'blocks after prefill had freed them, and its response was delivered: they may have held '
+                 || 'another request''s KV by then; whose, the line does not say'
+            ELSE 'a NIXL expiry line (' || cite || ') on ' || node || ' names this request (' || reason
+                 || '): prefill freed its KV blocks before every decode worker said it had read them, and its '
+                 || 'response was delivered: a read after the release may have found another request''s KV; '
+                 || 'whether one did, the line does not say' END,
+       file_id, line
+FROM nixl;
