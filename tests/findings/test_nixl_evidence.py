@@ -10,57 +10,22 @@ the line's evidence (`signature`), not `none`, in one row; every other response 
 
 from __future__ import annotations
 
-import csv
-import re
 import shutil
-from pathlib import Path
 
 import pytest
 
-from forensics.engines.vllm.shapes import render_record
 from forensics.simulate import build_config
 from forensics.simulate.run import simulate
+from tests.support import nixl
 from tests.support.analysis import Findings
 
 DARK = "decode-1"
-_ADDED = re.compile(r"^.* INFO (?P<t>\d{2}-\d{2} \d{2}:\d{2}:\d{2}) \[async_llm\.py:\d+\] Added request (?P<id>\S+)\.$")
-
-
-def _truth(out: Path) -> list[dict[str, str]]:
-    with (out / "truth" / "responses.csv").open(newline="") as fh:
-        return list(csv.DictReader(fh))
-
-
-def _added(log: Path, request_id: str) -> tuple[int, str, str]:
-    """(line number, time stamp, engine id) of the node's `Added request` line of the client request."""
-    for n, line in enumerate(log.read_text().splitlines(), start=1):
-        if (m := _ADDED.match(line)) and m["id"].startswith(f"cmpl-{request_id}-0-"):
-            return n, m["t"], m["id"]
-    raise AssertionError(f"no Added request line of {request_id} in {log}")
-
-
-def _insert(log: Path, after: int, line: str) -> int:
-    """Write `line` after line `after` of `log`; its line number."""
-    lines = log.read_text().splitlines(keepends=True)
-    lines.insert(after, line + "\n")
-    log.write_text("".join(lines))
-    return after + 1
-
-
-def _failure(ftype: str, rid: str | None, remote: str | None) -> str:
-    ctx = {"failure_type": ftype, "request_id": rid, "engine_id": "e-local"}
-    if remote is not None:
-        ctx |= {"remote_engine_id": "e-remote", "remote_request_id": remote, "remote_host": "prefill-0",
-                "remote_port": 5600, "num_local_blocks": 3, "num_remote_blocks": 3,
-                "local_block_ids_sample": [4, 5, 6]}  # fmt: skip
-    return f"NIXL transfer failure: {ftype}. Marking blocks as invalid | Context: {ctx}"
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     out = tmp_path_factory.mktemp("nixl")
     simulate(out / "sim", build_config(seed=97, requests=240, engine="vllm", no_telemetry=DARK))
-    truth = _truth(out / "sim")
     plain = out / "sim" / "bundle"
     before = Findings(plain)
     # delivered: the client got an answer (a 2xx, or tokens before an abort), as its gateway record says
@@ -68,50 +33,11 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
                                            "OR completion_tokens > 0")}  # fmt: skip
     bundle = out / "lines"
     shutil.copytree(plain, bundle)
-
-    def _delivered(t: dict[str, str]) -> bool:
-        return t["request_id"] in delivered
-
-    def pick(node: str, n: int = 1) -> list[dict[str, str]]:  # delivered customer responses on the node
-        got = [t for t in truth if t["decode_node"] == node and _delivered(t) and t["cohort"] == "customer"]
-        assert len(got) >= n, node
-        return got[:n]
-
-    expect: dict[str, str] = {}  # request id -> the cite of the line that names it
-    log = lambda node: bundle / "engine" / node / "server.log"  # noqa: E731
-    # decode-side receive failures: two delivered responses on the node without page events, and one
-    # undelivered (a client abort on a decode that took the request: its Added request line)
-    undelivered = next(t for t in truth if not _delivered(t) and t["decode_node"]
-                       and f"Added request cmpl-{t['request_id']}-0-" in log(t["decode_node"]).read_text())  # fmt: skip
-    for t in [*pick(DARK, 2), undelivered]:
-        node = t["decode_node"]
-        n, stamp, eid = _added(log(node), t["request_id"])
-        _, _, pid = _added(log(t["prefill_node"]), t["request_id"])
-        rec = render_record(stamp, "base_worker.py:984", _failure("transfer_failed", eid, pid), level="ERROR", pid=7)
-        at = _insert(log(node), n, rec)
-        if _delivered(t):
-            expect[t["request_id"]] = f"engine/{node}/server.log:{at}"
-    # a handshake failure names no request
-    handshake = _failure("handshake_failed", None, None)
-    _insert(log(DARK), 3, render_record("08-29 10:00:00", "base_worker.py:984", handshake, level="ERROR", pid=7))
-    # prefill-side: a lease that expired (a response on an instrumented decode), a read after release
-    for t, msg in (
-        (pick("decode-0")[0], "Releasing expired KV blocks for request {} which were retrieved by 0 remote "
-                                    "worker(s) before lease expired."),
-        (pick("decode-2")[0], "Potentially invalid KV blocks for unrecognized request {} were retrieved by a "
-                                    "decode worker. They may have expired."),
-    ):  # fmt: skip
-        node = t["prefill_node"]
-        n, stamp, pid = _added(log(node), t["request_id"])
-        at = _insert(log(node), n, render_record(stamp, "base_worker.py:2249", msg.format(pid), level="WARNING"))
-        expect[t["request_id"]] = f"engine/{node}/server.log:{at}"
-    # the cites above were taken before later lines were inserted above them: take each again by its text
-    for rid in list(expect):
-        path, _ = expect[rid].rsplit(":", 1)
-        for n, line in enumerate((bundle.parent / "lines" / path).read_text().splitlines(), start=1):
-            if ("NIXL" in line or "KV blocks for" in line) and f"cmpl-{rid}-0-" in line:
-                expect[rid] = f"{path}:{n}"
-    return {"truth": truth, "plain": before, "lines": Findings(bundle), "expect": expect, "delivered": delivered}
+    lines = nixl.write_lines(out / "sim", bundle, delivered, DARK)
+    expect = {x.request_id: nixl.cite(bundle, x) for x in lines if x.request_id and x.delivered}
+    assert len(expect) == 4
+    return {"truth": nixl.truth(out / "sim"), "plain": before, "lines": Findings(bundle), "expect": expect,
+            "delivered": delivered}  # fmt: skip
 
 
 def test_each_line_names_the_delivered_response_it_hit(runs: dict[str, object]) -> None:
