@@ -76,7 +76,7 @@ def _tables(con: duckdb.DuckDBPyConnection) -> None:
         basis VARCHAR, candidates BIGINT)""")
     # every node's engine lines are read by the logs-only rules (SGLang's): no unread response, no node whose
     # clock is bounded against the gateway's
-    con.execute("CREATE TABLE unread_responses (request_id VARCHAR, node VARCHAR, reason VARCHAR)")
+    con.execute("CREATE TABLE unread_responses (request_id VARCHAR, node VARCHAR, reason VARCHAR, node_named BOOLEAN)")
     con.execute(
         "CREATE TABLE gateway_clock (node VARCHAR, rooms BIGINT, lo_us BIGINT, hi_us BIGINT, consistent BOOLEAN)"
     )
@@ -146,7 +146,7 @@ def _unread_node(con: duckdb.DuckDBPyConnection) -> None:
         FROM (VALUES ('U', '10:00:00', 200, 60000.0), ('W', '10:00:30', 200, NULL), ('P', '09:50:00', 200, 1000.0),
                      ('L', '10:02:00', 200, 1000.0), ('Q', '09:00:00', 200, 1000.0), ('F', '09:00:00', 499, 1000.0))
              t(request_id, ts, status, duration_ms)""")  # fmt: skip
-    con.execute("INSERT INTO unread_responses VALUES ('U', 'v0', 'unread'), ('W', 'v0', 'unread')")
+    con.execute("INSERT INTO unread_responses VALUES ('U', 'v0', 'unread', true), ('W', 'v0', 'unread', true)")
     con.execute("INSERT INTO gateway_clock VALUES ('v0', 5, -1000000, 1000000, true)")
     con.execute(
         "INSERT INTO engine_lines (node, file_id, line, ts, kind) VALUES ('v0', 1, 1, ?::TIMESTAMPTZ, 'startup')",

@@ -77,13 +77,14 @@ WITH ev AS (
 ), nixl AS (  -- vLLM's NIXL lines that name a request: the gateway records their keys name, on their node
     SELECT i.file_id, i.line, i.node, i.kind, i.reason, f.path || ':' || i.line AS cite, g.request_id,
            g.bootstrap_room AS room
-    FROM integrity_events i JOIN files f USING (file_id)
+    FROM (SELECT DISTINCT file_id, line, node, kind, reason,  -- each key once: an equi-join on the gateway
+                 unnest(vllm_request_keys(request_id) || vllm_request_keys(remote_request_id)) AS key
+          FROM integrity_events WHERE kind IN ('nixl_failure', 'nixl_expired')) i
+    JOIN files f USING (file_id)
     CROSS JOIN replay_window w
-    JOIN gateway g ON list_contains(list_distinct(vllm_request_keys(i.request_id)
-                                                  || vllm_request_keys(i.remote_request_id)), g.request_id)
+    JOIN gateway g ON g.request_id = i.key
         AND (i.node = g.decode_node OR i.node = g.prefill_node OR g.decode_node IS NULL OR g.prefill_node IS NULL)
-    WHERE i.kind IN ('nixl_failure', 'nixl_expired')
-      AND (g.status BETWEEN 200 AND 299 OR coalesce(g.completion_tokens, 0) > 0)
+    WHERE (g.status BETWEEN 200 AND 299 OR coalesce(g.completion_tokens, 0) > 0)
       AND (g.ts IS NULL OR (g.ts >= coalesce(w.since, '-infinity'::TIMESTAMPTZ)
                             AND g.ts < coalesce(w."until", 'infinity'::TIMESTAMPTZ)))
     QUALIFY length(g.request_id) = max(length(g.request_id)) OVER (PARTITION BY i.file_id, i.line)

@@ -11,7 +11,8 @@
 -- Rooms whose decode lines a log outage of the node may have taken (a prefill node finished them, no
 -- decode node's log names them: log_outages) are in the pool too (outage), their start unknown.
 -- A node whose engine's lines no logs-only rule reads (unread_responses: vLLM's name no room) is
--- bounded by the gateway's own times only (clock 'gateway'), every request the gateway sent there:
+-- bounded by the gateway's own times only (clock 'gateway'), every request the gateway sent there (and
+-- every one whose record names no decode node, where unread_responses says such a record may have):
 -- started is when the gateway received it (it reached the node no earlier); gone_at a start-up of the
 -- node proven after the source's end on the gateway clock (a success's ts + duration_ms, read to the
 -- millisecond: $gw_slack_us) by the node's clock bounds against the gateway's (gateway_clock), as its
@@ -22,6 +23,9 @@
 --        request_cohort; params: gw_slack_us
 CREATE OR REPLACE TABLE possible_pool AS
 WITH unread AS (SELECT DISTINCT node FROM unread_responses),
+unread_to AS (  -- each such node, and whether a record that names no decode node may have gone there
+    SELECT node, bool_or(NOT node_named) AS any_record FROM unread_responses GROUP BY node
+),
 dark AS (SELECT DISTINCT node FROM signature_responses WHERE node NOT IN (SELECT node FROM unread)),
 on_node AS (  -- per room, the node's own clock
     SELECT * FROM dark_rooms WHERE node IN (SELECT node FROM dark)
@@ -76,15 +80,18 @@ on_node AS (  -- per room, the node's own clock
     SELECT t.node, t.ts - to_microseconds(k.hi_us) AS earliest, t.ts - to_microseconds(k.lo_us) AS latest
     FROM engine_lines t JOIN gateway_clock k ON k.node = t.node AND k.consistent
     WHERE t.kind IN ('server_args', 'startup') AND t.node IN (SELECT node FROM unread)
-), unread_sent AS (  -- every request the gateway sent to such a node, on the gateway's clock
-    SELECT g.decode_node AS node, g.bootstrap_room AS room, g.request_id, min(g.account_id) AS account_id,
+), unread_sent AS (  -- every request the gateway sent to such a node, on the gateway's clock; a record that
+                     -- names no decode node may have gone to any of them (unread_responses)
+    SELECT g.to_node AS node, g.bootstrap_room AS room, g.request_id, min(g.account_id) AS account_id,
            coalesce(min(c.cohort), 'customer') AS cohort, min(g.ts) AS started,
            -- its end, where the gateway logged a success with its duration (each record of the id)
            CASE WHEN bool_and(g.status BETWEEN 200 AND 299 AND g.duration_ms IS NOT NULL AND g.ts IS NOT NULL)
                 THEN max(g.ts + to_microseconds((round(g.duration_ms * 1000) + 2 * $gw_slack_us)::BIGINT)) END AS ended
-    FROM gateway g LEFT JOIN request_cohort c ON c.file_id = g.file_id AND c.row = g.row
-    WHERE g.decode_node IN (SELECT node FROM unread)
-    GROUP BY g.decode_node, g.bootstrap_room, g.request_id
+    FROM (SELECT g.*, g.decode_node AS to_node FROM gateway g WHERE g.decode_node IN (SELECT node FROM unread)
+          UNION ALL
+          SELECT g.*, u.node FROM gateway g JOIN unread_to u ON u.any_record WHERE g.decode_node IS NULL) g
+    LEFT JOIN request_cohort c ON c.file_id = g.file_id AND c.row = g.row
+    GROUP BY g.to_node, g.bootstrap_room, g.request_id
 )
 SELECT s.*, 'node' AS clock,
        CASE WHEN NOT s.aborted THEN (SELECT min(t.ts) FROM starts t WHERE t.node = s.node AND t.ts > s.last_seen) END

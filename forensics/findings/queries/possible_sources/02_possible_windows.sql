@@ -13,16 +13,22 @@
 --        request_cohort; params: gw_slack_us
 CREATE OR REPLACE TABLE possible_windows AS
 WITH unread AS (SELECT DISTINCT node FROM unread_responses),
-gw AS (  -- the responses on those nodes, on the gateway's clock (each record of the request id)
-    SELECT g.request_id, g.decode_node AS node, min(g.bootstrap_room) AS room, min(g.account_id) AS account_id,
+unread_to AS (  -- each such node, and whether a record that names no decode node may have been served there
+    SELECT node, bool_or(NOT node_named) AS any_record FROM unread_responses GROUP BY node
+),
+gw AS (  -- the responses on those nodes, on the gateway's clock (each record of the request id; a record
+         -- that names no decode node, on each node unread_responses says may have served it)
+    SELECT g.request_id, g.to_node AS node, min(g.bootstrap_room) AS room, min(g.account_id) AS account_id,
            coalesce(min(c.cohort), 'customer') AS cohort,
            min(g.ts) - to_microseconds($gw_slack_us) AS started,
            CASE WHEN bool_and(g.status BETWEEN 200 AND 299 AND g.duration_ms IS NOT NULL AND g.ts IS NOT NULL)
                 THEN max(g.ts + to_microseconds((round(g.duration_ms * 1000) + 3 * $gw_slack_us)::BIGINT)) END
                AS finished
-    FROM gateway g LEFT JOIN request_cohort c ON c.file_id = g.file_id AND c.row = g.row
-    WHERE g.decode_node IN (SELECT node FROM unread)
-    GROUP BY g.request_id, g.decode_node
+    FROM (SELECT g.*, g.decode_node AS to_node FROM gateway g WHERE g.decode_node IN (SELECT node FROM unread)
+          UNION ALL
+          SELECT g.*, u.node FROM gateway g JOIN unread_to u ON u.any_record WHERE g.decode_node IS NULL) g
+    LEFT JOIN request_cohort c ON c.file_id = g.file_id AND c.row = g.row
+    GROUP BY g.request_id, g.to_node
 ), rec AS (  -- the responses on those nodes: the signature responses, and the rest of the unread ones
     SELECT request_id, account_id, cohort, node, room FROM signature_responses WHERE node IN (SELECT node FROM unread)
     UNION ALL
