@@ -87,11 +87,15 @@ def test_vllm_lines_each_into_its_row() -> None:
         (3, "nixl_expired", None, "cmpl-3da205a6-1c3c-41b5-aeaa-b8421e81fd5c-0", None, None, None, None),
         (4, "nixl_expired", None, "3f2a", None, None, None, None),
         (5, "nixl_expired", None, "3f2a", None, None, None, None),
+        (6, "nixl_expired", None, "8f07dfc0-...-a2f0e657", None, None, None, None),
+        (7, "nixl_expired", None, "8f07dfc0-...-a2f0e657", None, None, None, None),
     ]
     assert [r["reason"] for r in rows.integrity] == [
         "transfer_setup_failed. Marking blocks as invalid",
         "handshake_setup_failed",
         "released; read by 0 worker(s) within 120 s",
+        "released; read by 0 worker(s) before the lease expired",
+        "read by a decode worker after release",
         "released; read by 0 worker(s) before the lease expired",
         "read by a decode worker after release",
     ]
@@ -137,12 +141,14 @@ def test_vllm_reader_reads_the_nixl_lines_with_their_times() -> None:
         datetime(2026, 9, 24, 16, 35, 21, tzinfo=UTC),
         None,  # lines 4 and 5 are rendered without a record prefix: no time
         None,
+        datetime(2026, 8, 16, 8, 9, 7, tzinfo=UTC),
+        None,  # line 7's level is padded in its quote: no record prefix read
     ]
     assert [r | {"ts": None} for r in rows.integrity] == [r | {"message": m["message"]} for r, m in
                                                           zip(plain, rows.integrity, strict=True)]  # fmt: skip
     # engine_lines: each line's shape (INTEGRITY's name)
     assert [r["kind"] for r in rows.lines] == ["nixl_failure", "nixl_failure", "nixl_expired", "nixl_expired",
-                                               "nixl_stale_read"]  # fmt: skip
+                                               "nixl_stale_read", "nixl_expired", "nixl_stale_read"]  # fmt: skip
 
 
 def test_the_vllm_request_keys_name_the_gateway_id_inside_vllm_ids() -> None:

@@ -48,6 +48,8 @@ def test_integrity_lines_of_both_engines_are_stored(tmp_path: Path) -> None:
         (3, "nixl_expired", "cmpl-3da205a6-1c3c-41b5-aeaa-b8421e81fd5c-0", None, True),
         (4, "nixl_expired", "3f2a", None, True),
         (5, "nixl_expired", "3f2a", None, True),
+        (6, "nixl_expired", "8f07dfc0-...-a2f0e657", None, True),
+        (7, "nixl_expired", "8f07dfc0-...-a2f0e657", None, True),
     ]
     assert con.execute("SELECT count(*) FROM rejected").fetchone() == (0,)
     # the SGLang node's canary and checksum lines keep their kinds in engine_lines

@@ -36,6 +36,8 @@ def test_each_integrity_line_is_alerted_once_per_what_it_names(tmp_path: Path) -
             ("nixl_expired", "vllm-d", None, 3),
             ("nixl_expired", "vllm-d", None, 4),
             ("nixl_expired", "vllm-d", None, 5),
+            ("nixl_expired", "vllm-d", None, 6),
+            ("nixl_expired", "vllm-d", None, 7),
         ]
     )
     by_line = {(a["node"], a["evidence"][0]["line"]): a for a in got}
