@@ -138,7 +138,8 @@ def connect(path: Path | str, memory_limit: str | None = None, threads: int | No
 MACRO_HOMES = {
     "forensics.keys.MACROS": "connect: the event-key layout and the op codes",
     "forensics.engines.sglang.MACROS": "connect: SGLang's input limit, leak window, pool rule (sglang_rank_pool), "
-    "clock bounds (landing_offset_lo, landing_offset_hi, alloc_rounding), canary reads (canary_read_violation)",
+    "clock bounds (landing_offset_lo, landing_offset_hi, alloc_rounding), canary reads (canary_read_violation), "
+    "vLLM request ids (vllm_request_keys, forensics.engines.integrity)",
     "forensics.findings.rules.MACROS": "the findings' first step: cross_account, possible_pair, source_key",
     "forensics.findings.likelihood.MACROS": "its step, once the run has measured source_tier: is_likely, likely_tier",
 }
