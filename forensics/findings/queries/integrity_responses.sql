@@ -74,20 +74,22 @@ WITH ev AS (
            'a KV checksum mismatch line (' || e.cite || ') on its room: the KV that landed in its pages on ' || e.node
            || ' is not what prefill sent (SGLang aborts such a request before it emits a token)'
     FROM ev e WHERE e.kind = 'checksum_mismatch'
-), nixl AS (  -- vLLM's NIXL lines that name a request: the gateway records their keys name, on their node
-    SELECT i.file_id, i.line, i.node, i.kind, i.reason, f.path || ':' || i.line AS cite, g.request_id,
-           g.bootstrap_room AS room
+), nixl_named AS (  -- the gateway records a NIXL line's keys name on its node; the most specific (longest)
+    SELECT i.file_id, i.line, i.node, i.kind, i.reason, g.request_id, g.bootstrap_room AS room, g.ts, g.status,
+           g.completion_tokens
     FROM (SELECT DISTINCT file_id, line, node, kind, reason,  -- each key once: an equi-join on the gateway
                  unnest(vllm_request_keys(request_id) || vllm_request_keys(remote_request_id)) AS key
           FROM integrity_events WHERE kind IN ('nixl_failure', 'nixl_expired')) i
-    JOIN files f USING (file_id)
-    CROSS JOIN replay_window w
     JOIN gateway g ON g.request_id = i.key
         AND (i.node = g.decode_node OR i.node = g.prefill_node OR g.decode_node IS NULL OR g.prefill_node IS NULL)
-    WHERE (g.status BETWEEN 200 AND 299 OR coalesce(g.completion_tokens, 0) > 0)
-      AND (g.ts IS NULL OR (g.ts >= coalesce(w.since, '-infinity'::TIMESTAMPTZ)
-                            AND g.ts < coalesce(w."until", 'infinity'::TIMESTAMPTZ)))
     QUALIFY length(g.request_id) = max(length(g.request_id)) OVER (PARTITION BY i.file_id, i.line)
+), nixl AS (  -- ... whose response was delivered, in the window
+    SELECT n.file_id, n.line, n.node, n.kind, n.reason, f.path || ':' || n.line AS cite, n.request_id, n.room
+    FROM nixl_named n JOIN files f USING (file_id)
+    CROSS JOIN replay_window w
+    WHERE (n.status BETWEEN 200 AND 299 OR coalesce(n.completion_tokens, 0) > 0)
+      AND (n.ts IS NULL OR (n.ts >= coalesce(w.since, '-infinity'::TIMESTAMPTZ)
+                            AND n.ts < coalesce(w."until", 'infinity'::TIMESTAMPTZ)))
 )
 SELECT DISTINCT g.request_id, n.node, n.room, n.effect, n.cite, n.why, n.file_id, n.line
 FROM named n JOIN gateway g ON g.bootstrap_room = n.room AND (g.decode_node IS NULL OR g.decode_node = n.node)
