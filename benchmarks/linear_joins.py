@@ -8,10 +8,13 @@ per doubling.
   2 s of its abort; rooms held 1 to 8 s.
 - time_hits (ingest/queries/gateway_join/05_time_hits.sql): 0.7% of the records (LiteLLM failures) named
   by no id, windows of up to 8 s, their rooms and 1% more unclaimed.
-- possible_windows' own rows (forensics.findings.possible.possible_reach's UPDATE): a pool of N sources,
-  a response per 10.
+- possible_windows' own rows (forensics.findings.possible.possible_reach): a pool of N sources, a response
+  per 10; also the two equi-joins that counted them before the numpy pass (printed beside).
+
+--plain-up-to N leaves the plain joins out above N (the correlated own-row count takes minutes at 500K).
 
     python benchmarks/linear_joins.py --sizes 250K,500K,1M
+    python benchmarks/linear_joins.py --joins own_rows --sizes 250K,500K,1M,2M --plain-up-to 250K
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import argparse
 import re
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -48,6 +52,19 @@ OLD_OWN_ROWS = """UPDATE possible_windows SET sources = o.n - (
           AND (p.room = possible_windows.recipient_room OR p.request_id = possible_windows.recipient_request_id)
           AND possible_pair(p.started, p.gone_at, possible_windows.started, possible_windows.finished))
     FROM count_out o WHERE o.id = possible_windows.rowid"""
+# ... and as two equi-joins, on (node, room) and on (node, request id) (the count before the numpy pass)
+PREV_OWN_ROWS = """UPDATE possible_windows SET sources = o.n - coalesce(k.own, 0)
+    FROM count_out o LEFT JOIN (
+        SELECT id, count(*) AS own FROM (
+            SELECT w.rowid AS id, p.rowid AS pid FROM possible_windows w JOIN possible_pool p
+              ON p.node = w.node AND p.room = w.recipient_room
+            WHERE possible_pair(p.started, p.gone_at, w.started, w.finished)
+            UNION
+            SELECT w.rowid, p.rowid FROM possible_windows w JOIN possible_pool p
+              ON p.node = w.node AND p.request_id = w.recipient_request_id
+            WHERE possible_pair(p.started, p.gone_at, w.started, w.finished))
+        GROUP BY id) k ON k.id = o.id
+    WHERE o.id = possible_windows.rowid"""
 PARAMS = dict(gw_slack_us=GATEWAY_SLACK_US, len_abs=LENGTH_ABS, len_rel=LENGTH_REL, len_far=LENGTH_FAR)
 
 
@@ -55,6 +72,14 @@ def _timed(con, sql: str, params: dict | None = None) -> float:
     t = time.perf_counter()
     con.execute(sql, bound(sql, params or {}))
     return time.perf_counter() - t
+
+
+def _cpu(fn: Callable[[], object]) -> float:
+    """The process CPU time of fn() (every thread's: one DuckDB thread here): the load of a shared machine
+    moves it far less than the wall time."""
+    t = time.process_time()
+    fn()
+    return time.process_time() - t
 
 
 def late_write(n: int, plain: bool = True) -> tuple[float | None, float]:
@@ -100,9 +125,12 @@ def time_hits(n: int, plain: bool = True) -> tuple[float | None, float]:
 
 
 def own_rows(n: int, plain: bool = True) -> tuple[float | None, float]:
-    """The own-row count as one correlated join (plain) against possible_reach's: per node, a sort of the
-    sources and binary searches by room and by request id (forensics.findings.possible._own), then the
-    UPDATE by rowid; the request ids as possible_reach codes them (integers)."""
+    """The own-row count as one correlated join (plain), as two equi-joins (PREV_OWN_ROWS) and as
+    possible_reach counts it now: per node, a sort of the sources and binary searches by room and by
+    request id (forensics.findings.possible._own), then the UPDATE by rowid (these two in CPU seconds,
+    best of 3; the plain one in wall seconds as the other joins). The arrays are fetched before the clock
+    starts (possible_reach fetches them for its count anyway); the request ids as possible_reach codes
+    them (integers). Returns (plain, now) and prints both CPU times."""
     import numpy as np
     import pyarrow as pa
 
@@ -121,8 +149,10 @@ def own_rows(n: int, plain: bool = True) -> tuple[float | None, float]:
         FROM possible_pool WHERE room % 10 = 0""")
     con.execute("CREATE TABLE count_out AS SELECT rowid AS id, 100 AS n FROM possible_windows")
     old = _timed(con, OLD_OWN_ROWS) if plain else None
-    want = con.execute("SELECT rowid, sources FROM possible_windows ORDER BY 1").fetchall()
-    t = time.perf_counter()
+    want = con.execute("SELECT rowid, sources FROM possible_windows ORDER BY 1").fetchall() if plain else None
+    prev = min(_cpu(lambda: con.execute(PREV_OWN_ROWS, bound(PREV_OWN_ROWS, {}))) for _ in range(3))
+    if want is None:
+        want = con.execute("SELECT rowid, sources FROM possible_windows ORDER BY 1").fetchall()
     s = con.execute("""SELECT node, room, rid, epoch_us(started) AS started, epoch_us(gone_at) AS gone
         FROM possible_pool ORDER BY node, rowid""").fetchnumpy()
     r = con.execute("""SELECT rowid AS id, node, recipient_room AS room, rid, epoch_us(started) AS started,
@@ -132,15 +162,19 @@ def own_rows(n: int, plain: bool = True) -> tuple[float | None, float]:
     rec = {"room": _filled(r["room"], -2), "rid": _filled(r["rid"], -2), "started": _filled(r["started"], LO),
            "finished": _filled(r["finished"], HI)}  # fmt: skip
     s_node, r_node = np.asarray(s["node"], dtype=object), np.asarray(r["node"], dtype=object)
-    count = np.full(len(r_node), 100, dtype=np.int64)
-    for node in sorted(set(r_node.tolist())):
-        si, ri = np.flatnonzero(s_node == node), np.flatnonzero(r_node == node)
-        count[ri] -= _own({k: v[si] for k, v in src.items()}, {k: v[ri] for k, v in rec.items()})
-    with arrow_view(con, "own_out", pa.table({"id": np.asarray(r["id"], dtype=np.int64), "n": count})):
-        con.execute("""UPDATE possible_windows SET sources = o.n FROM own_out o WHERE o.id = possible_windows.rowid""")
-    new = time.perf_counter() - t
-    if plain:
-        assert con.execute("SELECT rowid, sources FROM possible_windows ORDER BY 1").fetchall() == want
+
+    def now() -> None:
+        count = np.full(len(r_node), 100, dtype=np.int64)
+        for node in sorted(set(r_node.tolist())):
+            si, ri = np.flatnonzero(s_node == node), np.flatnonzero(r_node == node)
+            count[ri] -= _own({k: v[si] for k, v in src.items()}, {k: v[ri] for k, v in rec.items()})
+        with arrow_view(con, "own_out", pa.table({"id": np.asarray(r["id"], dtype=np.int64), "n": count})):
+            con.execute("UPDATE possible_windows SET sources = o.n FROM own_out o WHERE o.id = possible_windows.rowid")
+
+    new = min(_cpu(now) for _ in range(3))
+    assert con.execute("SELECT rowid, sources FROM possible_windows ORDER BY 1").fetchall() == want
+    print(f"own_rows {n:,}: CPU s, best of 3: as two equi-joins (the previous count) {prev:.3f} s, now {new:.3f} s",
+          flush=True)  # fmt: skip
     return old, new
 
 

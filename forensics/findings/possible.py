@@ -11,7 +11,9 @@ gone_at takes few values per node (its start-ups, or none), so the sources fall 
 gone_at; within a group the rule is one comparison of s.started against r.finished, over the responses
 that started before the group's gone_at: a sorted count per response, and the two latest-finishing
 responses (of different rooms) per group for reachability. Unknown times prove nothing: they become
-the bound that keeps the pair.
+the bound that keeps the pair. A response's own rows (its room, or its request id) are taken off its count
+the same way: the sources sorted by room and by request id, each response's found by binary search, so
+that the cost is the rows and the few pairs that share a key, never a response against its node's pool.
 """
 
 from __future__ import annotations
