@@ -49,7 +49,7 @@ def _tables(draw: st.DrawFn) -> tuple[list[tuple], list[tuple]]:
     return sources, windows
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(tables=_tables())
 @example(tables=([("d0", 1, "req-1", None, None), ("d0", 2, "req-2", None, None)], [("req-1", "d0", 1, None, None)]))
 def test_own_rows_left_out_as_the_rule_says(tables: tuple[list[tuple], list[tuple]]) -> None:
