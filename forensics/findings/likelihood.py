@@ -32,6 +32,8 @@ source_tier (one row: what the evidence measured of the likely subset), and the 
 
 from __future__ import annotations
 
+from collections import deque
+
 import duckdb
 import numpy as np
 import pyarrow as pa
@@ -41,6 +43,8 @@ from forensics.findings.allocator_walk import (
     MEMBERS,
     POLICIES,
     REAL,
+    Lifecycle,
+    PendingWalks,
     choose_policy,
     lifecycle,
     tokens_before,
@@ -58,6 +62,8 @@ MACROS = {
 # the instrumented decode nodes the policy is learned and the likelihood calibrated on (those with the
 # most placeholder responses first): enough to decide, at a bounded cost
 LEARN_NODES = 2
+# the nodes whose walks are submitted and not yet awaited: the next node is prepared while one runs
+IN_FLIGHT = 2
 
 
 def source_likelihood(con: duckdb.DuckDBPyConnection) -> None:
@@ -84,13 +90,6 @@ def source_likelihood(con: duckdb.DuckDBPyConnection) -> None:
     policies = [POLICIES[best]] if best else [POLICIES[k] for k in REAL]
     with walk_pool(con) as pool:
         cal = calibrate(con, instrumented, policies, pool) if dark else Calibration([], {}, {})
-        # every node's members are submitted before any is awaited: the next node's events are drawn
-        # while the walks of the ones before run
-        walks = {}
-        for node in dark:
-            if node in cfg:
-                lc = lifecycle(con, node)
-                walks[node] = (lc, walk_node(con, node, lc, *cfg[node], policies, pool), tokens_before(con, node, lc))
         rates = cal.rates()  # None: nothing calibrates the model, so its replays give no likelihood
         tier = measure_tier(cal)
         true, total = cal.counts()
@@ -99,18 +98,20 @@ def source_likelihood(con: duckdb.DuckDBPyConnection) -> None:
         model: dict[str, list[object]] = {
             k: [] for k in ("node", "policy", "basis", "members", "calibration", "pool_tokens")
         }
-        for node in dark:
+
+        def finish(node: str, job: tuple[Lifecycle, PendingWalks, np.ndarray] | None) -> None:
+            """The node's rows, in the order of `dark` (its walks awaited)."""
             model["node"].append(node)
             model["members"].append(MEMBERS)
-            if node not in cfg:
+            if job is None:
                 model["policy"].append(None)
                 model["basis"].append(f"no pool size or page size of {node} in its log: no allocator model")
                 model["calibration"].append(None)
                 model["pool_tokens"].append(None)
-                continue
+                return
             ps, n_pages = cfg[node]
             model["pool_tokens"].append(n_pages * ps)
-            lc, pending, before = walks[node]
+            lc, pending, before = job
             w = pending.result()
             pairs["node"].append(np.full(len(w.hits), node, dtype=object))
             pairs["recipient_room"].append(lc.room[w.recipient])
@@ -129,6 +130,21 @@ def source_likelihood(con: duckdb.DuckDBPyConnection) -> None:
                 else f"uncalibrated: {tier.reason}; possible_sources.model_replays says how many of the {MEMBERS} "
                 "replays found each pair, which ranks nothing"
             )
+
+        # a node's members are submitted before the node before it is awaited, so that its events are drawn
+        # while those walks run; no more than IN_FLIGHT nodes' drawn events are held at once (all of them
+        # held together grow with the requests times MEMBERS, outside DuckDB's memory limit)
+        queue: deque[tuple[str, tuple[Lifecycle, PendingWalks, np.ndarray] | None]] = deque()
+        for node in dark:
+            job = None
+            if node in cfg:
+                lc = lifecycle(con, node)
+                job = (lc, walk_node(con, node, lc, *cfg[node], policies, pool), tokens_before(con, node, lc))
+            queue.append((node, job))
+            while sum(j is not None for _, j in queue) > IN_FLIGHT:
+                finish(*queue.popleft())
+        while queue:
+            finish(*queue.popleft())
 
     def table(cols: dict[str, list[np.ndarray]], types: dict[str, pa.DataType]) -> pa.Table:
         return pa.table(

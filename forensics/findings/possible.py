@@ -11,7 +11,9 @@ gone_at takes few values per node (its start-ups, or none), so the sources fall 
 gone_at; within a group the rule is one comparison of s.started against r.finished, over the responses
 that started before the group's gone_at: a sorted count per response, and the two latest-finishing
 responses (of different rooms) per group for reachability. Unknown times prove nothing: they become
-the bound that keeps the pair.
+the bound that keeps the pair. A response's own rows (its room, or its request id) are taken off its count
+the same way: the sources sorted by room and by request id, each response's found by binary search, so
+that the cost is the rows and the few pairs that share a key, never a response against its node's pool.
 """
 
 from __future__ import annotations
@@ -30,6 +32,32 @@ def _filled(v: np.ndarray, null: int) -> np.ndarray:
     if np.ma.isMaskedArray(v):
         v = v.filled(null)
     return np.asarray(v, dtype=np.int64)
+
+
+def _matches(s_key: np.ndarray, r_key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The (recipient, source) index pairs whose keys are equal: an equi-join by one sort of the sources
+    and two binary searches per recipient, its cost the rows and the pairs it finds."""
+    order = np.argsort(s_key, kind="stable")
+    keys = s_key[order]
+    lo = np.searchsorted(keys, r_key, side="left")
+    n = np.searchsorted(keys, r_key, side="right") - lo
+    ri = np.repeat(np.arange(len(r_key)), n)
+    at = np.arange(len(ri)) - np.repeat(np.cumsum(n) - n, n)  # each pair's place among its recipient's
+    return ri, order[np.repeat(lo, n) + at]
+
+
+def _own(src: dict[str, np.ndarray], rec: dict[str, np.ndarray]) -> np.ndarray:
+    """Per recipient on one node: its own rows (the sources of its room, or of its request id) that the
+    rule pairs with it, each once. Unknown rooms and ids are filled apart (-1 sources, -2 recipients):
+    they match nothing."""
+    own = np.zeros(len(rec["room"]), dtype=np.int64)
+    for key, other in (("room", None), ("rid", "room")):
+        ri, si = _matches(src[key], rec[key])
+        keep = (src["started"][si] <= rec["finished"][ri]) & (rec["started"][ri] < src["gone"][si])
+        if other is not None:  # a source of its room too is counted by the room already
+            keep &= src[other][si] != rec[other][ri]
+        own += np.bincount(ri[keep], minlength=len(own))
+    return own
 
 
 def _node(src: dict[str, np.ndarray], rec: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -94,25 +122,15 @@ def possible_reach(con: duckdb.DuckDBPyConnection) -> None:
     count = np.zeros(len(r_node), dtype=np.int64)
     for node in sorted(set(r_node.tolist())):
         si, ri = np.flatnonzero(s_node == node), np.flatnonzero(r_node == node)
-        reach[si], count[ri] = _node({k: v[si] for k, v in src.items()}, {k: v[ri] for k, v in rec.items()})
+        s_of, r_of = {k: v[si] for k, v in src.items()}, {k: v[ri] for k, v in rec.items()}
+        reach[si], count[ri] = _node(s_of, r_of)
+        # the recipient's own rows (its room, or its request id) keep the rule too and are not its sources
+        count[ri] -= _own(s_of, r_of)
     with (
         arrow_view(con, "reach_out", pa.table({"id": np.asarray(s["id"], dtype=np.int64), "reachable": reach})),
         arrow_view(con, "count_out", pa.table({"id": np.asarray(r["id"], dtype=np.int64), "n": count})),
     ):
         con.execute("""UPDATE possible_pool SET reachable = o.reachable
             FROM reach_out o WHERE o.id = possible_pool.rowid""")
-        # the recipient's own rows (its room, or its request id) keep the rule too and are not its sources:
-        # found by two equi-joins on (node, room) and (node, request id), not by a join on the node alone
-        # with the OR as its filter, which compares every recipient with every source of its node
-        con.execute("""UPDATE possible_windows SET sources = o.n - coalesce(k.own, 0)
-            FROM count_out o LEFT JOIN (
-                SELECT id, count(*) AS own FROM (
-                    SELECT w.rowid AS id, p.rowid AS pid FROM possible_windows w JOIN possible_pool p
-                      ON p.node = w.node AND p.room = w.recipient_room
-                    WHERE possible_pair(p.started, p.gone_at, w.started, w.finished)
-                    UNION
-                    SELECT w.rowid, p.rowid FROM possible_windows w JOIN possible_pool p
-                      ON p.node = w.node AND p.request_id = w.recipient_request_id
-                    WHERE possible_pair(p.started, p.gone_at, w.started, w.finished))
-                GROUP BY id) k ON k.id = o.id
-            WHERE o.id = possible_windows.rowid""")
+        con.execute("""UPDATE possible_windows SET sources = o.n
+            FROM count_out o WHERE o.id = possible_windows.rowid""")
