@@ -47,6 +47,7 @@ from forensics.outputs import (
     write_parquet,
 )
 from forensics.ownership import Execution, NodeRun, rebuild_ownership
+from forensics.ownership.execution.engine_logs import engine_loader
 from forensics.report.blast import BLAST_FILES
 from forensics.report.notices import check_notice_templates
 from forensics.report.render import PARTS as REPORT_PARTS
@@ -172,7 +173,7 @@ def analyze(con: duckdb.DuckDBPyConnection, run: Run) -> tuple[list[InputFile], 
     """Ingest, label cohorts, rebuild ownership and compute findings into `con` (no files written).
     Returns the input files and what the per-node ownership work ran."""
     with timed("ingest"):
-        files, _ = ingest_into(con, run.bundle, run.window, run.config)
+        files, _ = ingest_into(con, run.bundle, run.window, run.config, engine_loader(run.execution))
     with timed("cohorts"):
         assign_cohorts(con, list(run.rules))
         store_warnings(con, list(run.rules))  # the report and the summary name a client-settable rule's effect
