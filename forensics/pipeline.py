@@ -48,6 +48,7 @@ from forensics.outputs import (
 )
 from forensics.ownership import Execution, NodeRun, rebuild_ownership
 from forensics.ownership.execution.engine_logs import engine_loader
+from forensics.ownership.execution.walks import walks_on
 from forensics.report.blast import BLAST_FILES
 from forensics.report.notices import check_notice_templates
 from forensics.report.render import PARTS as REPORT_PARTS
@@ -179,7 +180,7 @@ def analyze(con: duckdb.DuckDBPyConnection, run: Run) -> tuple[list[InputFile], 
         store_warnings(con, list(run.rules))  # the report and the summary name a client-settable rule's effect
     with timed("ownership"):
         ran = rebuild_ownership(con, run.execution)
-    with timed("findings"):
+    with timed("findings"), walks_on(run.execution):  # the allocator model's replays: on Ray with --executor ray
         compute_findings(con)
     return files, ran
 

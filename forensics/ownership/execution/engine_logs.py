@@ -18,9 +18,9 @@ kept lines, an error or note naming the file) is given back the bundle's path be
 
 from __future__ import annotations
 
-import logging
 import os
 import socket
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -33,7 +33,7 @@ import duckdb
 import pyarrow as pa
 
 from forensics.audit.sieved import KEPT
-from forensics.db import connect, run_query, timed
+from forensics.db import PROFILE, connect, run_query, timed
 from forensics.engines.facts import EngineRows
 from forensics.errors import InputError
 from forensics.ingest import EngineLoader
@@ -241,5 +241,11 @@ def _run_ray(tasks: list[IngestTask], execution: Execution) -> list[dict[str, An
             ray.cancel(ref, force=True)
         if started:
             ray.shutdown()
-    logging.getLogger(__name__).debug("engine-log tasks: %s", [(r["node"], r["seconds"]) for r in results])
+    if PROFILE:
+        for r in results:
+            print(
+                f"[profile]   engine-log task {r['node']} on {r['host']} (Ray node {r['ray_node'][:12]}): "
+                f"{len(r['files'])} files, {r['seconds']}s",
+                file=sys.stderr,
+            )
     return results
