@@ -1,5 +1,5 @@
 """The logs-only path on a Ray cluster of two nodes (`investigate --executor ray --ray-address`): each
-node's engine logs are read by a Ray task of their own (forensics/ownership/execution/engine_logs.py) and
+node's engine logs are read by Ray tasks by node and time range (forensics/ownership/execution/engine_logs.py) and
 the allocator model's replays run as Ray tasks (walks.py); every file the run writes but its manifest is
 the one-process run's, byte for byte, on a `simulate --scale` bundle of several nodes and days, rotated
 and gzipped files among them."""
@@ -51,7 +51,11 @@ def test_logs_only_on_two_ray_nodes_matches_one_process(
     investigate(logs_only, serial, as_of=AS_OF, execution=Execution(workers=1))
     out = tmp_path / "ray"
     args = ["investigate", str(logs_only), "--out", str(out), "--quiet", "--as-of", AS_OF]
-    profile = "import os\nos.environ['KVF_PROFILE'] = '1'"
+    # the profile names each engine-log task; each file is a task of its own (a day of the log: time shards)
+    profile = (
+        "import os\nos.environ['KVF_PROFILE'] = '1'\n"
+        "import forensics.ownership.execution.engine_logs as e\ne.SHARD_BYTES = 1"
+    )
     done = cli([*args, "--executor", "ray", "--ray-address", cluster, "--workers", "2"], profile)
     assert done.returncode == 0, done.stderr
     a, b = written(serial), written(out)
@@ -60,5 +64,6 @@ def test_logs_only_on_two_ray_nodes_matches_one_process(
     for name in a:
         assert a[name] == b[name], name
     tasks = re.findall(r"engine-log task (\S+) on \S+ \(Ray node (\w+)\)", done.stderr)
-    assert sorted(n for n, _ in tasks) == engine  # one task per node
+    assert sorted({n for n, _ in tasks}) == engine  # every node's files ...
+    assert len(tasks) > len(engine)  # ... in time shards: some node's files in several tasks
     assert len({r for _, r in tasks}) == 2  # on both nodes of the cluster

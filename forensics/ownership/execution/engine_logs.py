@@ -1,15 +1,18 @@
-"""The engine logs of the logs-only path, read as one task per node on Ray (investigate --executor ray).
+"""The engine logs of the logs-only path, read as Ray tasks by node and time range (investigate
+--executor ray).
 
 Ingest's bulk reader (forensics.ingest.bulk.load_engine_files) reads each file on its own terms: a file's
-rows, rejects and row counts depend on that file alone. So a node's plain engine files are read by a task
-of their own, on its own in-memory DuckDB, with the same reader; the task hands back the tables the
-reader fills (engine_lines, engine_requests, batch_stats, rejected, and the lines kept for the config
-audit) as Arrow tables, with each row's place in its table (`_r`, the task's rowid), the reader's
+rows, rejects and row counts depend on that file alone (no rule of ingest looks across files: the
+overlap a time shard needs here is none). So each node's plain engine files, cut into runs of consecutive
+files of at most SHARD_BYTES (for a rotated log, time ranges: a day per file with dateext rotation), are
+read by a task of their own, on its own in-memory DuckDB, with the same reader; the task hands back the
+tables the reader fills (engine_lines, engine_requests, batch_stats, rejected, and the lines kept for the
+config audit) as Arrow tables, with each row's place in its table (`_r`, the task's rowid), the reader's
 Python-side rows (node_config's start-up rows, integrity rows, rejected lines) and its files' accounting.
 The main process puts them into incident.duckdb in the order the one-process reader leaves them: text
 logs before request logs, files in the bundle's order, each file's rows in the task's order (and when the
 bundle holds both kinds, engine_requests by file, line and that order, as load_engine_files's reorder
-does). The findings are then the one-process run's, byte for byte (tests/whole/test_ray_logs.py).
+does). The findings are then the one-process run's, byte for byte (tests/ownership/test_ray_logs.py).
 
 A Ray task shares no storage with the main process: each file comes as bytes through the object store,
 is written into the task's scratch folder under its own name, and every path the task records (the audit's
@@ -53,6 +56,9 @@ from forensics.ownership.execution.nodes import (
 TABLES = ("engine_lines", "engine_requests", "batch_stats", "rejected")
 # the audit's kept lines (forensics.audit.sieved.kept_from): read by file name, in no order of their own
 KEPT_TABLES = (KEPT, f"{KEPT}_files")
+# most bytes of engine files one task reads: a node's files beyond it are cut into runs of consecutive
+# files (for a rotated log, time ranges), each a task of its own; a file is read whole by one task
+SHARD_BYTES = 1 << 30
 
 
 @dataclass(frozen=True)
@@ -144,16 +150,21 @@ def engine_loader(execution: Execution) -> EngineLoader:
 
 
 def node_tasks(files: Sequence[InputFile], tz: ZoneInfo, execution: Execution) -> list[IngestTask]:
-    """One task per node, its files in the bundle's order; the run's threads and memory shared among the
-    tasks run at once (as the ownership stage's node tasks share them)."""
-    nodes: dict[str, list[InputFile]] = {}
+    """The tasks: each node's files in the bundle's order (a rotated log's files by the times they hold),
+    cut into runs of at most SHARD_BYTES (a file larger than that is a run of its own); the run's threads
+    and memory shared among the tasks run at once (as the ownership stage's node tasks share them)."""
+    nodes: dict[str, list[list[InputFile]]] = {}
     for f in files:
-        nodes.setdefault(f.node or "", []).append(f)
+        runs = nodes.setdefault(f.node or "", [[]])
+        if runs[-1] and sum(g.bytes for g in runs[-1]) + f.bytes > SHARD_BYTES:
+            runs.append([])
+        runs[-1].append(f)
+    shards = [(node, run) for node, runs in nodes.items() for run in runs]
     cores = execution.threads or os.cpu_count() or 1
-    workers = max(1, min(execution.workers or cores, len(nodes)))
+    workers = max(1, min(execution.workers or cores, len(shards)))
     threads = task_threads(execution.threads, workers)
     memory = _share(execution.memory_limit, workers)
-    return [IngestTask(node, tuple(fs), tz, memory, threads) for node, fs in nodes.items()]
+    return [IngestTask(node, tuple(run), tz, memory, threads) for node, run in shards]
 
 
 def load_apart(
