@@ -1,14 +1,16 @@
-"""Where the allocator model's replays run (forensics.findings.allocator_walk): threads of this process,
-or, with investigate --executor ray, a Ray task each.
+"""The run's Ray cluster (on_cluster: one connection for every stage's tasks), and where the allocator
+model's replays run (forensics.findings.allocator_walk): threads of this process, or, with investigate
+--executor ray, a Ray task each.
 
 Each replay is a compiled walk over one node's lifecycle arrays, a pure function of them: it gives the
 same pairs wherever it runs, so the findings are the one-process run's. The pipeline names the run's
-execution for the findings stage (walks_on); the walks' pool (walk_executor) follows it. A Ray task runs
+execution for the run (on_cluster); the walks' pool (walk_executor) follows it. A Ray task runs
 only where the worker's code is the main process's (the code digest of forensics.ownership.execution.nodes).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from contextlib import contextmanager
@@ -23,12 +25,20 @@ _EXECUTION: ContextVar[Execution | None] = ContextVar("walk_execution", default=
 
 
 @contextmanager
-def walks_on(execution: Execution) -> Iterator[None]:
-    """The allocator model's replays run where `execution` says, while the block runs (Ray: its cluster)."""
+def on_cluster(execution: Execution) -> Iterator[None]:
+    """While the block runs, the allocator model's replays run where `execution` says; with Ray, one
+    connection to its cluster (a local instance when no address is given) serves every stage's tasks, made
+    here and closed at the end (each stage's own connect then finds it made)."""
     token = _EXECUTION.set(execution if execution.executor == "ray" else None)
+    ray, started = None, False
     try:
+        if execution.executor == "ray":
+            ray = _import_ray()
+            started = _connect_ray(ray, execution.ray_address, max(1, execution.workers or os.cpu_count() or 1))
         yield
     finally:
+        if started and ray is not None:
+            ray.shutdown()
         _EXECUTION.reset(token)
 
 
