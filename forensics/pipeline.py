@@ -46,7 +46,7 @@ from forensics.outputs import (
     write_json,
     write_parquet,
 )
-from forensics.ownership import Execution, NodeRun, rebuild_ownership
+from forensics.ownership import Execution, NodeRun, engine_loader, on_cluster, rebuild_ownership
 from forensics.report.blast import BLAST_FILES
 from forensics.report.notices import check_notice_templates
 from forensics.report.render import PARTS as REPORT_PARTS
@@ -171,15 +171,16 @@ class InvestigationResult:
 def analyze(con: duckdb.DuckDBPyConnection, run: Run) -> tuple[list[InputFile], NodeRun]:
     """Ingest, label cohorts, rebuild ownership and compute findings into `con` (no files written).
     Returns the input files and what the per-node ownership work ran."""
-    with timed("ingest"):
-        files, _ = ingest_into(con, run.bundle, run.window, run.config)
-    with timed("cohorts"):
-        assign_cohorts(con, list(run.rules))
-        store_warnings(con, list(run.rules))  # the report and the summary name a client-settable rule's effect
-    with timed("ownership"):
-        ran = rebuild_ownership(con, run.execution)
-    with timed("findings"):
-        compute_findings(con)
+    with on_cluster(run.execution):  # --executor ray: every stage's tasks on one connection to the cluster
+        with timed("ingest"):
+            files, _ = ingest_into(con, run.bundle, run.window, run.config, engine_loader(run.execution))
+        with timed("cohorts"):
+            assign_cohorts(con, list(run.rules))
+            store_warnings(con, list(run.rules))  # the report and the summary name a client-settable rule's effect
+        with timed("ownership"):
+            ran = rebuild_ownership(con, run.execution)
+        with timed("findings"):
+            compute_findings(con)
     return files, ran
 
 

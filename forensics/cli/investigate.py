@@ -70,7 +70,12 @@ def investigate(
         help="Per-node worker processes; 1 = all nodes in this process; default 0 = auto: one per node up to "
         "the cores on machines with more than 2 cores, else 1.",
     ),
-    executor: str = typer.Option("process", "--executor", help="Where per-node tasks run: process or ray."),
+    executor: str = typer.Option(
+        "process",
+        "--executor",
+        help="Where per-node tasks run: process or ray (ray: each node's ownership work, each node's engine "
+        "logs read and the allocator model's replays, a Ray task each; README: A 100-node, 14-day incident).",
+    ),
     ray_address: str | None = typer.Option(
         None,
         "--ray-address",

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import zlib
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
 
 import duckdb
@@ -23,6 +23,7 @@ from forensics.db import thread_count
 from forensics.engines import sglang_allocator as sglang
 from forensics.engines.sglang import DURATION_ROUNDING
 from forensics.findings import batch_constraints
+from forensics.ownership.execution.walks import walk_executor
 from forensics.ownership.kernels import allocator as alloc
 from forensics.paths import load_query
 
@@ -202,10 +203,11 @@ class Walks:
     covered: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
 
-def walk_pool(con: duckdb.DuckDBPyConnection) -> ThreadPoolExecutor:
+def walk_pool(con: duckdb.DuckDBPyConnection) -> Executor:
     """The threads the walks run in: the walk releases the GIL, so members run side by side, in as many
-    threads as the run was given, while this thread prepares the next node's events."""
-    return ThreadPoolExecutor(max_workers=thread_count(con))
+    threads as the run was given, while this thread prepares the next node's events (with --executor ray,
+    a Ray task each: forensics.ownership.execution.walks)."""
+    return walk_executor(thread_count(con))
 
 
 @dataclass
@@ -233,7 +235,7 @@ def walk_node(
     ps: int,
     n_pages: int,
     policies: list[tuple[int, int]],
-    pool: ThreadPoolExecutor,
+    pool: Executor,
 ) -> PendingWalks:
     """Submits node's MEMBERS replays to `pool` and returns without waiting for them."""
     # --- batch lines: the node's printed pool occupancy against this lifecycle, and the aborted rooms'

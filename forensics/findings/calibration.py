@@ -6,7 +6,7 @@ prior); and the tier: whether the likely subset's measured precision lets the he
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
 
 import duckdb
@@ -125,7 +125,7 @@ def calibrate(
     con: duckdb.DuckDBPyConnection,
     nodes: list[tuple[str, int, int]],
     policies: list[tuple[int, int]],
-    pool: ThreadPoolExecutor,
+    pool: Executor,
 ) -> Calibration:
     """The walk on each instrumented decode node, from its logs and the prefills' transfers alone, against
     the pairs its page evidence proves for its placeholder responses (exposures), bucket by hit count.

@@ -7,7 +7,9 @@ the ownership stage's seq_gaps: forensics.ingest.seqs), and returns the manifest
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import duckdb
 
@@ -119,10 +121,20 @@ def _check_gateway(bundle: Path, gateway: list[InputFile]) -> None:
     raise InputError(f"{bundle}: no gateway log could be read: {'; '.join(why)}. To go on: {todo}")
 
 
+# what reads the plain engine files into the tables (load_engine_files, or its stand-in reading each node's
+# files elsewhere: forensics.ownership.execution.engine_logs)
+EngineLoader = Callable[[duckdb.DuckDBPyConnection, list[InputFile], ZoneInfo, EngineRows], None]
+
+
 def ingest_into(
-    con: duckdb.DuckDBPyConnection, bundle: Path, window: Window | None = None, config: BundleConfig | None = None
+    con: duckdb.DuckDBPyConnection,
+    bundle: Path,
+    window: Window | None = None,
+    config: BundleConfig | None = None,
+    engine_loader: EngineLoader = load_engine_files,
 ) -> tuple[list[InputFile], BundleConfig]:
-    """Every input file of `bundle` into `con`; `config`: its bundle.toml as the run read it (else read here)."""
+    """Every input file of `bundle` into `con`; `config`: its bundle.toml as the run read it (else read here);
+    `engine_loader`: what reads the plain engine files (by default here, in this process)."""
     config = load_bundle_config(bundle) if config is None else config
     window = window or Window()
     with timed("ingest/discover"):  # lists the files and hashes each (SHA-256)
@@ -161,7 +173,7 @@ def ingest_into(
         and (f.node not in other or f.source != "engine_log")
     ]  # fmt: skip
     with timed("ingest/load_engine"):
-        load_engine_files(con, engine, config.log_timezone, engine_rows)
+        engine_loader(con, engine, config.log_timezone, engine_rows)
     other_logs = {
         node: [f for f in files if f.node == node and f.source == "engine_log" and not (f.error or f.skipped)]
         for node in sorted(other)

@@ -26,10 +26,12 @@ from __future__ import annotations
 import duckdb
 
 from forensics.db import run_steps
+from forensics.ownership.execution.engine_logs import engine_loader
 from forensics.ownership.execution.nodes import Execution, NodeRun, run_nodes
+from forensics.ownership.execution.walks import on_cluster
 from forensics.ownership.steps import NODE, PLACEMENT, SCRATCH_TABLES
 
-__all__ = ["Execution", "NodeRun", "rebuild_ownership", "release_scratch"]
+__all__ = ["Execution", "NodeRun", "engine_loader", "on_cluster", "rebuild_ownership", "release_scratch"]
 
 
 def rebuild_ownership(con: duckdb.DuckDBPyConnection, execution: Execution | None = None) -> NodeRun:

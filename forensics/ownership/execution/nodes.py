@@ -356,15 +356,15 @@ def _first_line(err: BaseException) -> str:
     return text.splitlines()[0] if text else type(err).__name__
 
 
-def _task_failed(ray: Any, err: Exception, task: NodeTask) -> Exception:
+def _task_failed(ray: Any, err: Exception, node: str) -> Exception:
     """The error a failed Ray task becomes: it names the node the task was analysing; the task's own
     error keeps its class (an InputError stays one), Ray's own failures (a worker killed, a node lost)
     become RuntimeError."""
     cause = getattr(err, "cause", None) if isinstance(err, ray.exceptions.RayTaskError) else None
     if isinstance(cause, ForensicsError):
-        return type(cause)(f"the Ray task analysing node {task.node}: {cause}")
+        return type(cause)(f"the Ray task analysing node {node}: {cause}")
     what = f"{type(cause).__name__}: {_first_line(cause)}" if cause is not None else _first_line(err)
-    return RuntimeError(f"the Ray task analysing node {task.node} failed: {what}")
+    return RuntimeError(f"the Ray task analysing node {node} failed: {what}")
 
 
 def _run_ray(tasks: list[NodeTask], address: str | None, workers: int) -> list[dict[str, Any]]:
@@ -398,7 +398,7 @@ def _run_ray(tasks: list[NodeTask], address: str | None, workers: int) -> list[d
             try:
                 result = ray.get(ref)
             except ray.exceptions.RayError as err:
-                raise _task_failed(ray, err, task) from None
+                raise _task_failed(ray, err, task.node) from None
             if result.pop("code") != code:
                 raise InputError(
                     f"the Ray worker on host {result['host']} (Ray node {result['ray_node']}), given node "
