@@ -11,7 +11,7 @@ import json
 import logging
 from typing import Any
 
-from forensics.sglang.recorder import iso_us
+from forensics.sglang.pagefile import iso_us
 
 log = logging.getLogger("forensics.sglang")
 

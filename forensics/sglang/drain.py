@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from forensics.sglang import hooks
+from forensics.sglang import hooks, sending
 
 
 def h_conclude(original: Callable[..., Any], self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -35,7 +35,9 @@ def h_conclude(original: Callable[..., Any], self: Any, *args: Any, **kwargs: An
             # another chunk of the room is dequeued or deferred (staging: conclude_transfer then runs
             # again after it): the chunks stay unbounded until the room's last conclusion
             return out
-        chunks = hooks._unconcluded.pop(room, []) + hooks._pending.pop(room, [])  # sent, its room cleared unconcluded
+        chunks = sending._unconcluded.pop(room, []) + sending._pending.pop(
+            room, []
+        )  # sent, its room cleared unconcluded
         rt = hooks._current()
         if rt is not None:
             for peer, slots in chunks:

@@ -25,7 +25,6 @@ log = logging.getLogger("forensics.sglang")
 
 _rt: Runtime | None = None
 _cfg: config_mod.Config | None = None
-_UNCONFIGURED = config_mod.Config(node="")  # a runtime installed without settings (tests): peers unnamed
 _local = threading.local()
 
 
@@ -221,9 +220,8 @@ def h_rows_free(original: Callable[..., Any], self: Any, arg: Any, *args: Any, *
     try:
         rt = _current()
         if rt is not None:
-            row = (
-                arg if isinstance(arg, int | np.integer) else row_of(arg)
-            )  # free(req) from 0.5.11 on, free(row) before
+            # free(req) from 0.5.11 on, free(row) before
+            row = arg if isinstance(arg, int | np.integer) else row_of(arg)
             if isinstance(row, int | np.integer):
                 rt.unbind_row(int(row))
     except Exception as err:  # noqa: BLE001
@@ -288,69 +286,6 @@ def h_cache_indices(original: Callable[..., Any], *args: Any, **kwargs: Any) -> 
                 rt.on_row_write(row, _np(table[row, :n]))
     except Exception as err:  # noqa: BLE001
         _fault("write_cache_indices", err)
-    return out
-
-
-_pending: dict[int, list[tuple[str, np.ndarray]]] = {}
-_unconcluded: dict[int, list[tuple[str, np.ndarray]]] = {}  # room -> chunks recorded failed (drain.py bounds them)
-UNCONCLUDED_ROOMS = 4096
-# KVPoll (disaggregation/base/conn.py): plain ints, not an Enum, the same in 0.4.9 .. 0.5.23
-FAILED, SUCCESS = 0, 4
-
-
-def h_add_transfer(original: Callable[..., Any], self: Any, bootstrap_room: int, kv_indices: Any, index_slice: Any,
-                   *args: Any, **kwargs: Any) -> Any:  # fmt: skip
-    """Prefill send: the chunk's destination pages, per decode session, are recorded as SENT (a
-    transfer row with src "sent": from now on the transfer engine may write them) and wait for the
-    room's status (recorded before the call: the transfer worker may conclude the room before it
-    returns). A room the manager drops unsent (unknown or already Failed: add_transfer_request's own
-    check) and a dummy rank's empty destination record nothing."""
-    try:
-        rt = _current()
-        room = int(bootstrap_room)
-        status = getattr(self, "request_status", {}).get(room)
-        if rt is not None and status is not None and status != FAILED:
-            cfg = _cfg if _cfg is not None else _UNCONFIGURED
-            for session, info in getattr(self, "transfer_infos", {}).get(room, {}).items():
-                dst = getattr(info, "dst_kv_indices", None)
-                pages = _np(dst[index_slice]) if dst is not None else _EMPTY
-                if pages.size:
-                    slots = (pages[:, None] * rt.ps + np.arange(rt.ps)).ravel()
-                    peer = cfg.peer(getattr(info, "endpoint", session), getattr(info, "dst_port", ""))
-                    _pending.setdefault(room, []).append((peer, slots))
-                    rt.on_send(room, peer, slots, "sent")
-    except Exception as err:  # noqa: BLE001
-        _fault("add_transfer_request", err)
-    return original(self, bootstrap_room, kv_indices, index_slice, *args, **kwargs)
-
-
-def h_update_status(original: Callable[..., Any], self: Any, bootstrap_room: int, status: Any) -> Any:
-    """Success on the prefill side: the chunks landed (a transfer row per destination run). Failed (a
-    transfer error, or decode's abort: mooncake/conn.py _handle_abort_notification marks the room Failed
-    while the transfer worker may be in the middle of a chunk's writes, which still land), or a Success
-    the manager refuses because the room already failed (update_status keeps Failed): the chunks sent
-    are recorded again with src "failed": possibly landed, at any moment from their send on."""
-    out = original(self, bootstrap_room, status)
-    try:
-        rt = _current()
-        room = int(bootstrap_room)
-        if rt is not None and status in (SUCCESS, FAILED) and room in _pending:
-            chunks = _pending.pop(room)
-            table: Any = getattr(self, "request_status", None)
-            now = table.get(room, status) if hasattr(table, "get") else status  # absent: the room is cleared
-            for peer, slots in chunks:
-                if status == SUCCESS and now == SUCCESS:
-                    rt.on_transfer(room, peer, slots)
-                else:
-                    rt.on_send(room, peer, slots, "failed")
-            if not (status == SUCCESS and now == SUCCESS) and hasattr(self, "conclude_transfer"):
-                # bounded when the worker concludes the room (drain.py); a room it never concludes (its
-                # chunks skipped after an abort) is dropped oldest first: its sends then stay unbounded
-                _unconcluded.setdefault(room, []).extend(chunks)
-                if len(_unconcluded) > UNCONCLUDED_ROOMS:
-                    _unconcluded.pop(next(iter(_unconcluded)))
-    except Exception as err:  # noqa: BLE001
-        _fault("update_status", err)
     return out
 
 

@@ -11,8 +11,9 @@ from typing import Any
 
 from forensics.sglang import hooks
 from forensics.sglang.guard import fail_closed, refusal, refuse
-from forensics.sglang.hooks import _EMPTY, FAILED, SUCCESS, _np, _req_ids, row_of, say_once
+from forensics.sglang.hooks import _EMPTY, _np, _req_ids, row_of, say_once
 from forensics.sglang.landing import COL_LEN, COL_MARK, COL_ROOM, MARK, room32
+from forensics.sglang.sending import FAILED, SUCCESS
 
 
 def h_send_metadata(original: Callable[..., Any], self: Any, *args: Any, **kwargs: Any) -> Any:

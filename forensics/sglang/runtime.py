@@ -3,15 +3,10 @@
 The SGLang hooks (forensics.sglang.hooks) translate the engine's calls into the few methods below;
 nothing here imports SGLang, so the ledger's logic and cost are the same on every release.
 
-Attribution: SGLang's allocators hand out slots without saying for whom. A slot is "fresh" from its
-allocation until the request-to-token pool writes it into a request's row; that write names the
-request, so the alloc event is logged then (a page that never reaches a row is not a request's).
+Attribution: a slot is "fresh" from its allocation until a request's row names it (forensics.sglang.rows).
 The ledger (numpy arrays, one entry per slot: holder, alloc tick, writer, write tick, reader) answers
 the guard's question before a decode batch runs: does every slot a request attends hold KV that
-request wrote (or that the radix cache shared to it) since it allocated the slot? A slot last written
-by another room is a violation: the placeholder path (slots allocated, only the first transferred:
-the rest still hold their previous owner's KV) and a late transfer into slots another request holds.
-A slot nobody ever wrote holds zeros, no one's data: it is not counted as an exposure.
+request wrote (or that the radix cache shared to it) since it allocated the slot? (forensics.sglang.checks)
 
 What a decode node learns of a transfer is what the protocol delivers (forensics.sglang.landing): the
 destination it publishes, the Success commit with the prompt length the plugin on prefill writes into
@@ -36,38 +31,14 @@ from pathlib import Path
 
 import numpy as np
 
-from forensics.sglang import alerts, landing
+from forensics.sglang import alerts, checks, landing
+from forensics.sglang.checks import Violation
 from forensics.sglang.landing import Landings
 from forensics.sglang.recorder import Recorder
+from forensics.sglang.rows import row_write, rows_write_batch
+from forensics.sglang.runs import NONE, run_cols, runs_of
 
-NONE = -1
-
-
-def run_cols(slots: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Half-open ranges of consecutive slots, in the order given, as two arrays (starts, ends): what the
-    recorder takes in one call, no tuple per run."""
-    if slots.size == 0:
-        return slots[:0], slots[:0]
-    brk = np.flatnonzero(np.diff(slots) != 1) + 1
-    return slots[np.concatenate(([0], brk))], slots[np.concatenate((brk - 1, [slots.size - 1]))] + 1
-
-
-def runs_of(slots: np.ndarray, owner: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """run_cols() of many requests' slots at once, `owner[i]` the request of slots[i] (requests one after
-    another): (index of each run's request, its start, its end), in the order given."""
-    brk = np.flatnonzero((np.diff(slots) != 1) | (np.diff(owner) != 0)) + 1
-    first = np.concatenate(([0], brk))
-    last = np.concatenate((brk, [slots.size])) - 1
-    return owner[first], slots[first], slots[last] + 1
-
-
-@dataclass
-class Violation:
-    room: int
-    rid: str
-    slots: int
-    sources: list[int]
-    kind: str  # stale, foreign_write, in_flight, unproven, guard_error (alerts.why says each)
+__all__ = ["Runtime", "Stats", "Violation"]
 
 
 @dataclass
@@ -217,64 +188,12 @@ class Runtime:
             self.checked[np.isin(self.checked_room, h[hit])] = 0
 
     def on_row_write(self, row: int, slots: np.ndarray) -> None:
-        """The row of a request now names these slots: fresh ones are its allocation, slots another
-        room holds are a radix-cache share."""
-        owner = self.rows.get(row)
-        if owner is None or slots.size == 0:
-            return
-        room = owner[0]
-        self._grow(int(slots.max()))
-        fr = self.fresh[slots]
-        if fr.any():
-            self.tick += 1
-            s = self._page_slots(slots[fr])
-            self.fresh[s] = False
-            self.holder[s] = room
-            self.atick[s] = self.tick
-            self.stats.allocated_pages += len(s) // self.ps
-            if self.rec is not None:
-                self.rec.ev_cols("alloc", room, *run_cols(s))
-        other = slots[~fr]
-        if other.size:
-            h = self.holder[other]
-            sh = other[(h >= 0) & (h != room)]
-            if sh.size:
-                self.shared.setdefault(room, set()).update(sh.tolist())
-                self.reader[sh] = room
-                if self.rec is not None:
-                    self.rec.ev_cols("share", room, *run_cols(sh))
+        """The row of a request now names these slots: rows.row_write."""
+        row_write(self, row, slots)
 
     def on_rows_write_batch(self, rows: np.ndarray, slots: np.ndarray) -> None:
-        """One slot per (row, slot) pair, many rows at once (a decode step's out_cache_loc written into
-        the rows): the common case, fresh slots, handled for the whole batch; others row by row."""
-        if slots.size == 0:
-            return
-        self._grow(int(slots.max()))
-        rr = self.row_room
-        rooms = np.where(rows < len(rr), rr[np.minimum(rows, len(rr) - 1)], NONE)
-        fr = self.fresh[slots] & (rooms != NONE)
-        if fr.any() and (self.ps == 1 or np.unique(slots[fr] // self.ps).size == int(fr.sum())):
-            # each fresh slot opens a page of its own (a decode step: one slot per request): the pages
-            # taken at once, an alloc event per page, as on_row_write gives them one by one
-            s, rm, ps = slots[fr], rooms[fr], self.ps
-            first = s - s % ps
-            full = (first[:, None] + np.arange(ps)).ravel() if ps > 1 else s
-            self.tick += 1
-            self.fresh[full] = False
-            self.holder[full] = np.repeat(rm, ps) if ps > 1 else rm
-            self.atick[full] = self.tick
-            self.stats.allocated_pages += int(s.size)
-            if self.rec is not None:
-                self.rec.ev_cols("alloc", rm, first, first + ps)
-            rest = ~fr
-        else:
-            rest = np.ones(slots.size, bool)
-        rest &= rooms != NONE
-        if rest.any():
-            h = self.holder[slots]
-            rest &= self.fresh[slots] | ((h >= 0) & (h != rooms))  # fresh pages (ps > 1) or shares
-            for k in np.flatnonzero(rest).tolist():
-                self.on_row_write(int(rows[k]), slots[k : k + 1])
+        """One slot per (row, slot) pair, many rows at once: rows.rows_write_batch."""
+        rows_write_batch(self, rows, slots)
 
     # --- transfers ----------------------------------------------------------------------------------
     def on_transfer(self, room: int, peer: str, slots: np.ndarray) -> None:
@@ -323,29 +242,8 @@ class Runtime:
 
     # --- forward pass -------------------------------------------------------------------------------
     def check(self, room: int, attended: np.ndarray) -> Violation | None:
-        """Before a forward pass over the room's KV (its transfer's commit, then each batch's new
-        positions): the attended slots (less the ones the batch writes) must hold KV the room wrote
-        since it allocated them, or a prefix shared to it, and no unfinished transfer may reach them."""
-        if room in self.land.contended or (attended.size and self.land.open_in(attended, self.ps)):
-            return Violation(room, "", int(attended.size), self.land.contended.get(room, [])[:10], "in_flight")
-        if room in self.unproven:
-            return Violation(room, "", int(attended.size), [], "unproven")
-        if attended.size == 0:
-            return None
-        self._grow(int(attended.max()))
-        w = self.writer[attended]
-        bad = (w != room) & (w != NONE)
-        if not bad.any():
-            return None
-        sh = self.shared.get(room)
-        if sh:
-            bad &= ~np.isin(attended, np.fromiter(sh, np.int64, len(sh)))
-            if not bad.any():
-                return None
-        late = self.wtick[attended][bad] > self.atick[attended][bad]
-        return Violation(
-            room, "", int(bad.sum()), np.unique(w[bad]).tolist()[:10], "foreign_write" if late.any() else "stale"
-        )
+        """Before a forward pass over the room's KV: checks.check."""
+        return checks.check(self, room, attended)
 
     def admit(self, room: int, rid: str, attended: np.ndarray) -> Violation | None:
         """A transferred request is about to join the running batch (its commit): the guard's first
@@ -369,108 +267,8 @@ class Runtime:
         rid_of: Callable[[int], str] | None = None,
         rows: np.ndarray | None = None,
     ) -> list[tuple[int, Violation]]:
-        """A forward batch, request k of room rooms[k], req_to_token row rows[k] and row length lens[k]:
-        atts[k] = (rid, the attended slots not yet checked) for the requests with any; outs the slots
-        the batch writes, request after request, out_n[k] of them for request k (None: one each, a
-        decode step). Returns the (index, violation) of requests the guard flags; writes and reads are
-        logged after the check. Without rows, no position counts as checked for a later batch.
-        The whole batch is checked with one gather and compare (suspects); Python runs check() only
-        for the requests that gather cannot clear."""
-        self.stats.batches += 1
-        flagged: list[tuple[int, Violation]] = []
-        todo = sorted(atts)  # requests with positions to check and read
-        room_arr = np.asarray(rooms, np.int64)
-        if todo:
-            att = np.concatenate([atts[k][1] for k in todo])
-            who = np.repeat(np.asarray(todo, np.int64), [atts[k][1].size for k in todo])
-            att_room = room_arr[who]
-            if att.size:
-                self._grow(int(att.max()))
-        if decode and self.guard != "off":
-            for k in self._suspects(todo, rooms, att, who, att_room) if todo else []:
-                rid, a = atts[k]
-                v = self.check(rooms[k], a)
-                if v is not None:
-                    v.rid = rid
-                    flagged.append((k, v))
-                    self._alert(v)
-            if self.land.open_pages and outs.size:  # decode output into a page a late chunk may write
-                done = {k for k, _ in flagged}
-                for k, n, by in landing.open_outs(self, outs, len(rooms), out_n):
-                    if k not in done:
-                        v = Violation(rooms[k], rid_of(k) if rid_of is not None else "", n, by[:10], "in_flight")
-                        flagged.append((k, v))
-                        self._alert(v)
-        rec = self.rec
-        if outs.size:  # the ledger's writes, the whole batch at once
-            wk = np.arange(len(rooms)) if out_n is None else np.repeat(np.arange(len(rooms)), out_n)
-            wrooms = room_arr[wk]
-            self._grow(int(outs.max()))
-            self._dirty(outs, wrooms)
-            self.tick += 1
-            self.writer[outs] = wrooms
-            self.wtick[outs] = self.tick
-            self.reader[outs] = wrooms
-            if rec is not None:  # a run per request and stretch of consecutive slots, as run_cols() gives
-                src = "decode" if decode else "prefill"
-                if out_n is None:  # outs may be a view of the batch's tensor: the recorder keeps a copy
-                    s = outs.copy()
-                    rec.ev_cols("write", wrooms, s, s + 1, src=src)
-                    # the next steps attend what this one writes (its reader is set above, so no
-                    # later batch logs it): bound from now until the room frees it, as a read says
-                    rec.ev_cols("read", wrooms, s, s + 1)
-                else:
-                    who_run, starts, ends = runs_of(outs, wk)
-                    rec.ev_cols("write", room_arr[who_run], starts, ends, src=src)
-                    if decode:  # several tokens a step (speculative decoding): read from now on, as above
-                        rec.ev_cols("read", room_arr[who_run], starts, ends)
-        if todo and att.size:
-            self._reads(todo, rooms, atts, att, who, att_room)
-        if rows is not None and rows.size == len(rooms):
-            self._grow_rows(int(rows.max()) if rows.size else 0)
-            self.checked[rows] = lens
-            self.checked_room[rows] = room_arr
-        return flagged
-
-    def _suspects(self, todo: list[int], rooms: list[int], att: np.ndarray, who: np.ndarray,
-                  att_room: np.ndarray) -> list[int]:  # fmt: skip
-        """The requests among todo that check() may flag: a slot another room wrote, a page an open
-        transfer may write, or a room contended or unproven. The rest pass check() unseen."""
-        land = self.land
-        sus = {k for k in todo if rooms[k] in land.contended or rooms[k] in self.unproven} if (
-            land.contended or self.unproven) else set()  # fmt: skip
-        if att.size:
-            w = self.writer[att]
-            bad = (w != att_room) & (w != NONE)
-            if land.open_pages:
-                pages = att // self.ps
-                n = land.open_n  # read once: publish may grow it meanwhile
-                inside = pages < len(n)
-                bad[inside] |= n[pages[inside]] > 0
-            if bad.any():
-                sus.update(np.unique(who[bad]).tolist())
-        return sorted(sus)
-
-    def _reads(self, todo: list[int], rooms: list[int], atts: dict[int, tuple[str, np.ndarray]], att: np.ndarray,
-               who: np.ndarray, att_room: np.ndarray) -> None:  # fmt: skip
-        """The batch's first reads of the attended slots (reader set, a read event per run), in one pass;
-        request by request where two requests attend a slot (a shared prefix: the later one reads it
-        after the earlier one's read, as in order)."""
-        if len(todo) > 1:
-            mark = self.mark
-            mark[att] = np.arange(att.size)
-            if (mark[att] != np.arange(att.size)).any():
-                for k in todo:
-                    self._reads([k], rooms, atts, atts[k][1], who[who == k], att_room[who == k])
-                return
-        new = self.reader[att] != att_room
-        if not new.any():
-            return
-        ns, nw, nr = att[new], who[new], att_room[new]
-        self.reader[ns] = nr
-        if self.rec is not None:
-            kr, a, b = runs_of(ns, nw)
-            self.rec.ev_cols("read", np.asarray(rooms, np.int64)[kr], a, b)
+        """A forward batch: checks.batch (the guard's check, then the batch's writes and reads)."""
+        return checks.batch(self, decode, rooms, lens, atts, outs, out_n, rid_of, rows)
 
     # --- alerts and metrics (forensics.sglang.alerts) ----------------------------------------------
     def _alert(self, v: Violation) -> None:

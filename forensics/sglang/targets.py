@@ -44,7 +44,6 @@ from typing import Any
 from forensics.sglang.drain import h_conclude
 from forensics.sglang.guard import h_run_batch
 from forensics.sglang.hooks import (
-    h_add_transfer,
     h_alloc,
     h_cache_indices,
     h_free,
@@ -55,7 +54,6 @@ from forensics.sglang.hooks import (
     h_rows_alloc,
     h_rows_free,
     h_rows_write,
-    h_update_status,
 )
 from forensics.sglang.protocol import (
     h_commit,
@@ -65,6 +63,7 @@ from forensics.sglang.protocol import (
     h_send_metadata,
     h_set_buf,
 )
+from forensics.sglang.sending import h_add_transfer, h_update_status
 
 log = logging.getLogger("forensics.sglang")
 

@@ -94,7 +94,7 @@ def open_room(m: Any, room: int, pages: list[int]) -> None:
 
 
 def test_sends_aborts_and_refused_successes_through_the_real_manager(cluster: Any) -> None:
-    from forensics.sglang import hooks
+    from forensics.sglang import sending
 
     pre, dec = cluster
     KVPoll = conn.KVPoll
@@ -117,7 +117,7 @@ def test_sends_aborts_and_refused_successes_through_the_real_manager(cluster: An
     open_room(m, 103, [])
     m.add_transfer_request(103, np.array([1], np.int32), slice(0, 1), True, aux_index=0)
     m.update_status(103, KVPoll.Success)
-    assert hooks._pending == {} and hooks._unconcluded == {}
+    assert sending._pending == {} and sending._unconcluded == {}
     pre.rec.close()
     rows = [json.loads(x) for f in pre.rec.files for x in f.read_text().splitlines()]
     assert [(r["op"], r["room"], r["start"], r["end"], r["peer"], r.get("src")) for r in rows] == [
@@ -140,7 +140,7 @@ def test_a_room_is_bounded_only_when_no_other_chunk_of_it_is_counted(cluster: An
     """With staging, a chunk may be deferred past the last one and conclude_transfer runs again after it
     (common/conn.py): while the worker counts another chunk of the room (_staging_outstanding, counted at
     dequeue), the failed send is not bounded; the room's next conclusion bounds it."""
-    from forensics.sglang import hooks
+    from forensics.sglang import sending
 
     pre, _ = cluster
     KVPoll = conn.KVPoll
@@ -150,10 +150,10 @@ def test_a_room_is_bounded_only_when_no_other_chunk_of_it_is_counted(cluster: An
     m.update_status(201, KVPoll.Failed)  # decode's abort mid-send
     m._staging_outstanding[201] = 2  # the chunk at hand and a deferred one
     m.conclude_transfer(bootstrap_room=201, status=KVPoll.Failed, targets=[(ENDPOINT, PORT)])
-    assert 201 in hooks._unconcluded
+    assert 201 in sending._unconcluded
     m._staging_outstanding[201] = 1
     m.conclude_transfer(bootstrap_room=201, status=KVPoll.Failed, targets=[(ENDPOINT, PORT)])
-    assert hooks._unconcluded == {}
+    assert sending._unconcluded == {}
     pre.rec.close()
     rows = [json.loads(x) for f in pre.rec.files for x in f.read_text().splitlines()]
     assert [r.get("src") for r in rows] == ["sent", "failed", "concluded"]
@@ -162,13 +162,13 @@ def test_a_room_is_bounded_only_when_no_other_chunk_of_it_is_counted(cluster: An
 def test_rooms_never_concluded_are_not_kept_forever(cluster: Any, monkeypatch: Any) -> None:
     """A room whose chunks the worker skips after an abort is never concluded: the plugin keeps at most
     UNCONCLUDED_ROOMS of them, dropping the oldest (their sends then stay unbounded)."""
-    from forensics.sglang import hooks
+    from forensics.sglang import sending
 
-    monkeypatch.setattr(hooks, "UNCONCLUDED_ROOMS", 2)
+    monkeypatch.setattr(sending, "UNCONCLUDED_ROOMS", 2)
     m = manager([])
     for room in (301, 302, 303):
         open_room(m, room, [40 + room - 301])
         m.add_transfer_request(room, np.array([1], np.int32), slice(0, 1), False)
         m.update_status(room, conn.KVPoll.Failed)
-    assert list(hooks._unconcluded) == [302, 303]
-    hooks._unconcluded.clear()
+    assert list(sending._unconcluded) == [302, 303]
+    sending._unconcluded.clear()

@@ -3,250 +3,39 @@
 
 SGLang logs no page index, so on a node without page telemetry the pages a request held can only be
 inferred: the allocator is deterministic given the order of allocations and frees, and the logs give
-that order up to their time resolution. A policy is the rule of the free list; which one each SGLang
-release runs, per page size and PD mode, is forensics.engines.sglang_allocator.rule() (the port of
-SGLang's allocators, differentially tested against them; tests/ownership/test_allocator.py checks
-these walks hand out the port's pages in the port's order):
-
-- FIFO: freed pages join at the bottom, in the order freed; allocations take from the top (SGLang's
-  TokenToKVPoolAllocator, page size 1, without need_sort: free appends to free_pages).
-- LIFO: freed pages go on top, the lowest page first (SGLang's PagedTokenToKVPoolAllocator without
-  need_sort prepends torch.unique of the freed pages and allocates from the front). With a
-  coalescing window w > 0, the freed pages are merged with the top max(w, 2 x freed) free pages and
-  the merged run re-sorted (a rule no SGLang release runs, kept for the simulator's old `coalesce`).
-- SORTED: the lowest free page always goes out first (no SGLang release either).
-- DEFERRED: SGLang 0.5.4+ in PD mode (need_sort): freed pages wait in release_pages and join
-  free_pages, sorted, only when an allocation finds free_pages too short (merge_and_sort_free). Short
-  means fewer free pages than the allocation wants plus a slack: `window` in policy_accuracy (page
-  size > 1: alloc_extend wants extend_num_tokens // page_size + 2 pages of a one-request batch, one
-  more than it takes for a length that is not a page multiple); the walk knows each pre-allocation's
-  token count and applies SGLang's own test.
+that order up to their time resolution. A policy is the rule of the free list (its kernels and the
+policies: forensics.ownership.kernels.freelist); this module replays it: over a node's lifecycle (walk),
+over an instrumented node's batches for its score (policy_accuracy), over a sequence for the pages it hands
+out (hand_out, the order the port of SGLang's allocators is held to).
 
 A request's tokens fill its pages in the order the allocator handed them out (token t in its
 t // page_size-th page); where the evidence names some of its pages, in ascending page order.
-
-The LIFO free list is a doubly linked list of pages (index 0 its sentinel), the sorted ones a bitmap
-scanned from the lowest free page: an allocation or a free costs its pages, whatever the pool's size.
-A request's pages hold its tokens in ascending page order (token t in page t // page_size). Pages are
-numbered from 1 (page 0 is SGLang's padding page).
 """
 
 from __future__ import annotations
 
-from typing import cast
-
 import numpy as np
 from numba import njit
 
-LIFO, SORTED, DEFERRED, FIFO = 0, 1, 2, 3
+from forensics.ownership.kernels.freelist import (
+    DEFERRED,
+    FIFO,
+    LIFO,
+    SORTED,
+    ZERO,
+    allocate,
+    give_back,
+    merge_if_short,
+    new_state,
+    put_back,
+    take,
+)
+
+__all__ = ["DEFERRED", "FIFO", "LIFO", "SORTED", "hand_out", "new_state", "policy_accuracy", "walk"]
+
 # the walk's event kinds, in the order a request goes through them on the decode node: steps of a
 # request's lifecycle (LC_), not forensics.keys' op codes
 LC_ALLOC_IN, LC_LAND, LC_READ, LC_END, LC_FREE = 0, 1, 2, 3, 4
-# st: the allocator's scalar state: free pages, released pages listed, the lowest page that may be free
-_AVAIL, _RELEASED, _HINT = 0, 1, 2
-_NEXT, _PREV = 0, 1  # rows of link
-_ONE = np.uint64(1)
-# the int 0 handed to a compiled callee: a literal 0 is a type of its own to numba, one more compile of it
-_ZERO = cast(int, np.int64(0))
-
-
-@njit(cache=True)
-def new_state(n_pages: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """A pool of pages 1..n_pages, all free, the lowest first (SGLang's initial free_pages order):
-    (link, bits, tier, released, st)."""
-    link = np.zeros((2, n_pages + 1), dtype=np.int32)
-    bits = np.zeros(n_pages // 64 + 1, dtype=np.uint64)
-    tier = np.zeros(n_pages + 1, dtype=np.int8)  # 0 held, 1 free, 2 released (DEFERRED)
-    released = np.zeros(n_pages + 1, dtype=np.int32)
-    st = np.zeros(3, dtype=np.int64)
-    _init(link, bits, tier, st)
-    return link, bits, tier, released, st
-
-
-@njit(cache=True)
-def _init(link: np.ndarray, bits: np.ndarray, tier: np.ndarray, st: np.ndarray) -> None:
-    n = len(tier) - 1
-    for p in range(n, 0, -1):
-        _push_head(link, p)
-        bits[p >> 6] |= _ONE << np.uint64(p & 63)
-        tier[p] = 1
-    st[_AVAIL] = n
-    st[_HINT] = 1
-
-
-@njit(cache=True, inline="always")
-def _push_head(link: np.ndarray, p: int) -> None:
-    h = link[_NEXT, 0]
-    link[_NEXT, p] = h
-    link[_PREV, p] = 0
-    link[_PREV, h] = p
-    link[_NEXT, 0] = p
-
-
-@njit(cache=True, inline="always")
-def _push_tail(link: np.ndarray, p: int) -> None:
-    t = link[_PREV, 0]
-    link[_PREV, p] = t
-    link[_NEXT, p] = 0
-    link[_NEXT, t] = p
-    link[_PREV, 0] = p
-
-
-@njit(cache=True, inline="always")
-def _unlink(link: np.ndarray, p: int) -> None:
-    n = link[_NEXT, p]
-    q = link[_PREV, p]
-    link[_NEXT, q] = n
-    link[_PREV, n] = q
-
-
-@njit(cache=True, inline="always")
-def _set_free(pol: int, link: np.ndarray, bits: np.ndarray, tier: np.ndarray, st: np.ndarray, p: int) -> None:
-    """Page p joins the free list (LIFO: on top; FIFO: at the bottom)."""
-    if pol == LIFO:
-        _push_head(link, p)
-    elif pol == FIFO:
-        _push_tail(link, p)
-    else:
-        bits[p >> 6] |= _ONE << np.uint64(p & 63)
-        if p < st[_HINT]:
-            st[_HINT] = p
-    tier[p] = 1
-    st[_AVAIL] += 1
-
-
-@njit(cache=True)
-def _put_back(pol: int, link: np.ndarray, bits: np.ndarray, tier: np.ndarray, st: np.ndarray, p: int) -> None:
-    """Undo the allocation of page p (the allocations undone last first): back on top of the list."""
-    if pol == FIFO:
-        _push_head(link, p)
-        tier[p] = 1
-        st[_AVAIL] += 1
-    else:
-        _set_free(pol, link, bits, tier, st, p)
-
-
-@njit(cache=True)
-def _take(pol: int, link: np.ndarray, bits: np.ndarray, tier: np.ndarray, st: np.ndarray, p: int) -> None:
-    """Page p leaves the pool, wherever the model had it (a page the evidence says was allocated)."""
-    if tier[p] == 1:
-        if pol == LIFO or pol == FIFO:
-            _unlink(link, p)
-        else:
-            bits[p >> 6] &= ~(_ONE << np.uint64(p & 63))
-        st[_AVAIL] -= 1
-    tier[p] = 0  # a released page's entry in `released` is skipped at the merge
-
-
-@njit(cache=True)
-def _merge_if_short(
-    pol: int, link: np.ndarray, bits: np.ndarray, tier: np.ndarray, released: np.ndarray, st: np.ndarray, n: int
-) -> None:
-    """DEFERRED: an allocation that wants n free pages and finds fewer merges the released pages in."""
-    if pol == DEFERRED and st[_AVAIL] < n:
-        for j in range(st[_RELEASED]):
-            p = released[j]
-            if tier[p] == 2:
-                _set_free(pol, link, bits, tier, st, p)
-        st[_RELEASED] = 0
-
-
-@njit(cache=True)
-def _alloc(
-    pol: int,
-    link: np.ndarray,
-    bits: np.ndarray,
-    tier: np.ndarray,
-    released: np.ndarray,
-    st: np.ndarray,
-    n: int,
-    out: np.ndarray,
-    at: int,
-) -> int:
-    """n pages into out[at:], by the policy; returns how many it found (fewer when the pool runs dry)."""
-    _merge_if_short(pol, link, bits, tier, released, st, n)
-    got = 0
-    if pol == LIFO or pol == FIFO:
-        while got < n:
-            p = link[_NEXT, 0]
-            if p == 0:
-                break
-            _unlink(link, p)
-            tier[p] = 0
-            out[at + got] = p
-            got += 1
-    else:
-        w = st[_HINT] >> 6
-        while got < n and w < len(bits):
-            word = bits[w]
-            while word and got < n:
-                low = word & (~word + _ONE)
-                p = w * 64 + int(np.log2(np.float64(low)))  # exact: low is a power of two
-                word ^= low
-                tier[p] = 0
-                out[at + got] = p
-                got += 1
-            bits[w] = word
-            if word == 0:
-                w += 1
-        st[_HINT] = w * 64
-    st[_AVAIL] -= got
-    return got
-
-
-@njit(cache=True)
-def _compact_released(st: np.ndarray, tier: np.ndarray, released: np.ndarray) -> None:
-    """Keep each page still released once (a page taken from release_pages by the evidence, then freed
-    again, is listed twice)."""
-    n = 0
-    for j in range(st[_RELEASED]):
-        p = released[j]
-        if tier[p] == 2:
-            tier[p] = 3
-            released[n] = p
-            n += 1
-    for j in range(n):
-        tier[released[j]] = 2
-    st[_RELEASED] = n
-
-
-@njit(cache=True)
-def _free(
-    pol: int,
-    window: int,
-    link: np.ndarray,
-    bits: np.ndarray,
-    tier: np.ndarray,
-    released: np.ndarray,
-    st: np.ndarray,
-    pages: np.ndarray,
-    scratch: np.ndarray,
-) -> None:
-    """Give `pages` (held) back to the pool by the policy."""
-    m = len(pages)
-    if pol == FIFO:  # appended in the order freed, no sort (SGLang frees a request's slots in token order)
-        for p in pages:
-            _set_free(pol, link, bits, tier, st, p)
-        return
-    if pol == SORTED:
-        for p in pages:
-            _set_free(pol, link, bits, tier, st, p)
-        return
-    if pol == DEFERRED:
-        for p in pages:
-            if st[_RELEASED] == len(released):
-                _compact_released(st, tier, released)
-            tier[p] = 2
-            released[st[_RELEASED]] = p
-            st[_RELEASED] += 1
-        return
-    k = 0
-    if window > 0:  # coalesce with the top of the free stack
-        k = _alloc(pol, link, bits, tier, released, st, min(st[_AVAIL], max(window, 2 * m)), scratch, _ZERO)
-    scratch[k : k + m] = pages
-    run = np.sort(scratch[: k + m])
-    for j in range(k + m - 1, -1, -1):  # the lowest page on top
-        _set_free(pol, link, bits, tier, st, run[j])
 
 
 @njit(cache=True)
@@ -276,8 +65,8 @@ def policy_accuracy(
         pages = b_pages[b_ptr[b] : b_ptr[b + 1]]
         if b_op[b] == 0:
             n = len(pages)
-            _merge_if_short(pol, link, bits, tier, released, st, n + window)
-            got = _alloc(pol, link, bits, tier, released, st, n, pred, _ZERO)
+            merge_if_short(pol, link, bits, tier, released, st, n + window)
+            got = allocate(pol, link, bits, tier, released, st, n, pred, ZERO)
             for p in pages:
                 want[p] = True
             for j in range(got):
@@ -289,9 +78,9 @@ def policy_accuracy(
             # back where they were (LIFO: the first named on top again), then the pages really
             # allocated leave the pool
             for j in range(got - 1, -1, -1):
-                _put_back(pol, link, bits, tier, st, pred[j])
+                put_back(pol, link, bits, tier, st, pred[j])
             for p in pages:
-                _take(pol, link, bits, tier, st, p)
+                take(pol, link, bits, tier, st, p)
         else:
             m = 0
             for p in pages:
@@ -300,7 +89,7 @@ def policy_accuracy(
                     m += 1
             if m:
                 fr = scratch[n_pages + window : n_pages + window + m].copy()
-                _free(pol, window, link, bits, tier, released, st, fr, scratch)
+                give_back(pol, window, link, bits, tier, released, st, fr, scratch)
     return hit, total
 
 
@@ -318,11 +107,11 @@ def hand_out(
     for b in range(len(b_op)):
         lo, hi = b_ptr[b], b_ptr[b + 1]
         if b_op[b] == 0:
-            _merge_if_short(pol, link, bits, tier, released, st, b_want[b])
-            got = _alloc(pol, link, bits, tier, released, st, hi - lo, out, lo)
+            merge_if_short(pol, link, bits, tier, released, st, b_want[b])
+            got = allocate(pol, link, bits, tier, released, st, hi - lo, out, lo)
             out[lo + got : hi] = 0
         else:
-            _free(pol, window, link, bits, tier, released, st, b_pages[lo:hi].copy(), scratch)
+            give_back(pol, window, link, bits, tier, released, st, b_pages[lo:hi].copy(), scratch)
     return out
 
 
@@ -447,7 +236,7 @@ def walk(
     spare = n_pages + window  # scratch[spare:] holds the pages being freed, scratch[:spare] _free's merge
     scratch = np.zeros(2 * n_pages + 2 * window + 2, dtype=np.int32)
     pairs = np.zeros((1024, 2), dtype=np.int32)
-    n_pairs = _ZERO
+    n_pairs = ZERO
     for e in range(len(ev_kind)):
         i = ev_room[e]
         kind = ev_kind[e]
@@ -456,18 +245,18 @@ def walk(
             # the allocator saw the whole request, whatever part of its pages the evidence names;
             # DEFERRED merges as SGLang's pre-allocation does: alloc(n) on page size 1, alloc_extend of
             # the input's tokens (merge when tokens // page_size + 2 > free pages) on larger pages
-            _merge_if_short(pol, link, bits, tier, released, st, n_in[i] if ps == 1 else n_read[i] // ps + 2)
+            merge_if_short(pol, link, bits, tier, released, st, n_in[i] if ps == 1 else n_read[i] // ps + 2)
             cnt = 0
             for j in range(a_ptr[i], a_ptr[i + 1]):  # the pages the evidence names, wherever the model had them
                 p = a_pages[j]
                 q = holder[p]
                 if q >= 0 and q != i and page_attend[p] == q:  # the model gave it to another: wrongly
                     page_attend[p] = -1
-                _take(pol, link, bits, tier, st, p)
+                take(pol, link, bits, tier, st, p)
                 held[base + cnt] = p
                 cnt += 1
             named = cnt
-            cnt += _alloc(pol, link, bits, tier, released, st, n_in[i] - cnt, held, base + cnt)
+            cnt += allocate(pol, link, bits, tier, released, st, n_in[i] - cnt, held, base + cnt)
             if named:  # pages named by the evidence: their token order is not known, ascending
                 held[base : base + cnt] = np.sort(held[base : base + cnt])
             for j in range(cnt):
@@ -490,7 +279,7 @@ def walk(
                     p = held[base + j]
                     pairs, n_pairs = _read(lw, lf, ld, p, min(ps, n_read[i] - j * ps), i, pairs, n_pairs)
                     page_attend[p] = i
-            got_out[i] = _alloc(pol, link, bits, tier, released, st, out_pages[i], held, base + got_in[i])
+            got_out[i] = allocate(pol, link, bits, tier, released, st, out_pages[i], held, base + got_in[i])
             for j in range(got_out[i]):
                 holder[held[base + got_in[i] + j]] = i
         else:  # LC_END writes the output and gives every page back; LC_FREE (an abort) gives the pre-allocation back
@@ -505,5 +294,5 @@ def walk(
             m = _release(held, base, hi, i, holder, page_attend, scratch, spare)
             if m:
                 fr = scratch[spare : spare + m].copy()
-                _free(pol, window, link, bits, tier, released, st, fr, scratch)
+                give_back(pol, window, link, bits, tier, released, st, fr, scratch)
     return pairs[:n_pairs]

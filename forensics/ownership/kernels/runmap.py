@@ -14,6 +14,7 @@ from numba import njit
 
 from forensics.keys import OP_ALLOC, OP_FREE, OP_INJ, OP_READ, OP_SHARE
 from forensics.ownership.kernels import frozen
+from forensics.ownership.kernels.bitset import clear_bit, next_set, prev_set, set_bit
 from forensics.ownership.kernels.prefetch import prefetch
 
 # the walk's op codes are forensics.keys' (an index into OPS; -1: an op not in OPS)
@@ -24,97 +25,6 @@ AHEAD = 8
 
 # columns of RunMap.rec
 HOLD_K, HOLD_ROOM, WROTE_K, WROTE_ROOM, SHARED = 0, 1, 2, 3, 4
-
-_ONE = np.uint64(1)
-_ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
-
-
-@njit(cache=True, inline="always")
-def _msb(x: np.uint64) -> int:
-    """Index of the highest set bit of a nonzero word."""
-    n = 0
-    if x >= np.uint64(1 << 32):
-        x >>= np.uint64(32)
-        n += 32
-    if x >= np.uint64(1 << 16):
-        x >>= np.uint64(16)
-        n += 16
-    if x >= np.uint64(1 << 8):
-        x >>= np.uint64(8)
-        n += 8
-    if x >= np.uint64(1 << 4):
-        x >>= np.uint64(4)
-        n += 4
-    if x >= np.uint64(4):
-        x >>= np.uint64(2)
-        n += 2
-    if x >= np.uint64(2):
-        n += 1
-    return n
-
-
-@njit(cache=True, inline="always")
-def _lsb(x: np.uint64) -> int:
-    return _msb(x & (~x + _ONE))
-
-
-@njit(cache=True, inline="always")
-def _mask_le(b: int) -> np.uint64:
-    """Bits 0..b of a word (b in 0..63)."""
-    if b >= 63:
-        return _ALL
-    return (_ONE << np.uint64(b + 1)) - _ONE
-
-
-@njit(cache=True, inline="always")
-def _prev_set(words: np.ndarray, summary: np.ndarray, x: int) -> int:
-    """The largest run start <= x (slot 0 always starts a run)."""
-    w = x >> 6
-    m = words[w] & _mask_le(x & 63)
-    if m != np.uint64(0):
-        return (w << 6) + _msb(m)
-    ww = w - 1
-    sw = ww >> 6
-    sm = summary[sw] & _mask_le(ww & 63)
-    while sm == np.uint64(0):
-        sw -= 1
-        sm = summary[sw]
-    w2 = (sw << 6) + _msb(sm)
-    return (w2 << 6) + _msb(words[w2])
-
-
-@njit(cache=True, inline="always")
-def _next_set(words: np.ndarray, summary: np.ndarray, x: int) -> int:
-    """The smallest run start > x (the sentinel at the end of the slot space always is one)."""
-    w = x >> 6
-    b = x & 63
-    m = np.uint64(0) if b >= 63 else words[w] & ~_mask_le(b)
-    if m != np.uint64(0):
-        return (w << 6) + _lsb(m)
-    ww = w + 1
-    sw = ww >> 6
-    b2 = ww & 63
-    sm = summary[sw] & (_ALL if b2 == 0 else ~_mask_le(b2 - 1))
-    while sm == np.uint64(0):
-        sw += 1
-        sm = summary[sw]
-    w2 = (sw << 6) + _lsb(sm)
-    return (w2 << 6) + _lsb(words[w2])
-
-
-@njit(cache=True, inline="always")
-def _set(words: np.ndarray, summary: np.ndarray, x: int) -> None:
-    w = x >> 6
-    words[w] |= _ONE << np.uint64(x & 63)
-    summary[w >> 6] |= _ONE << np.uint64(w & 63)
-
-
-@njit(cache=True, inline="always")
-def _clear(words: np.ndarray, summary: np.ndarray, x: int) -> None:
-    w = x >> 6
-    words[w] &= ~(_ONE << np.uint64(x & 63))
-    if words[w] == np.uint64(0):
-        summary[w >> 6] &= ~(_ONE << np.uint64(w & 63))
 
 
 @njit(cache=True, inline="always")
@@ -149,8 +59,8 @@ class RunMap:
         self.rec = np.zeros((slots + 1, 5), dtype=np.int64)
         self.rec[:, HOLD_K] = -1
         self.rec[:, WROTE_K] = -1
-        _set(self.words, self.summary, 0)
-        _set(self.words, self.summary, slots)  # sentinel: the end of the slot space
+        set_bit(self.words, self.summary, 0)
+        set_bit(self.words, self.summary, slots)  # sentinel: the end of the slot space
 
     def state(self) -> tuple:
         return (self.words, self.summary, self.rec)
@@ -215,16 +125,16 @@ def screen_chunk(
             continue
         for x in (a, b):  # runs must start at a and at b
             if x < slots:
-                p = _prev_set(words, summary, x)
+                p = prev_set(words, summary, x)
                 if p != x:
-                    _set(words, summary, x)
+                    set_bit(words, summary, x)
                     for c in range(rec.shape[1]):  # the new run start takes the state of its run
                         rec[x, c] = rec[p, c]
         me = False  # this event's room is flagged
         if op == OP_READ or op == OP_SHARE:  # the state does not change
             s = a
             while s < b:
-                e = _next_set(words, summary, s)
+                e = next_set(words, summary, s)
                 h = rec[s, HOLD_K]
                 clean = h >= 0 and rec[s, HOLD_ROOM] == r and rec[s, WROTE_K] > h and rec[s, WROTE_ROOM] == r
                 if rec[s, SHARED] or not clean:
@@ -238,7 +148,7 @@ def screen_chunk(
                 run_s = a
                 run_w = rec[a, WROTE_K]
                 while s < b:
-                    e = _next_set(words, summary, s)
+                    e = next_set(words, summary, s)
                     if rec[s, WROTE_K] != run_w:
                         npv = _emit(prov, npv, ki, run_s, s, run_w)
                         run_s = s
@@ -248,14 +158,14 @@ def screen_chunk(
             # undo the splits at a and b where they separate equal runs
             for x in (a, b):
                 if 0 < x < slots:
-                    p = _prev_set(words, summary, x - 1)
+                    p = prev_set(words, summary, x - 1)
                     if _same(rec, p, x):
-                        _clear(words, summary, x)
+                        clear_bit(words, summary, x)
         else:
-            prev = _prev_set(words, summary, a - 1) if a > 0 else -1
+            prev = prev_set(words, summary, a - 1) if a > 0 else -1
             s = a
             while s < b:
-                e = _next_set(words, summary, s)
+                e = next_set(words, summary, s)
                 h = rec[s, HOLD_K]
                 held = h >= 0 and rec[s, HOLD_ROOM] == r
                 other = h >= 0 and not held
@@ -289,12 +199,12 @@ def screen_chunk(
                     rec[s, WROTE_K] = ki
                     rec[s, WROTE_ROOM] = r
                 if prev >= 0 and _same(rec, prev, s):
-                    _clear(words, summary, s)
+                    clear_bit(words, summary, s)
                 else:
                     prev = s
                 s = e
             if b < slots and prev >= 0 and _same(rec, prev, b):
-                _clear(words, summary, b)
+                clear_bit(words, summary, b)
         if me:
             flagged[nf] = r
             nf += 1
