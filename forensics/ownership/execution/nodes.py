@@ -29,6 +29,7 @@ walks, which run in the threads of the task's side_by_side (as many as its DuckD
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import logging
 import os
@@ -302,7 +303,8 @@ def probe_ray_address(address: str) -> None:
 def _probe_gcs(address: str) -> None:
     """Asks the head's GCS for its cluster id, which a Ray head answers at once; in a thread, so that a
     listener that never answers costs PROBE_SECONDS, not a hang."""
-    from ray._raylet import GcsClient
+    # by name: ray._raylet is compiled, and what mypy sees of it differs by release (2.60 shows no GcsClient)
+    GcsClient = getattr(importlib.import_module("ray._raylet"), "GcsClient")  # noqa: B009
 
     outcome: list[BaseException | None] = []
 
