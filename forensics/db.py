@@ -131,15 +131,14 @@ def connect(path: Path | str, memory_limit: str | None = None, threads: int | No
     return con
 
 
-# Every SQL macro is an entry (head -> body) of a MACROS dict beside the fact it mirrors, and is made by
-# define_macros, in the database itself (the views of incident.duckdb use them, so they open with them
-# from any client). Who makes each: connect, on every connection, the ones any query may read; a
-# stage's step, its own (a macro is bound when made, so one over a table waits for the table).
+# Every SQL macro is an entry (head -> body) of a MACROS dict beside the fact it mirrors, made by define_macros
+# in the database itself (incident.duckdb's views use them from any client). Who makes each: connect, on every
+# connection, those any query may read; a stage's step, its own (a macro over a table waits for the table).
 MACRO_HOMES = {
     "forensics.keys.MACROS": "connect: the event-key layout and the op codes",
     "forensics.engines.sglang.MACROS": "connect: SGLang's input limit, leak window, pool rule (sglang_rank_pool), "
     "clock bounds (landing_offset_lo, landing_offset_hi, alloc_rounding), canary reads (canary_read_violation), "
-    "vLLM request ids (vllm_request_keys, forensics.engines.integrity)",
+    "vLLM request ids (vllm_request_keys, engines.integrity)",
     "forensics.findings.rules.MACROS": "the findings' first step: cross_account, possible_pair, source_key",
     "forensics.findings.likelihood.MACROS": "its step, once the run has measured source_tier: is_likely, likely_tier",
 }
