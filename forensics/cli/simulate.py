@@ -97,6 +97,13 @@ def simulate(
         help="The engine whose logs the nodes write: sglang (default) or vllm (vLLM 0.33.0's request lines "
         "of the same run, with their kv_transfer_params; docs/vllm-lines.md).",
     ),
+    vllm_pd: bool = typer.Option(
+        False,
+        "--vllm-pd",
+        help="With --engine vllm: vLLM's own disaggregated path (its block pools, NixlConnector's pull; the leaks "
+        "of vLLM #52234: a stale reference after block reuse, reused references, a failed receive served) in "
+        "place of SGLang's run in vLLM's lines.",
+    ),
     batch_lines: str | None = typer.Option(
         None,
         "--batch-lines",
@@ -224,6 +231,7 @@ def simulate(
                 echo_noise=echo_noise,
                 batch_lines=batch_lines,
                 engine=engine,
+                vllm_pd=vllm_pd or None,
                 decode_log_interval=decode_log_interval,
                 integrity_lines=integrity_lines,
             )
