@@ -4,7 +4,7 @@
 -- undo; all_certain = every
 -- sighting in it is.
 -- grain: node, recipient_room, source_room, kind, range; reads: read_provenance, write_effects,
---        overwritten_sightings; params: none
+--        overwritten_sightings, pull_sightings; params: none
 CREATE OR REPLACE TABLE exposure_segments AS
 WITH seen AS (
     SELECT node, seg_start, seg_end, room AS recipient_room, w_room AS source_room, kind, ts AS first_ts,
@@ -13,6 +13,8 @@ WITH seen AS (
     UNION ALL
     SELECT node, seg_start, seg_end, attending_room, room, 'foreign_write', greatest(ts, r_ts), uncertain
     FROM write_effects WHERE attending_room IS NOT NULL AND attending_room <> room
+    UNION ALL
+    SELECT node, seg_start, seg_end, recipient_room, source_room, kind, first_ts, uncertain FROM pull_sightings
 ), s AS (
     SELECT x.node, x.seg_start, x.seg_end, x.recipient_room, x.source_room, x.kind, x.first_ts,
            x.uncertain OR o.node IS NOT NULL AS uncertain
