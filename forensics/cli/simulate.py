@@ -100,9 +100,7 @@ def simulate(
     vllm_pd: bool = typer.Option(
         False,
         "--vllm-pd",
-        help="With --engine vllm: vLLM's own disaggregated path (its block pools, NixlConnector's pull; the leaks "
-        "of vLLM #52234: a stale reference after block reuse, reused references, a failed receive served) in "
-        "place of SGLang's run in vLLM's lines.",
+        help="With --engine vllm: vLLM's PD path (block pools, NIXL pull, vLLM #52234's leaks), not SGLang's.",
     ),
     batch_lines: str | None = typer.Option(
         None,

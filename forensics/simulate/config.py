@@ -90,10 +90,7 @@ class SimConfig:
     # prompt and response texts in the gateway log (forensics.simulate.texts; the formats that carry text:
     # litellm_payload, litellm_spendlogs, otlp); off: the bundle is the same bytes as without the option
     texts: bool = False
-    # with engine vllm: vLLM's own disaggregated path (forensics.simulate.vllm_pd: its block pools,
-    # NixlConnector's pull, the leak mechanisms of vLLM #52234) in place of SGLang's run described in
-    # vLLM's lines
-    vllm_pd: bool = False
+    vllm_pd: bool = False  # with engine vllm: vLLM's own PD path (forensics.simulate.vllm_pd), not SGLang's run
     # with texts: the probability that a true exposure pair's response echoes a span of its source's text
     echo_rate: float | None = None
     echo_noise: float = 0.0  # the probability that each word of an echoed span is replaced
