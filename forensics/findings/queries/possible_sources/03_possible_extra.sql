@@ -12,16 +12,11 @@
 --     read (sender_sources), but
 --     those the page events already pair with it (exposures);
 --   - the unlanded pairs: each affected response with page evidence that read slots a send which never
---     landed in the files may have written (unlanded_readers), with the send's room;
---   - the pull pairs: each response on a node whose engine's lines no logs-only rule reads
---     (unread_responses: vLLM's, whose decode pulls its prompt's KV from the prefill's blocks), with every
---     request the gateway sent to the prefill node its record names whose gateway times overlap its own:
---     a stale reference (vLLM #52234) hands the decode blocks the prefill reused for another request
---     after the response's prefill began and before its decode ended. A source with no logged end stays.
+--     landed in the files may have written (unlanded_readers), with the send's room.
 -- grain: recipient request, source request (or room), node; reads: late_write_responses, signature_responses,
 --        affected_responses, room_requests, missing_rooms, room_flags, gap_sources, sender_sources, page_events,
 --        seq_gaps, exposures, gateway, request_cohort, unlanded_sends,
---        unlanded_readers, unread_responses; params: gw_slack_us
+--        unlanded_readers; params: none
 -- scratch: unlanded_readers (read by room_flags too, which runs before)
 CREATE OR REPLACE TABLE possible_extra AS
 WITH indeterminate AS (
@@ -116,30 +111,6 @@ WITH indeterminate AS (
       AND NOT EXISTS (SELECT 1 FROM exposures e WHERE e.node = x.node AND e.recipient_room = x.room
                       AND e.source_room = u.send_room)
 )
-, pulled AS (  -- the unread responses and the requests sent to a prefill node, on the gateway's clock
-    SELECT g.request_id, min(g.account_id) AS account_id, coalesce(min(c.cohort), 'customer') AS cohort,
-           min(g.bootstrap_room) AS room, g.decode_node, g.prefill_node,
-           min(g.ts) - to_microseconds($gw_slack_us) AS started,
-           CASE WHEN bool_and(g.status BETWEEN 200 AND 299 AND g.duration_ms IS NOT NULL AND g.ts IS NOT NULL)
-                THEN max(g.ts + to_microseconds((round(g.duration_ms * 1000) + 2 * $gw_slack_us)::BIGINT)) END
-               AS ended
-    FROM gateway g LEFT JOIN request_cohort c ON c.file_id = g.file_id AND c.row = g.row
-    WHERE g.prefill_node IS NOT NULL AND g.request_id IS NOT NULL
-      AND g.prefill_node IN (SELECT prefill_node FROM gateway
-                             WHERE request_id IN (SELECT request_id FROM unread_responses))
-    GROUP BY g.request_id, g.decode_node, g.prefill_node
-), pull_pairs AS (
-    SELECT DISTINCT x.request_id AS recipient_request_id, s.request_id AS source_request_id,
-           x.account_id AS recipient_account_id, s.account_id AS source_account_id, u.node,
-           'its decode on ' || u.node || ' pulled its prompt''s KV from ' || x.prefill_node || '''s blocks, which '
-           || 'a stale reference hands over after the prefill gave them to another request: this one was on '
-           || x.prefill_node || ' while the response ran (gateway times)' AS basis,
-           x.cohort AS recipient_cohort, s.cohort AS source_cohort, x.room AS recipient_room, s.room AS source_room
-    FROM (SELECT DISTINCT request_id, node FROM unread_responses) u
-    JOIN pulled x ON x.request_id = u.request_id AND x.decode_node = u.node
-    JOIN pulled s ON s.prefill_node = x.prefill_node AND s.request_id <> x.request_id
-     AND (s.ended IS NULL OR s.ended >= x.started) AND (x.ended IS NULL OR s.started <= x.ended)
-)
 SELECT w.request_id AS recipient_request_id, coalesce(w.source_request_id, '') AS source_request_id,
        w.account_id AS recipient_account_id, w.source_account_id, w.node, w.why AS basis,
        w.cohort AS recipient_cohort, w.source_cohort, w.room AS recipient_room, w.source_room
@@ -150,6 +121,4 @@ SELECT * FROM gap_pairs
 UNION ALL
 SELECT * FROM sender_pairs
 UNION ALL
-SELECT * FROM unlanded_pairs
-UNION ALL
-SELECT * FROM pull_pairs;
+SELECT * FROM unlanded_pairs;
