@@ -6,7 +6,7 @@ logs alone, against the simulator's truth (seeds and block sizes no other test u
 - with page events, a stale reference after block reuse (the prefill's page events show another request
   writing the blocks before the transfer) is a confirmed exposure with its true source (pull_sightings);
 - logs only, every true source of an indeterminate response is among its possible sources or exposures
-  (the pull pairs: the requests on the prefill node the response pulled from)."""
+  (the pool of a vLLM decode node holds the requests sent to the prefill nodes it pulled from)."""
 
 from __future__ import annotations
 
