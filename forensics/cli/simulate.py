@@ -97,6 +97,11 @@ def simulate(
         help="The engine whose logs the nodes write: sglang (default) or vllm (vLLM 0.33.0's request lines "
         "of the same run, with their kv_transfer_params; docs/vllm-lines.md).",
     ),
+    vllm_pd: bool = typer.Option(
+        False,
+        "--vllm-pd",
+        help="With --engine vllm: vLLM's PD path (block pools, NIXL pull, vLLM #52234's leaks), not SGLang's.",
+    ),
     batch_lines: str | None = typer.Option(
         None,
         "--batch-lines",
@@ -224,6 +229,7 @@ def simulate(
                 echo_noise=echo_noise,
                 batch_lines=batch_lines,
                 engine=engine,
+                vllm_pd=vllm_pd or None,
                 decode_log_interval=decode_log_interval,
                 integrity_lines=integrity_lines,
             )

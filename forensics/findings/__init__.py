@@ -133,6 +133,7 @@ STEPS = (
     "unlanded_sends",  # transfers sent that never landed in the files: they may have written until concluded
     "unlanded_readers",  # ... and the reads within their reach
     "overwritten_sightings",  # ... and the sightings of another room's data they may have overwritten
+    "pull_sightings",  # what a transfer carried from sender slots another room wrote since (a stale reference)
     "exposure_segments",
     "exposure_certain",
     "room_flags",

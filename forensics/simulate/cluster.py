@@ -248,6 +248,9 @@ class Node:
         self.lines: list[tuple[int, str]] = []  # (node-clock µs, message)
         self.jsonl: list[tuple[int, dict[str, object]]] = []
         self.generated = 0  # page events logged (set when the rows are handed to the writer)
+        # the vLLM PD driver's own log records (forensics.simulate.vllm_pd): node clock, source, message,
+        # level, process
+        self.records: list[tuple[int, str, str, str, str]] = []
         self.canary_at: list[int] = []  # true times of the KV canary violations logged (--integrity-lines canary)
 
     def clock(self, t: int) -> int:

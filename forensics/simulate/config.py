@@ -90,6 +90,7 @@ class SimConfig:
     # prompt and response texts in the gateway log (forensics.simulate.texts; the formats that carry text:
     # litellm_payload, litellm_spendlogs, otlp); off: the bundle is the same bytes as without the option
     texts: bool = False
+    vllm_pd: bool = False  # with engine vllm: vLLM's own PD path (forensics.simulate.vllm_pd), not SGLang's run
     # with texts: the probability that a true exposure pair's response echoes a span of its source's text
     echo_rate: float | None = None
     echo_noise: float = 0.0  # the probability that each word of an echoed span is replaced
@@ -144,6 +145,8 @@ class SimConfig:
                 del d[k]
         if not self.integrity_lines:
             del d["integrity_lines"]
+        if not self.vllm_pd:
+            del d["vllm_pd"]
         return d
 
 
@@ -255,6 +258,8 @@ def build_config(preset: str = "default", **overrides: object) -> SimConfig:
         raise ValueError(f"SGLang runs {cfg.allocator} on page size {'1' if cfg.allocator == 'fifo' else '> 1'} only")
     if cfg.engine not in ("sglang", "vllm"):
         raise ValueError(f"engine {cfg.engine!r}: sglang or vllm")
+    if cfg.vllm_pd and cfg.engine != "vllm":
+        raise ValueError("--vllm-pd is vLLM's disaggregated path: it goes with --engine vllm")
     if cfg.gateway_format not in GATEWAY_FORMATS:
         raise ValueError(
             f"unknown gateway format {cfg.gateway_format!r} (expected one of {', '.join(GATEWAY_FORMATS)})"

@@ -14,6 +14,7 @@ from forensics.simulate.engine import Engine
 from forensics.simulate.texts import make_texts
 from forensics.simulate.traffic import Traffic, cohorts_for
 from forensics.simulate.truth import INF, Row, clock_bounds, late_ambiguity, replay
+from forensics.simulate.vllm_pd import VllmPD
 from forensics.simulate.writer import write_bundle, write_bytes
 
 RESPONSE_COLUMNS = [
@@ -37,7 +38,7 @@ EXPOSURE_COLUMNS = ["recipient_request_id", "source_request_id", "node", "kind",
 LATE_MARGIN = 2 * S
 
 
-def apply_gap(cfg: SimConfig, eng: Engine) -> tuple[list[Row], dict[str, object] | None]:
+def apply_gap(cfg: SimConfig, eng: Engine | VllmPD) -> tuple[list[Row], dict[str, object] | None]:
     """All rows (with a dropped flag) and the gap description, if a gap is configured."""
     rows: list[Row] = []
     gap = None
@@ -85,7 +86,7 @@ def simulate(out: Path, cfg: SimConfig) -> dict[str, object]:
 def _simulate(out: Path, cfg: SimConfig) -> dict[str, object]:
     rng = random.Random(cfg.seed)
     reqs = Traffic(cfg, rng).generate()
-    eng = Engine(cfg, reqs, rng)
+    eng: Engine | VllmPD = VllmPD(cfg, reqs, rng) if cfg.vllm_pd else Engine(cfg, reqs, rng)
     eng.run()
     rows, gap = apply_gap(cfg, eng)
     telemetry = {n.name for n in cfg.nodes if n.telemetry}

@@ -80,6 +80,56 @@ def _blocks(rows: list[Row], node: str, room: int, ps: int) -> list[int]:
     return out
 
 
+PROXY = {"do_remote_decode": True, "do_remote_prefill": False, "remote_engine_id": None,
+         "remote_block_ids": None, "remote_host": None, "remote_port": None}  # fmt: skip
+
+
+def received_prefill(api: str) -> str:
+    """The prefill's `Received request`: the proxy's kv_transfer_params, max_tokens=1."""
+    return render_received(RELEASE, api, "", [], 1, PROXY)
+
+
+def received_decode(api: str, out: int, kv: dict[str, object]) -> str:
+    return render_received(RELEASE, api, "", [], max(1, out), kv)
+
+
+def generated(api: str, reason: str) -> str:
+    return render_generated(RELEASE, api, "", None, reason)
+
+
+def transfer_params(r: Request, blocks: list[int]) -> dict[str, object]:
+    """The kv_transfer_params the decode gets: the prefill's engine id and request id, the blocks named."""
+    return {"do_remote_prefill": True, "do_remote_decode": False, "remote_block_ids": blocks,
+            "remote_engine_id": engine_id(r.prefill), "remote_request_id": engine_rid(r, r.prefill),
+            "remote_host": r.prefill, "remote_port": SIDE_PORT, "tp_size": 1}  # fmt: skip
+
+
+def transfer_failed(rid: str, r: Request, remote_rid: str, local: list[int], n_remote: int) -> str:
+    """A failed READ as the decode's worker logs it (vllm 0.29.0 nixl/base_worker.py _log_failure, called
+    with failure_type="transfer_failed", msg="Marking blocks as invalid" and xfer_state, line 2398): the
+    context a dict repr, the remote fields from the request's receive metadata."""
+    ctx = {"failure_type": "transfer_failed", "request_id": rid, "engine_id": engine_id(r.decode),
+           "remote_engine_id": engine_id(r.prefill), "remote_request_id": remote_rid, "remote_host": r.prefill,
+           "remote_port": SIDE_PORT, "num_local_blocks": len(local), "num_remote_blocks": n_remote,
+           "local_block_ids_sample": local[:10], "xfer_state": "ERR"}  # fmt: skip
+    return f"NIXL transfer failure: transfer_failed. Marking blocks as invalid | Context: {ctx!r}"
+
+
+def expired(rid: str, count: int) -> str:
+    """The prefill's release of a request's blocks at the lease's end (nixl/base_worker.py 0.29.0, 2319)."""
+    return (
+        f"Releasing expired KV blocks for request {rid} which were retrieved by {count} remote worker(s) "
+        "before lease expired."
+    )
+
+
+def record(t_us: int, source: str, message: str, level: str, proc: str) -> str:
+    """A record of the API server (pid 1) or of the engine core's process (pid 2), where NIXL logs."""
+    return render_record(_stamp(t_us), source, message, level, 1 if proc == "APIServer" else 2).replace(
+        "(APIServer ", f"({proc} ", 1
+    )
+
+
 def startup(node: Node, cfg: SimConfig, t: int) -> list[tuple[int, str, str]]:
     role = "kv_producer" if node.spec.role == "prefill" else "kv_consumer"
     return [
@@ -98,6 +148,9 @@ def startup(node: Node, cfg: SimConfig, t: int) -> list[tuple[int, str, str]]:
 
 def server_logs(nodes: dict[str, Node], cfg: SimConfig, reqs: list[Request], rows: list[Row]) -> dict[str, str]:
     """Each node's server.log text; `rows`: every page event of the run (the blocks a prefill gave a room)."""
+    if cfg.vllm_pd:  # the driver logged each line as it ran (forensics.simulate.vllm_pd)
+        return {name: _render(startup(nodes[name], cfg, nodes[name].clock(cfg.start_us - 600_000_000)),
+                              nodes[name].records) for name in sorted(nodes)}  # fmt: skip
     ps = cfg.page_size
     rooms = {r.room for r in reqs}
     by_room: dict[tuple[str, int], list[Row]] = {}
@@ -109,8 +162,7 @@ def server_logs(nodes: dict[str, Node], cfg: SimConfig, reqs: list[Request], row
     t_start = cfg.start_us - 600_000_000
     for name, node in nodes.items():
         lines[name] += startup(node, cfg, node.clock(t_start))
-    proxy = {"do_remote_decode": True, "do_remote_prefill": False, "remote_engine_id": None,
-             "remote_block_ids": None, "remote_host": None, "remote_port": None}  # fmt: skip
+    proxy = PROXY
     for r in sorted(reqs, key=lambda q: (q.t0, q.idx)):
         p, d = nodes[r.prefill], nodes[r.decode]
         api, rid_p, rid_d = api_id(r), engine_rid(r, r.prefill), engine_rid(r, r.decode)
@@ -145,3 +197,9 @@ def server_logs(nodes: dict[str, Node], cfg: SimConfig, reqs: list[Request], row
         ordered = sorted(lines[name], key=lambda x: x[0])  # stable: a request's lines keep their order
         out[name] = "".join(render_record(_stamp(t), src, msg) + "\n" for t, src, msg in ordered)
     return out
+
+
+def _render(start: list[tuple[int, str, str]], records: list[tuple[int, str, str, str, str]]) -> str:
+    head = "".join(render_record(_stamp(t), src, msg) + "\n" for t, src, msg in start)
+    ordered = sorted(records, key=lambda x: x[0])  # stable: a request's lines keep their order
+    return head + "".join(record(t, src, msg, level, proc) + "\n" for t, src, msg, level, proc in ordered)

@@ -5,17 +5,18 @@
 -- grain: node, room, gateway record (two records of one request_id give two rows: consumers that add
 --        slots up join the distinct mapping columns they need); reads: gateway, request_cohort,
 --        node_own_rooms (ownership's scratch: its last reader), page_events, transfer_landing, room_state,
---        read_provenance, write_effects, room_flags; params: none
+--        read_provenance, write_effects, room_flags, pull_sightings; params: none
 -- The rooms of a node are those its page events name (its own events, noted by the ownership stage in
 -- node_own_rooms, and the transfers it sent) and the transfers that landed in it (transfer_landing): the
 -- rooms of its timeline and its sends.
 CREATE OR REPLACE TABLE room_requests AS
 WITH named AS (
-    -- exposure_segments' rooms are among these: its rows are read_provenance's (room, w_room) and
-    -- write_effects' (attending_room = holder, room)
+    -- exposure_segments' rooms are among these: its rows are read_provenance's (room, w_room),
+    -- write_effects' (attending_room = holder, room) and pull_sightings' (recipient_room, source_room)
     SELECT room FROM room_state UNION SELECT room FROM read_provenance
     UNION SELECT w_room FROM read_provenance UNION SELECT room FROM write_effects
     UNION SELECT holder FROM write_effects UNION SELECT room FROM room_flags
+    UNION SELECT recipient_room FROM pull_sightings UNION SELECT source_room FROM pull_sightings
 ), rooms AS (
     SELECT node, room FROM node_own_rooms WHERE room IN (SELECT room FROM named)
     UNION SELECT node, room FROM page_events WHERE op = 'transfer' AND room IN (SELECT room FROM named)

@@ -50,7 +50,7 @@ FLAGS = tuple(f.removeprefix("--").replace("-", "_") for f in SCALE_ONLY + SHARE
     "gateway_format",
     *("page_size", "context_len", "prefill_pool", "decode_pool", "researcher_rate", "no_telemetry", "gap_node"),
     *("clock_skew", "late_clear", "read_delay", "allocator", "decode_reuse", "dark_aborts", "texts", "echo_rate"),
-    *("echo_noise", "batch_lines", "decode_log_interval", "live"),
+    *("echo_noise", "batch_lines", "decode_log_interval", "live", "vllm_pd"),
 )
 
 

@@ -18,6 +18,10 @@
 -- millisecond: $gw_slack_us) by the node's clock bounds against the gateway's (gateway_clock), as its
 -- latest gateway time; none where no bound places the node's clock, and never for a source that did
 -- not succeed (its transfer may land after the gateway's end). Clock 'node': the node's own lines.
+-- Such a node's pool also holds every request sent to a prefill node its requests were prefilled on:
+-- vLLM's decode pulls the prefill's blocks, and a stale reference (vLLM #52234) hands it blocks the
+-- prefill gave another request, whose KV then stays in the decode's slots; no start-up of the decode
+-- node ends such a source (its KV may arrive later), so it has no end (gone_at empty).
 -- grain: node, room (or a gateway record without a room); reads: signature_responses, unread_responses,
 --        dark_rooms, engine_lines, engine_requests, node_config, log_outages, gateway, gateway_clock,
 --        request_cohort; params: gw_slack_us
@@ -80,18 +84,28 @@ on_node AS (  -- per room, the node's own clock
     SELECT t.node, t.ts - to_microseconds(k.hi_us) AS earliest, t.ts - to_microseconds(k.lo_us) AS latest
     FROM engine_lines t JOIN gateway_clock k ON k.node = t.node AND k.consistent
     WHERE t.kind IN ('server_args', 'startup') AND t.node IN (SELECT node FROM unread)
-), unread_sent AS (  -- every request the gateway sent to such a node, on the gateway's clock; a record that
-                     -- names no decode node may have gone to any of them (unread_responses)
-    SELECT g.to_node AS node, g.bootstrap_room AS room, g.request_id, min(g.account_id) AS account_id,
+), feeds AS (  -- the prefill nodes each such node's requests were prefilled on
+    SELECT DISTINCT decode_node AS node, prefill_node FROM gateway
+    WHERE decode_node IN (SELECT node FROM unread) AND prefill_node IS NOT NULL
+), unread_gw AS (  -- every record the gateway sent to such a node (direct), every record that names no decode
+                   -- node where unread_responses says one may have gone there (direct), and every record sent
+                   -- to a prefill node it pulled from (not direct: no end, its KV may arrive later)
+    SELECT g.decode_node AS node, true AS direct, g.* FROM gateway g WHERE g.decode_node IN (SELECT node FROM unread)
+    UNION ALL
+    SELECT u.node, true, g.* FROM gateway g JOIN unread_to u ON u.any_record WHERE g.decode_node IS NULL
+    UNION ALL
+    SELECT f.node, false, g.* FROM gateway g JOIN feeds f ON f.prefill_node = g.prefill_node
+    WHERE g.decode_node IS DISTINCT FROM f.node
+      AND NOT (g.decode_node IS NULL AND f.node IN (SELECT node FROM unread_to WHERE any_record))
+), unread_sent AS (  -- ... per request, on the gateway's clock
+    SELECT g.node, g.bootstrap_room AS room, g.request_id, min(g.account_id) AS account_id,
            coalesce(min(c.cohort), 'customer') AS cohort, min(g.ts) AS started,
            -- its end, where the gateway logged a success with its duration (each record of the id)
-           CASE WHEN bool_and(g.status BETWEEN 200 AND 299 AND g.duration_ms IS NOT NULL AND g.ts IS NOT NULL)
+           CASE WHEN bool_and(g.direct AND g.status BETWEEN 200 AND 299 AND g.duration_ms IS NOT NULL
+                              AND g.ts IS NOT NULL)
                 THEN max(g.ts + to_microseconds((round(g.duration_ms * 1000) + 2 * $gw_slack_us)::BIGINT)) END AS ended
-    FROM (SELECT g.*, g.decode_node AS to_node FROM gateway g WHERE g.decode_node IN (SELECT node FROM unread)
-          UNION ALL
-          SELECT g.*, u.node FROM gateway g JOIN unread_to u ON u.any_record WHERE g.decode_node IS NULL) g
-    LEFT JOIN request_cohort c ON c.file_id = g.file_id AND c.row = g.row
-    GROUP BY g.to_node, g.bootstrap_room, g.request_id
+    FROM unread_gw g LEFT JOIN request_cohort c ON c.file_id = g.file_id AND c.row = g.row
+    GROUP BY g.node, g.bootstrap_room, g.request_id
 )
 SELECT s.*, 'node' AS clock,
        CASE WHEN NOT s.aborted THEN (SELECT min(t.ts) FROM starts t WHERE t.node = s.node AND t.ts > s.last_seen) END
