@@ -21,7 +21,7 @@ from forensics.audit import (
     audit_paths,
     audit_server,
 )
-from forensics.audit.lines import _NOT_PLAIN_BYTES, SNIFF_LINES, read_log
+from forensics.audit.lines import _NOT_PLAIN_BYTES, SNIFF_LINES, _prefixed, read_log, split_prefix
 from forensics.audit.sieved import read_logs
 from tests import support
 
@@ -92,8 +92,9 @@ def test_the_sieve_leaves_out_only_single_lines_holding_no_word(tmp_path_factory
     )
 )
 def test_duckdb_sieves_as_python_does(tmp_path_factory, picks: list[int]) -> None:
-    """DuckDB keeps the lines the Python sieve keeps; of a file whose lines cannot join (JSON lines),
-    fewer, but only single lines holding no word."""
+    """DuckDB keeps the lines the Python sieve keeps, or fewer, but only single lines holding no word: of a
+    file whose lines cannot join (JSON lines), and in the head of a file whose head it has sniffed
+    (forensics.audit.sieved.Sieved: the head is kept only for _logical to sniff it)."""
     path = _write(tmp_path_factory.mktemp("sieve") / "server.log", [PIECES[i] for i in picks])
     head = 20
     whole = read_log(path, keep=_relevant, head=head)
@@ -101,8 +102,7 @@ def test_duckdb_sieves_as_python_does(tmp_path_factory, picks: list[int]) -> Non
     by_sql = read_logs([path], _relevant, head, SIEVE, duckdb.connect())[0]
     left = set(by_sql)
     assert [ln for ln in whole if ln in left] == by_sql
-    if any(not PIECES[i].startswith("{") and PIECES[i] for i in picks):
-        assert by_sql == sieved
+    assert [ln for ln in sieved if ln in left] == by_sql
     for ln in whole:
         if ln not in left:
             assert not any(w in ln.text for w in SIEVE), ln
@@ -137,3 +137,15 @@ def test_duckdb_sieves_the_fixture_bundle_as_read_whole(monkeypatch: pytest.Monk
         m.setattr(forensics.audit, "SIEVE", None)
         whole = [a.to_json() for a in audit_engine_dirs(engine)]
     assert sieved == whole
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(range(len(PIECES))), max_size=40), st.integers(0, 3), st.text(max_size=12))
+def test_the_head_sniff_counts_as_split_prefix(picks: list[int], transport: int, noise: str) -> None:
+    """_prefixed counts a line SGLang's record prefix starts without split_prefix: the count is the one
+    split_prefix gives, on the pieces, behind a transport prefix, and with other text before them."""
+    lead = ["", "2026-03-25T09:40:07.123Z ", "(EngineCore_DP0 pid=1) ", noise][transport]
+    head = [(i + 1, lead + PIECES[p]) for i, p in enumerate(picks)]
+    nonblank = [t for _, t in head if t.strip()]
+    by_split = bool(nonblank) and 4 * sum(split_prefix(t)[2] for t in nonblank) >= len(nonblank)
+    assert _prefixed(head) == by_split

@@ -36,6 +36,7 @@ from zoneinfo import ZoneInfo
 import duckdb
 import pyarrow as pa
 
+from forensics.audit.sieved import Sieved
 from forensics.db import timed
 from forensics.engines.facts import EngineRows
 from forensics.engines.sglang.reader import READER as LINES
@@ -63,7 +64,7 @@ def load_engine_files(con: duckdb.DuckDBPyConnection, files: list[InputFile], tz
     # text logs, then request logs: each kind in few batches (a query's cost is mostly per batch); the
     # Python reader's order of engine_requests (file, line, row of line) is restored after (_reorder)
     kinds = [[f for f in files if f.source == k] for k in ("engine_log", "engine_requests")]
-    sieves: dict[int, bool | None] = {}  # the audit's sieve of each file read in bulk (scan)
+    sieves: dict[int, Sieved | None] = {}  # the audit's sieve of each file read in bulk (scan)
     for group in kinds:
         batch: list[tuple[InputFile, bool]] = []
         size = 0

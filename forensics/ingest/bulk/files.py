@@ -12,7 +12,7 @@ import duckdb
 import pyarrow as pa
 
 from forensics.audit import SIEVE
-from forensics.audit.sieved import kept_from, plain_bytes, sql_sieved
+from forensics.audit.sieved import Sieved, kept_from, plain_bytes, sql_sieved
 from forensics.db import timed
 from forensics.engines.facts import EngineRows, LineReader
 from forensics.ingest import rawtext
@@ -26,7 +26,7 @@ from forensics.intake import InputFile
 COMPRESSED = (".gz", ".zst")
 
 
-def scan(f: InputFile) -> tuple[bool, bool, bool | None]:
+def scan(f: InputFile) -> tuple[bool, bool, Sieved | None]:
     """One pass over a plain file's bytes for what each reader must know of them: (the bulk reader may
     read it, it ends with a newline, the audit's sieve: forensics.audit.sieved.sql_sieved's answer, None
     where the audit reads the file itself). The bulk reader may read a file without a byte-order mark, a
@@ -51,7 +51,7 @@ def flush(
     batch: list[tuple[InputFile, bool]],
     tz: ZoneInfo,
     rows: EngineRows,
-    sieves: dict[int, bool | None],
+    sieves: dict[int, Sieved | None],
     lines: LineReader,
 ) -> None:
     if not batch:
@@ -92,15 +92,15 @@ def flush(
 
 
 def _audit_lines(
-    con: duckdb.DuckDBPyConnection, batch: list[tuple[InputFile, bool]], sieves: dict[int, bool | None]
+    con: duckdb.DuckDBPyConnection, batch: list[tuple[InputFile, bool]], sieves: dict[int, Sieved | None]
 ) -> None:
     """The lines the config audit reads of the batch's files, kept from eng_raw (forensics.audit.sieved.
     kept_from) for ingest's audit (forensics.ingest.startup.store_audit), which then reads none of these
     files again. A file DuckDB may not sieve (its sieve None: scan) the audit reads itself."""
     files = []
     for i, (f, _) in enumerate(batch):
-        if (loose := sieves.get(f.file_id)) is not None:
-            files.append((i, str(f.path), loose))
+        if (sieved := sieves.get(f.file_id)) is not None:
+            files.append((i, str(f.path), sieved))
     if files:
         kept_from(con, "eng_raw", files, SIEVE)
 
