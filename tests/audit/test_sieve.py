@@ -4,6 +4,8 @@ long log is the audit of it read whole."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import duckdb
@@ -12,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import forensics.audit
+from forensics import db
 from forensics.audit import (
     DETECT_LINES,
     SIEVE,
@@ -23,6 +26,7 @@ from forensics.audit import (
 )
 from forensics.audit.lines import _NOT_PLAIN_BYTES, SNIFF_LINES, _prefixed, read_log, split_prefix
 from forensics.audit.sieved import read_logs
+from forensics.ingest import ingest_into
 from tests import support
 
 DATA = support.DATA / "audit"
@@ -149,3 +153,30 @@ def test_the_head_sniff_counts_as_split_prefix(picks: list[int], transport: int,
     nonblank = [t for _, t in head if t.strip()]
     by_split = bool(nonblank) and 4 * sum(split_prefix(t)[2] for t in nonblank) >= len(nonblank)
     assert _prefixed(head) == by_split
+
+
+def _node_audit(bundle: Path) -> list[tuple]:
+    con = db.connect(":memory:")
+    ingest_into(con, bundle)
+    rows = con.execute("SELECT * FROM node_audit ORDER BY node").fetchall()
+    con.close()
+    return rows
+
+
+def test_ingests_audit_is_the_audit_read_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """node_audit as ingest stores it, from the lines the bulk reader kept (the heads sieved too, their
+    sniff made where each file is scanned), is the audit of the files read whole; on rotated text logs
+    with JSON request logs beside them."""
+    subprocess.run(
+        [sys.executable, "-m", "forensics", "simulate", str(tmp_path / "g"), "--scale", "--requests", "1500"],
+        check=True,
+        capture_output=True,
+    )
+    bundle = tmp_path / "g" / "bundle"
+    assert list(bundle.rglob("*.jsonl")) and len(list((bundle / "engine" / "decode-0").iterdir())) > 1
+    kept = _node_audit(bundle)
+    with monkeypatch.context() as m:
+        m.setattr(forensics.audit, "SIEVE", None)
+        whole = _node_audit(bundle)
+    assert kept == whole and len(kept) > 2
+    assert all(r[1] != "unknown" for r in kept)
