@@ -106,19 +106,26 @@ def logical_lines(name: str, data: Iterable[bytes]) -> Iterator[LogLine]:
 def _prefixed(head: list[tuple[int, str]]) -> bool:
     """Whether the file whose first physical lines are `head` uses record prefixes."""
     nonblank = [t for _, t in head if t.strip()]
-    # wrapped records lower the share of prefixed physical lines: a quarter is enough
-    return bool(nonblank) and 4 * sum(split_prefix(t)[2] for t in nonblank) >= len(nonblank)
+    # wrapped records lower the share of prefixed physical lines: a quarter is enough. A line SGLang's
+    # record prefix starts has one (split_prefix strips no transport prefix before a `[`, and the prefix
+    # is one of _ANY_RECORD's): the one match is all split_prefix would find out
+    sglang = _RECORD[0].match
+    found = sum(1 if sglang(t) else split_prefix(t)[2] for t in nonblank)
+    return bool(nonblank) and 4 * found >= len(nonblank)
 
 
-def _logical(name: str, data: Iterable[tuple[int, bytes]]) -> Iterator[LogLine]:
-    """logical_lines of (physical line number, raw line) pairs: the numbers need not be consecutive."""
+def _logical(name: str, data: Iterable[tuple[int, bytes]], prefixed: bool | None = None) -> Iterator[LogLine]:
+    """logical_lines of (physical line number, raw line) pairs: the numbers need not be consecutive.
+    `prefixed`: the sniff of the file's head (_prefixed) where the caller has made it already (the lines
+    given may then lack some of the head's), else made here of the first lines given."""
     phys = _physical(data)
     head: list[tuple[int, str]] = []
-    for item in phys:
-        head.append(item)
-        if len(head) >= SNIFF_LINES:
-            break
-    prefixed_file = _prefixed(head)
+    if prefixed is None:
+        for item in phys:
+            head.append(item)
+            if len(head) >= SNIFF_LINES:
+                break
+    prefixed_file = _prefixed(head) if prefixed is None else prefixed
 
     def stream() -> Iterator[tuple[int, str]]:
         yield from head

@@ -11,6 +11,7 @@ import mmap
 from collections.abc import Callable, Sequence
 from itertools import islice
 from pathlib import Path
+from typing import NamedTuple
 
 import duckdb
 
@@ -68,19 +69,34 @@ def plain_bytes(mm: mmap.mmap) -> bool | None:
     return all(mm.find(w.encode()) < 0 for w in _OPENERS)
 
 
-def _loose(path: Path, joinless: bool) -> bool:
-    """Every line of the file but a blank one is a logical line of its own: no line can join the next
-    (`joinless`, _sql_plain) and the head finds no record prefixes (_logical's sniff), so none wraps."""
+class Sieved(NamedTuple):
+    """What DuckDB's sieve of a file needs to know of it. `loose`: every line of the file but a blank one
+    is a logical line of its own: no line can join the next (`joinless`, _sql_plain) and the head finds
+    no record prefixes, so none wraps. `prefixed`: _logical's sniff of the head (_prefixed), where it was
+    made (a joinless file), else None: with it, the head need not be kept for _logical to sniff again."""
+
+    loose: bool
+    prefixed: bool | None
+
+
+def _loose(path: Path, joinless: bool) -> Sieved:
+    """The file's Sieved: its head sniffed where it is joinless."""
     if not joinless:
-        return False
+        return Sieved(False, None)
     with path.open("rb") as fh:
-        return not _prefixed(list(_physical(enumerate(islice(fh, SNIFF_LINES), start=1))))
+        prefixed = _prefixed(list(_physical(enumerate(islice(fh, SNIFF_LINES), start=1))))
+    return Sieved(not prefixed, prefixed)
+
+
+# a file's kept lines (numbered physical lines) with its Sieved's sniff of the head (None: not made, and
+# the head is kept for _logical to make it)
+Kept = tuple[bool | None, list[tuple[int, bytes]]]
 
 
 def _sieved_sql(
-    con: duckdb.DuckDBPyConnection, files: list[tuple[Path, bool]], words: tuple[str, ...]
-) -> dict[str, list[tuple[int, bytes]]] | None:
-    """_sieved by DuckDB, for files _sql_plain passes, each with whether it is _loose, in one query: per
+    con: duckdb.DuckDBPyConnection, files: list[tuple[Path, Sieved]], words: tuple[str, ...]
+) -> dict[str, Kept] | None:
+    """_sieved by DuckDB, for files _sql_plain passes, each with its Sieved, in one query: per
     file, the numbered lines kept (kept_lines); None when DuckDB cannot read one of them (not UTF-8, a
     line too long)."""
     names = [str(f) for f, _ in files]
@@ -105,7 +121,7 @@ def _sieved_sql(
                JOIN f USING (filename)""",
             {"names": names, "fidx": list(range(1, len(names) + 1))},
         )
-        got = kept_lines(con, "audit_raw", [(i + 1, name, loose) for i, (name, (_, loose)) in
+        got = kept_lines(con, "audit_raw", [(i + 1, name, sieved) for i, (name, (_, sieved)) in
                                             enumerate(zip(names, files, strict=True))], words)  # fmt: skip
     finally:
         con.execute("DROP TABLE IF EXISTS audit_raw0")
@@ -113,9 +129,9 @@ def _sieved_sql(
     return got
 
 
-def sql_sieved(path: Path, plain: bool | None = None) -> bool | None:
+def sql_sieved(path: Path, plain: bool | None = None) -> Sieved | None:
     """Whether DuckDB may sieve the file (_sql_plain passes it and no log shipper wrote it): None if not,
-    else whether it is _loose. `plain`: _sql_plain's answer where the caller has read the bytes already
+    else its Sieved. `plain`: _sql_plain's answer where the caller has read the bytes already
     (plain_bytes)."""
     if shippers.recognise(path) or (joinless := _sql_plain(path) if plain is None else plain) is None:
         return None
@@ -124,37 +140,47 @@ def sql_sieved(path: Path, plain: bool | None = None) -> bool | None:
 
 def _kept_sql(table: str, words: tuple[str, ...]) -> str:
     """The lines _sieved keeps (fidx, line, text) of whole files whose lines DuckDB's line reader put in
-    `table` (fidx, line from 1, text), for the files $fidx, each with whether it is _loose ($loose): a
-    line left out is one past the head holding no word that is plain (SGLang's record prefix: the file
+    `table` (fidx, line from 1, text), for the files $fidx, each with whether it is loose ($loose) and
+    whether its head was sniffed ($sniffed, Sieved): a line left out is one past the head, or anywhere
+    in a file whose head was sniffed, holding no word that is plain (SGLang's record prefix: the file
     holds no byte that would unmake it) and followed by a plain line or the end, as _sieved leaves out;
-    in a loose file, any line past the head holding no word but a blank one. Either is a logical line of
-    its own, and the lines around it read the same without it. A line is kept for what it holds, or as
-    the line before one that is not plain (no sort: such lines are few)."""
+    in a loose file, any such line holding no word but a blank one. Either is a logical line of its own,
+    and the lines around it read the same without it; the head is kept only for _logical to sniff it,
+    which a sniffed file's Sieved has done. A line is kept for what it holds, or as the line before one
+    that is not plain (no sort: such lines are few)."""
     prefix = f"coalesce(regexp_matches(text, {sql_literal(_PREFIX_SQL)}), false)"
     hit = f"coalesce(regexp_matches(text, {sql_literal('|'.join(_sql_escape(w) for w in words))}), false)"
-    return f"""WITH l AS (SELECT unnest($fidx) AS fidx, unnest($loose) AS loose),
-                 r AS (SELECT fidx, line, text, loose, {prefix} AS plain, {hit} AS hit,
+    return f"""WITH l AS (SELECT unnest($fidx) AS fidx, unnest($loose) AS loose, unnest($sniffed) AS sniffed),
+                 r AS (SELECT fidx, line, text, loose, sniffed, {prefix} AS plain, {hit} AS hit,
                               coalesce(regexp_matches(text, '^[!-~]'), false) AS nonblank
                        FROM {table} JOIN l USING (fidx)),
                  k AS (SELECT fidx, line FROM r
-                       WHERE line <= {SNIFF_LINES} OR hit OR NOT CASE WHEN loose THEN nonblank ELSE plain END
+                       WHERE (line <= {SNIFF_LINES} AND NOT sniffed) OR hit
+                             OR NOT CASE WHEN loose THEN nonblank ELSE plain END
                        UNION
                        SELECT fidx, line - 1 FROM r WHERE NOT loose AND NOT plain AND line > 1)
             SELECT fidx, line, coalesce(text, '') AS text FROM {table} JOIN k USING (fidx, line)"""
 
 
+def _sieve_params(files: list[tuple[int, str, Sieved]]) -> dict[str, list[int] | list[bool]]:
+    return {
+        "fidx": [i for i, _, _ in files],
+        "loose": [s.loose for _, _, s in files],
+        "sniffed": [s.prefixed is not None for _, _, s in files],
+    }
+
+
 def kept_lines(
-    con: duckdb.DuckDBPyConnection, table: str, files: list[tuple[int, str, bool]], words: tuple[str, ...]
-) -> dict[str, list[tuple[int, bytes]]]:
-    """_kept_sql's lines per file (fidx, name, whether it is _loose) of `files`."""
+    con: duckdb.DuckDBPyConnection, table: str, files: list[tuple[int, str, Sieved]], words: tuple[str, ...]
+) -> dict[str, Kept]:
+    """_kept_sql's lines per file (fidx, name, its Sieved) of `files`."""
     rows = con.execute(
-        f"SELECT * FROM ({_kept_sql(table, words)}) ORDER BY fidx, line",
-        {"fidx": [i for i, _, _ in files], "loose": [loose for _, _, loose in files]},
+        f"SELECT * FROM ({_kept_sql(table, words)}) ORDER BY fidx, line", _sieve_params(files)
     ).fetchall()
     names = {i: name for i, name, _ in files}
-    out: dict[str, list[tuple[int, bytes]]] = {name: [] for _, name, _ in files}
+    out: dict[str, Kept] = {name: (s.prefixed, []) for _, name, s in files}
     for i, n, text in rows:
-        out[names[i]].append((n, text.encode()))
+        out[names[i]][1].append((n, text.encode()))
     return out
 
 
@@ -162,26 +188,22 @@ KEPT = "audit_kept"  # the kept lines of files read already (kept_from), on the 
 
 
 def kept_from(
-    con: duckdb.DuckDBPyConnection, table: str, files: list[tuple[int, str, bool]], words: tuple[str, ...]
+    con: duckdb.DuckDBPyConnection, table: str, files: list[tuple[int, str, Sieved]], words: tuple[str, ...]
 ) -> None:
     """_kept_sql's lines of files another reader (ingest's bulk reader) has read whole into `table`,
     stored on `con` for read_logs with the same words (the files named as read_logs is given them), so
     the audit reads no file a second time."""
     con.execute(f"CREATE TEMP TABLE IF NOT EXISTS {KEPT} (filename VARCHAR, n BIGINT, text VARCHAR)")
-    con.execute(f"CREATE TEMP TABLE IF NOT EXISTS {KEPT}_files (filename VARCHAR, words VARCHAR[])")
-    params = {
-        "fidx": [i for i, _, _ in files],
-        "loose": [loose for _, _, loose in files],
-        "names": [name for _, name, _ in files],
-        "words": list(words),
-    }
+    con.execute(f"CREATE TEMP TABLE IF NOT EXISTS {KEPT}_files (filename VARCHAR, words VARCHAR[], prefixed BOOLEAN)")
+    names = [name for _, name, _ in files]
     con.execute(
-        f"INSERT INTO {KEPT}_files SELECT unnest($names), $words", {"names": params["names"], "words": params["words"]}
+        f"INSERT INTO {KEPT}_files SELECT unnest($names), $words, unnest($prefixed)",
+        {"names": names, "words": list(words), "prefixed": [s.prefixed for _, _, s in files]},
     )
     con.execute(
         f"""INSERT INTO {KEPT} SELECT n.filename, k.line, k.text FROM ({_kept_sql(table, words)}) k
             JOIN (SELECT unnest($fidx) AS fidx, unnest($names) AS filename) n USING (fidx)""",
-        {"fidx": params["fidx"], "loose": params["loose"], "names": params["names"]},
+        _sieve_params(files) | {"names": names},
     )
 
 
@@ -191,28 +213,26 @@ def drop_kept(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(f"DROP TABLE IF EXISTS {KEPT}_files")
 
 
-def _kept_before(
-    con: duckdb.DuckDBPyConnection, names: list[str], words: tuple[str, ...]
-) -> dict[str, list[tuple[int, bytes]]]:
+def _kept_before(con: duckdb.DuckDBPyConnection, names: list[str], words: tuple[str, ...]) -> dict[str, Kept]:
     """The files of `names` whose kept lines kept_from stored for these words, and those lines."""
     stored = con.execute(
         "SELECT count(*) FROM duckdb_tables() WHERE temporary AND table_name = $t", {"t": f"{KEPT}_files"}
     ).fetchall()
     if not stored[0][0]:
         return {}
-    have = [
-        name
-        for (name,) in con.execute(
-            f"SELECT DISTINCT filename FROM {KEPT}_files WHERE filename IN (SELECT unnest($names)) AND words = $words",
+    have = dict(
+        con.execute(
+            f"""SELECT filename, any_value(prefixed) FROM {KEPT}_files
+                WHERE filename IN (SELECT unnest($names)) AND words = $words GROUP BY filename""",
             {"names": names, "words": list(words)},
         ).fetchall()
-    ]
-    out: dict[str, list[tuple[int, bytes]]] = {name: [] for name in have}
+    )
+    out: dict[str, Kept] = {name: (prefixed, []) for name, prefixed in have.items()}
     for name, n, text in con.execute(
         f"SELECT filename, n, text FROM {KEPT} WHERE filename IN (SELECT unnest($names)) ORDER BY filename, n",
-        {"names": have},
+        {"names": list(have)},
     ).fetchall():
-        out[name].append((n, text.encode()))
+        out[name][1].append((n, text.encode()))
     return out
 
 
@@ -226,7 +246,7 @@ def read_logs(
     """read_log of each file; with `sieve` and `con`, DuckDB sieves the plain files it reads as is in
     one query (_sieved_sql: the lines _sieved keeps, or fewer that no parse reads either, so that Python
     reads only those), the other files as read_log does (all of them when DuckDB cannot read one)."""
-    got: dict[str, list[tuple[int, bytes]]] = {}
+    got: dict[str, Kept] = {}
     if sieve is not None and con is not None:
         got = _kept_before(con, [str(p) for p in paths], sieve)
         plain = []
@@ -234,8 +254,8 @@ def read_logs(
             if str(path) in got:
                 continue
             try:
-                if (loose := sql_sieved(path)) is not None:
-                    plain.append((path, loose))
+                if (sieved := sql_sieved(path)) is not None:
+                    plain.append((path, sieved))
             except OSError:  # read_log names the file and the error
                 continue
         if plain:
@@ -243,10 +263,10 @@ def read_logs(
     out = []
     for path in paths:
         if str(path) in got:
-            kept = got[str(path)]
+            prefixed, kept = got[str(path)]
             # every line not kept was left out: those before the i-th kept line, its number less 1 less i
             before = {n: n - 1 - i for i, (n, _) in enumerate(kept)}
-            out.append(_kept(_logical(str(path), kept), before.__getitem__, keep, head))
+            out.append(_kept(_logical(str(path), kept, prefixed), before.__getitem__, keep, head))
         else:
             out.append(read_log(path, keep, head, sieve))
     return out

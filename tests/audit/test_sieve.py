@@ -4,6 +4,8 @@ long log is the audit of it read whole."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import duckdb
@@ -12,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import forensics.audit
+from forensics import db
 from forensics.audit import (
     DETECT_LINES,
     SIEVE,
@@ -21,8 +24,9 @@ from forensics.audit import (
     audit_paths,
     audit_server,
 )
-from forensics.audit.lines import _NOT_PLAIN_BYTES, SNIFF_LINES, read_log
+from forensics.audit.lines import _NOT_PLAIN_BYTES, SNIFF_LINES, _prefixed, read_log, split_prefix
 from forensics.audit.sieved import read_logs
+from forensics.ingest import ingest_into
 from tests import support
 
 DATA = support.DATA / "audit"
@@ -92,8 +96,9 @@ def test_the_sieve_leaves_out_only_single_lines_holding_no_word(tmp_path_factory
     )
 )
 def test_duckdb_sieves_as_python_does(tmp_path_factory, picks: list[int]) -> None:
-    """DuckDB keeps the lines the Python sieve keeps; of a file whose lines cannot join (JSON lines),
-    fewer, but only single lines holding no word."""
+    """DuckDB keeps the lines the Python sieve keeps, or fewer, but only single lines holding no word: of a
+    file whose lines cannot join (JSON lines), and in the head of a file whose head it has sniffed
+    (forensics.audit.sieved.Sieved: the head is kept only for _logical to sniff it)."""
     path = _write(tmp_path_factory.mktemp("sieve") / "server.log", [PIECES[i] for i in picks])
     head = 20
     whole = read_log(path, keep=_relevant, head=head)
@@ -101,8 +106,7 @@ def test_duckdb_sieves_as_python_does(tmp_path_factory, picks: list[int]) -> Non
     by_sql = read_logs([path], _relevant, head, SIEVE, duckdb.connect())[0]
     left = set(by_sql)
     assert [ln for ln in whole if ln in left] == by_sql
-    if any(not PIECES[i].startswith("{") and PIECES[i] for i in picks):
-        assert by_sql == sieved
+    assert [ln for ln in sieved if ln in left] == by_sql
     for ln in whole:
         if ln not in left:
             assert not any(w in ln.text for w in SIEVE), ln
@@ -137,3 +141,42 @@ def test_duckdb_sieves_the_fixture_bundle_as_read_whole(monkeypatch: pytest.Monk
         m.setattr(forensics.audit, "SIEVE", None)
         whole = [a.to_json() for a in audit_engine_dirs(engine)]
     assert sieved == whole
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(range(len(PIECES))), max_size=40), st.integers(0, 3), st.text(max_size=12))
+def test_the_head_sniff_counts_as_split_prefix(picks: list[int], transport: int, noise: str) -> None:
+    """_prefixed counts a line SGLang's record prefix starts without split_prefix: the count is the one
+    split_prefix gives, on the pieces, behind a transport prefix, and with other text before them."""
+    lead = ["", "2026-03-25T09:40:07.123Z ", "(EngineCore_DP0 pid=1) ", noise][transport]
+    head = [(i + 1, lead + PIECES[p]) for i, p in enumerate(picks)]
+    nonblank = [t for _, t in head if t.strip()]
+    by_split = bool(nonblank) and 4 * sum(split_prefix(t)[2] for t in nonblank) >= len(nonblank)
+    assert _prefixed(head) == by_split
+
+
+def _node_audit(bundle: Path) -> list[tuple]:
+    con = db.connect(":memory:")
+    ingest_into(con, bundle)
+    rows = con.execute("SELECT * FROM node_audit ORDER BY node").fetchall()
+    con.close()
+    return rows
+
+
+def test_ingests_audit_is_the_audit_read_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """node_audit as ingest stores it, from the lines the bulk reader kept (the heads sieved too, their
+    sniff made where each file is scanned), is the audit of the files read whole; on rotated text logs
+    with JSON request logs beside them."""
+    subprocess.run(
+        [sys.executable, "-m", "forensics", "simulate", str(tmp_path / "g"), "--scale", "--requests", "1500"],
+        check=True,
+        capture_output=True,
+    )
+    bundle = tmp_path / "g" / "bundle"
+    assert list(bundle.rglob("*.jsonl")) and len(list((bundle / "engine" / "decode-0").iterdir())) > 1
+    kept = _node_audit(bundle)
+    with monkeypatch.context() as m:
+        m.setattr(forensics.audit, "SIEVE", None)
+        whole = _node_audit(bundle)
+    assert kept == whole and len(kept) > 2
+    assert all(r[1] != "unknown" for r in kept)
