@@ -9,7 +9,9 @@ party can check later:
 - **The signature.** With an operator's Ed25519 key (`--sign-key`, or $KVF_SIGN_KEY), manifest.sig
   holds a detached signature over manifest.json's bytes and the public key that made it.
 - **The check.** `forensics verify OUT` recomputes every hash the manifest records (inputs, from the
-  bundle it names; outputs), walks the chain, and checks the signature, naming each file that fails.
+  bundle it names; outputs), walks from every finding id a notice cites to its row of the pack's
+  evidence.csv and on to the evidence lines in the inputs (forensics.citations), walks the chain, and
+  checks the signature, naming each file that fails.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from forensics.citations import walk
 from forensics.errors import InputError
 from forensics.intake import sha256_file
 from forensics.outputs import atomic_open, make_private, write_json
@@ -168,7 +171,7 @@ class Verdict:
 
     failures: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    checked: dict[str, int] = field(default_factory=lambda: {"inputs": 0, "outputs": 0, "chain": 0})
+    checked: dict[str, int] = field(default_factory=lambda: {"inputs": 0, "outputs": 0, "chain": 0, "citations": 0})
     signer: str | None = None
 
     @property
@@ -209,6 +212,10 @@ def verify(out: Path, bundle: Path | None = None, trusted_key: Path | None = Non
             entries.append({**e, "path": where or e.get("path") or part})
     entries += [e for e in manifest.get("disclosure_files") or [] if isinstance(e, dict)]  # the operator's
     _check_inputs(entries, folder, v)
+    cites = walk(out, folder, {str(e.get("path")) for e in entries if e.get("sha256")})
+    v.failures += cites.failures
+    v.notes += cites.notes
+    v.checked["citations"] = cites.cited
     _check_chain(out, run.get("previous_manifest"), v)
     _check_signature(out, trusted_key, v)
     return v

@@ -125,19 +125,20 @@ def build_pack(
         if not has_evidence(con):
             raise InputError(f"{db}: made by a version without finding ids (no finding_evidence): rerun investigate")
         n_evidence = write_evidence(con, staging / EVIDENCE_CSV)
-        cited = cited_ids(con)
+        chosen = {code: {a for a, codes in places.items() if code in codes} for code in forms}
         known = _carry_notices(out, staging / "notices", manifest["run"]["outputs_sha256"])
         if known is None:  # OUT/notices is gone: rendered again, as investigate renders them
+            cited = cited_ids(con)
             generic = compiled_templates(DEFAULT_TEMPLATES)
             notices = write_notice_folder(con, staging / NOTICES, generic, evidence=cited)
             known = {}
-        else:
+        else:  # only the jurisdictions' accounts are rendered here: their notice lines' ids alone
+            cited = cited_ids(con, only=set().union(*chosen.values()))
             notices = {"mail_merge.csv": _rows(staging / "notices" / "mail_merge.csv")}
         by_place = {}
         for code, compiled in forms.items():
-            chosen = {a for a, codes in places.items() if code in codes}
-            if chosen:  # no account mapped there: no folder
-                n = write_notice_folder(con, staging / "notices" / code, compiled, only=chosen, evidence=cited)
+            if chosen[code]:  # no account mapped there: no folder
+                n = write_notice_folder(con, staging / "notices" / code, compiled, only=chosen[code], evidence=cited)
                 by_place[code] = n["mail_merge.csv"]
         siem = _write_siem(staging / "siem", evs)
     except BaseException:
@@ -147,10 +148,12 @@ def build_pack(
         con.close()
     swap_in(staging, target)
     hashes = {}
-    # names as strings: sorting 200,000 Path objects costs half a minute of comparisons
+    # names as strings: sorting 200,000 Path objects costs half a minute of comparisons; each folder's
+    # name made once, not once per file (pathlib's parse of 200,000 roots: seconds)
     names = sorted(
-        f"{PACK}/{Path(root).relative_to(target).as_posix()}/{name}".replace("/./", "/")
+        f"{folder}/{name}"
         for root, _, files in os.walk(target)
+        for folder in (f"{PACK}/{Path(root).relative_to(target).as_posix()}".removesuffix("/."),)
         for name in files
     )
     for name in names:
@@ -174,13 +177,25 @@ def _carry_notices(out: Path, folder: Path, recorded: dict[str, str]) -> dict[st
     src = out / NOTICES
     if not (src / "mail_merge.csv").is_file():
         return None
-    shutil.copytree(src, folder, copy_function=link_or_copy)
-    known = {}
-    for f in folder.rglob("*"):
-        name = f.relative_to(folder).as_posix()
-        if f"{NOTICES}/{name}" in recorded:
-            known[f"{PACK}/{NOTICES}/{name}"] = recorded[f"{NOTICES}/{name}"]
+    known: dict[str, str] = {}
+    _link_tree(str(src), str(folder), NOTICES, recorded, known)
     return known
+
+
+def _link_tree(src: str, dst: str, name: str, recorded: dict[str, str], known: dict[str, str]) -> None:
+    """shutil.copytree(src, dst, copy_function=link_or_copy), its paths kept as strings (pathlib's objects
+    for 200,000 files cost seconds), each file's recorded hash noted under its name in the pack."""
+    os.mkdir(dst)
+    with os.scandir(src) as entries:
+        for e in sorted(entries, key=lambda e: e.name):
+            inner = f"{name}/{e.name}"
+            if e.is_dir():  # a link to a folder: its files, as copytree follows it
+                _link_tree(e.path, os.path.join(dst, e.name), inner, recorded, known)
+                continue
+            link_or_copy(e.path, os.path.join(dst, e.name))
+            if inner in recorded:
+                known[f"{PACK}/{inner}"] = recorded[inner]
+    shutil.copystat(src, dst)
 
 
 def _rows(path: Path) -> int:

@@ -19,7 +19,8 @@ EPILOG = """Examples:
   forensics verify out/ --key ~/keys/dpo.pub        (exit 0: every hash, the chain and the signature hold)
 
 verify recomputes the SHA-256 of every input (in the bundle folder the manifest names, or --bundle) and
-every output the manifest lists, walks custody/ (the manifests this folder held before), and checks
+every output the manifest lists, checks that every finding id a notice cites is in the pack's evidence.csv
+and that its evidence lines are lines of the inputs, walks custody/ (the manifests this folder held before), and checks
 manifest.sig. Each failure names its file; the exit code is 1 if any fails."""
 
 
@@ -44,7 +45,7 @@ def verify(
     c = v.checked
     typer.echo(
         f"{'verified' if v.ok else 'NOT verified'}: {c['inputs']:,} inputs, {c['outputs']:,} outputs, "
-        f"{c['chain']:,} earlier manifests in the chain; "
+        f"{c['chain']:,} earlier manifests in the chain, {c['citations']:,} finding ids the notices cite; "
         # a signature that does not hold is a failure above; with none, the run was not signed
         + (f"signed by key {v.signer}" if v.signer else "unsigned" if v.ok else "no signature verified")
         + ("" if v.ok else f"; {len(v.failures):,} failures")

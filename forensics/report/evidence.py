@@ -12,6 +12,7 @@ itemise per notice): its line cites none, and the notice says where they are.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Collection
 from pathlib import Path
 
 import duckdb
@@ -32,19 +33,21 @@ def has_evidence(con: duckdb.DuckDBPyConnection) -> bool:
     return bool(row and row[0])
 
 
-def cited_ids(con: duckdb.DuckDBPyConnection) -> Cited:
+def cited_ids(con: duckdb.DuckDBPyConnection, only: Collection[str] | None = None) -> Cited:
     """Per notice line (role, request id), the ids of its findings rows, in id order; only for the requests
-    the notices list (notice_requests). Empty for a database without finding_evidence."""
+    the notices list (notice_requests), or with `only` the requests of those accounts' notices. Empty for
+    a database without finding_evidence."""
     if not has_evidence(con):
         return {}
     out: Cited = defaultdict(list)
+    chosen, params = ("", {}) if only is None else ("AND account_id IN (SELECT unnest($only))", {"only": sorted(only)})
     for role, (file, column) in CITES.items():
         rows = con.execute(
             f"""SELECT DISTINCT e.{column}, e.finding_id FROM finding_evidence e
-                JOIN (SELECT DISTINCT request_id FROM notice_requests WHERE role = $role) n
+                JOIN (SELECT DISTINCT request_id FROM notice_requests WHERE role = $role {chosen}) n
                   ON n.request_id = e.{column}
                 WHERE e.finding_file = $file ORDER BY 1, 2""",
-            {"role": role, "file": file},
+            {"role": role, "file": file, **params},
         ).fetchall()
         for request_id, finding_id in rows:
             out[(role, request_id)].append(finding_id)

@@ -46,6 +46,9 @@ DEFAULT_TEMPLATES = (TEMPLATES / "notices" / "notice.html.j2", TEMPLATES / "noti
 # bundled templates chosen by name (--notice-template california): California's Notice of Data Breach
 BUNDLED = {"california": TEMPLATES / "notices" / "california.html.j2"}
 SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]")
+# the rows of the accounts in $only: a semi join on a hash of them (list_contains tests every row against
+# the whole list: 10,000 accounts of 1M rows)
+ONLY = "account_id IN (SELECT unnest($only))"
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
@@ -271,9 +274,10 @@ def _write(
 ) -> dict[str, int]:
     row = con.execute("SELECT context FROM notice_incident").fetchone()
     incident = json.loads(row[0], object_hook=_json_hook) if row else {}
-    accounts = notification_rows(query_rows(con, "report", "notifications"))  # ordered by account_id
-    if only is not None:
-        accounts = [a for a in accounts if a["account_id"] in only]
+    rows = query_rows(con, "report", "notifications")  # ordered by account_id
+    if only is not None:  # chosen before their roles are worded: a jurisdiction's few of 100,000 accounts
+        rows = [n for n in rows if n["account_id"] in only]
+    accounts = notification_rows(rows)
     cites = evidence or {}
     stems = notice_stems(a["account_id"] for a in accounts)
     merge = []
@@ -295,7 +299,7 @@ def _write(
             files.append(f"{stem}{ext}")
         merge.append(merge_row(a, requests, files))
     write_merge(folder / "mail_merge.csv", merge)
-    chosen = "" if only is None else "WHERE list_contains($only, account_id)"
+    chosen = "" if only is None else f"WHERE {ONLY}"
     n = write_csv(
         con,
         f"""SELECT account_id, role, request_id, status, same_account_only, first_at, last_at, request_at, node,
@@ -319,7 +323,7 @@ def _requests_by_account(
     """notice_requests one account at a time, in account_id order, streamed: memory holds one account's
     rows, not the run's (logs only, 10M requests make millions of possibly exposed rows: read whole, as
     Python dicts, gigabytes). With `only`, those accounts' rows alone."""
-    where, params = ("", None) if only is None else ("WHERE list_contains($only, account_id)", {"only": sorted(only)})
+    where, params = ("", None) if only is None else (f"WHERE {ONLY}", {"only": sorted(only)})
     sql = f"SELECT * FROM notice_requests {where} ORDER BY account_id, role, request_id"
     rows = iter_rows(con, sql, params, chunk=chunk)
     for account, group in groupby(rows, key=itemgetter("account_id")):

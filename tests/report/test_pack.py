@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import functools
+import hashlib
 import json
 import re
 import shutil
@@ -17,7 +18,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from forensics.custody import keygen, signing_key, verify
+from forensics.citations import FINDING_ID
+from forensics.custody import keygen, sign, signing_key, verify
 from forensics.errors import InputError
 from forensics.pack import PACK, SIEM_FILES, build_pack
 from forensics.siem import export
@@ -49,7 +51,7 @@ def packed(sample_out: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
         w.writerows([a, "US-CA", 1] for a in ca)
     private, public = keygen(tmp / "dpo")
     p = build_pack(out, bundle=operator, key=signing_key(private))
-    return {"out": out, "ca": ca, "notified": notified, "public": public, "packed": p}
+    return {"out": out, "ca": ca, "notified": notified, "public": public, "private": private, "packed": p}
 
 
 def test_the_pack_holds_every_part(packed: dict, tmp_path: Path) -> None:
@@ -90,6 +92,53 @@ def test_verify_covers_the_pack_and_names_a_changed_file(packed: dict) -> None:
         assert verify(out).failures == [f"{victim}: changed (SHA-256 differs from the manifest's)"]
     finally:
         victim.write_bytes(kept)
+
+
+def _rehashed(out: Path, changed: Path, private: Path) -> None:
+    """The manifest made to claim `changed`'s new bytes and signed again: only the walk can catch it."""
+    manifest = json.loads((out / "manifest.json").read_text())
+    manifest["run"]["outputs_sha256"][changed.relative_to(out).as_posix()] = hashlib.sha256(
+        changed.read_bytes()
+    ).hexdigest()
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    sign(out, signing_key(private))
+
+
+def test_verify_walks_every_cited_id_to_its_evidence_lines(packed: dict, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    shutil.copytree(packed["out"], out)  # copies: the pack's notices no longer share investigate's bytes
+    v = verify(out, trusted_key=packed["public"])
+    assert v.ok, v.failures
+    assert v.checked["citations"] > 100
+    index = {r["finding_id"]: r for r in _csv(out / PACK / "evidence.csv")}
+    # one id of a California notice altered (a digit of its hex), the manifest hashed and signed over it
+    victim = next(
+        p for p in sorted((out / PACK / "notices" / "US-CA").glob("*.html")) if FINDING_ID.search(p.read_text())
+    )
+    text = victim.read_text()
+    cited = FINDING_ID.search(text).group(0)  # type: ignore[union-attr]
+    altered = cited[:-1] + ("0" if cited[-1] != "0" else "1")
+    assert cited in index and altered not in index
+    victim.write_text(text.replace(cited, altered, 1))
+    _rehashed(out, victim, packed["private"])
+    v = verify(out, trusted_key=packed["public"])
+    assert v.failures == [f"{victim}: cites finding {altered}, which pack/evidence.csv does not hold"]
+    victim.write_text(text)
+    _rehashed(out, victim, packed["private"])
+    assert verify(out).ok
+    # an evidence line moved past the end of its file: every notice citing that finding fails, by name
+    evidence = out / PACK / "evidence.csv"
+    kept = evidence.read_text()
+    ref = index[cited]["evidence_refs"].split(";")[0]
+    path, _, line = ref.rpartition(":")
+    assert sum(1 for _ in (SAMPLE / path).open("rb")) >= int(line)  # the line exists in the bundle
+    evidence.write_text(kept.replace(f"{ref}", f"{path}:99999999", 1))
+    _rehashed(out, evidence, packed["private"])
+    failures = verify(out).failures
+    assert failures and all(
+        f"cites finding {cited}, whose evidence line {path}:99999999 is past" in f for f in failures
+    )
+    assert any(f.startswith(f"{victim}: ") for f in failures)
 
 
 @functools.cache

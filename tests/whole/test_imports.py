@@ -28,7 +28,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ),
     ("forensics.db", "forensics.outputs"),
     ("forensics.intake",),
-    ("forensics.custody",),  # the manifest's chain and signature: the pipeline and the notices rewrite it
+    # the manifest's chain and signature (the pipeline and the notices rewrite it); the walk from a
+    # notice's citations to the evidence lines, which verify runs
+    ("forensics.custody", "forensics.citations"),
     ("forensics.audit",),  # the config audit: the report names its verdict
     ("forensics.ingest",),
     ("forensics.cohorts",),
