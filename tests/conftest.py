@@ -100,6 +100,20 @@ HEAVY = (
     "tests/ownership/test_allocator.py",
     "tests/audit/test_sieve.py",
     "tests/findings/test_possible_compact.py",
+    # 10 to 35 s of CPU each (measured in one process), with few tests: by their count they would be
+    # handed out among the last files (test_kernel_signatures the very last)
+    "tests/ingest/test_window.py",
+    "tests/findings/test_sender_sources.py",
+    "tests/ingest/test_readers_agree.py",
+    "tests/whole/test_kernel_signatures.py",
+    "tests/ownership/test_replay.py",
+    "tests/ingest/test_delivery_twice.py",
+    "tests/report/test_pack.py",
+    "tests/findings/test_late_write_buckets.py",
+    "tests/ingest/test_time_hits_buckets.py",
+    "tests/findings/test_properties.py",
+    "tests/ingest/test_seqs.py",
+    "tests/watch/test_watch_vs_investigate.py",
 )
 
 
