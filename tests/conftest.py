@@ -100,19 +100,36 @@ HEAVY = (
     "tests/ownership/test_allocator.py",
     "tests/audit/test_sieve.py",
     "tests/findings/test_possible_compact.py",
+    # 10 to 35 s of CPU each (measured in one process), with few tests: by their count they would be
+    # handed out among the last files (test_kernel_signatures the very last)
+    "tests/ingest/test_window.py",
+    "tests/findings/test_sender_sources.py",
+    "tests/ingest/test_readers_agree.py",
+    "tests/whole/test_kernel_signatures.py",
+    "tests/ownership/test_replay.py",
+    "tests/ingest/test_delivery_twice.py",
+    "tests/report/test_pack.py",
+    "tests/findings/test_late_write_buckets.py",
+    "tests/ingest/test_time_hits_buckets.py",
+    "tests/findings/test_properties.py",
+    "tests/ingest/test_seqs.py",
+    "tests/watch/test_watch_vs_investigate.py",
 )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """In an xdist worker: the files in the order they are handed out, HEAVY first, then the larger
-    first, each file's tests in their own order (every worker sorts the same collection the same way)."""
+    """In an xdist worker: the files in the order they are handed out, HEAVY first, then the files with
+    tests marked slow (the most first: whole incidents, a wheel, a Ray cluster; a file of a few such tests
+    handed out last would keep one worker busy while the other waits), then the larger first, each file's
+    tests in their own order (every worker sorts the same collection the same way)."""
     if not hasattr(config, "workerinput"):
         return
     files: dict[str, list[pytest.Item]] = {}
     for item in items:
         files.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
+    slow = {path: sum(1 for i in tests if i.get_closest_marker("slow")) for path, tests in files.items()}
 
-    def weight(path: str) -> tuple[int, int]:
-        return (HEAVY.index(path) if path in HEAVY else len(HEAVY), -len(files[path]))
+    def weight(path: str) -> tuple[int, int, int]:
+        return (HEAVY.index(path) if path in HEAVY else len(HEAVY), -slow[path], -len(files[path]))
 
     items[:] = [item for path in sorted(files, key=weight) for item in files[path]]

@@ -8,8 +8,6 @@ from __future__ import annotations
 import csv
 import json
 import random
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +15,7 @@ import pytest
 from forensics.db import connect
 from forensics.findings.possible import possible_reach
 from forensics.findings.rules import define_rules
+from forensics.simulate import build_config, simulate
 
 T0 = 1_790_000_000
 
@@ -88,15 +87,19 @@ def test_start_ups_and_unknown_times_on_hand_made_tables() -> None:
 
 @pytest.mark.slow
 def test_no_possible_pairs_leaves_the_pairs_csv_out_and_the_accounts_unchanged(tmp_path: Path) -> None:
-    cli = [sys.executable, "-m", "forensics"]
+    # the CLI's options and --json in this process (CliRunner): a process of its own would add only its
+    # start-up, which tests/whole/test_cli.py and test_hardening.py test
+    from typer.testing import CliRunner
+
+    from forensics.cli import app
+
     sim = tmp_path / "sim"
-    subprocess.run([*cli, "simulate", str(sim), "--seed", "44", "--requests", "500", "--no-telemetry", "decode-1"],
-                   check=True, capture_output=True)  # fmt: skip
+    simulate(sim, build_config("default", seed=44, requests=500, no_telemetry="decode-1"))
     outs = {}
     for flag in ("--possible-pairs", "--no-possible-pairs"):
         out = tmp_path / flag
-        r = subprocess.run([*cli, "investigate", str(sim / "bundle"), "--out", str(out), "--json", flag],
-                           check=True, capture_output=True, text=True)  # fmt: skip
+        r = CliRunner().invoke(app, ["investigate", str(sim / "bundle"), "--out", str(out), "--json", flag])
+        assert r.exit_code == 0, r.output
         outs[flag] = (out, json.loads(r.stdout)["possible_pairs"])
     (full, plan_full), (slim, plan_slim) = outs["--possible-pairs"], outs["--no-possible-pairs"]
     assert plan_full["written"] and not plan_slim["written"] and plan_full["pairs"] == plan_slim["pairs"] > 0

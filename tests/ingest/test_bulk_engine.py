@@ -12,7 +12,6 @@ import gzip
 import importlib.util
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -75,11 +74,13 @@ def test_simulated_bundles(
 
 
 def _scale(out: Path, *args: str) -> Path:
-    subprocess.run(
-        [sys.executable, "-m", "forensics", "simulate", str(out), "--scale", "--requests", "1500", *args],
-        check=True,
-        capture_output=True,
-    )
+    """simulate --scale in this process (the readers are under test here, not the command's process)."""
+    from typer.testing import CliRunner
+
+    from forensics.cli import app
+
+    res = CliRunner().invoke(app, ["simulate", str(out), "--scale", "--requests", "1500", *args])
+    assert res.exit_code == 0, res.output
     return out / "bundle"
 
 

@@ -11,8 +11,6 @@ import importlib.util
 import json
 import random
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -260,12 +258,14 @@ def test_log_timezone_and_logs_only(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 def test_scale_bundle_rows(tmp_path: Path) -> None:
     """Text --log-requests lines (Receive, Finish), JSON records and Req Time Stats as simulate --scale
     writes them, rotated: the same rows, file by file."""
+    from typer.testing import CliRunner
+
+    from forensics.cli import app
+
     out = tmp_path / "g"
-    subprocess.run(
-        [sys.executable, "-m", "forensics", "simulate", str(out), "--scale", "--requests", "800", "--seed", "2",
-         "--release", "0.5.23", "--rotation", "numbered"],
-        check=True, capture_output=True,
-    )  # fmt: skip
+    res = CliRunner().invoke(app, ["simulate", str(out), "--scale", "--requests", "800", "--seed", "2",
+                                   "--release", "0.5.23", "--rotation", "numbered"])  # fmt: skip
+    assert res.exit_code == 0, res.output
     n = 0
     for path, jsonl in _files(out / "bundle"):
         n += len(_assert_same(path.read_bytes(), jsonl, cuts=3))

@@ -248,13 +248,18 @@ def test_parquet_export_of_the_findings_tables(bundle: Path, tmp_path: Path) -> 
 def test_threads_reach_every_task(bundle: Path, tmp_path: Path, threads: int, workers: int) -> None:
     """--threads holds for the run's own DuckDB (ingest, findings, the allocator model's walks) and is
     shared among the per-node tasks' workers: each task's DuckDB (and so its compiled walks) gets
-    threads // workers, at least one (--json says)."""
-    proc = cli(
+    threads // workers, at least one (--json says). The options in this process (CliRunner): the worker
+    processes are spawned all the same; the tests above run the command in a process of its own."""
+    from typer.testing import CliRunner
+
+    from forensics.cli import app
+
+    res = CliRunner().invoke(app, [
         "investigate", str(bundle), "--out", str(tmp_path / "o"), "--json", "--quiet",
         "--threads", str(threads), "--workers", str(workers),
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
-    got = json.loads(proc.stdout)
+    ])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    got = json.loads(res.stdout)
     assert got["threads"] == threads
     tasks = got["per_node_tasks"]
     if workers == 1:  # every node on the run's own connection: its threads are the run's
