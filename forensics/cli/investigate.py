@@ -135,7 +135,8 @@ def investigate(
     """Ingest, rebuild page ownership and provenance, write findings and the disclosure report."""
     from forensics import progress
     from forensics.errors import InputError
-    from forensics.ownership.execution.nodes import EXECUTORS, Execution, probe_ray_address
+    from forensics.ownership.execution.cluster import probe_ray_address
+    from forensics.ownership.execution.nodes import EXECUTORS, Execution
     from forensics.pipeline import Custody
     from forensics.pipeline import investigate as run
 

@@ -129,7 +129,7 @@ def test_threads_reach_the_node_tasks_and_the_likelihood(tmp_path: Path, monkeyp
     the allocator model's pool, on a machine that seems to have 8 cores (the defaults would take them)."""
     import os
 
-    import forensics.findings.allocator_walk as walk
+    import forensics.ownership.execution.walks as walk  # the allocator model's walk pool
 
     monkeypatch.setattr(os, "cpu_count", lambda: 8)
     pools: list[int] = []
@@ -163,7 +163,7 @@ def test_a_dead_or_wrong_ray_address_is_refused_in_seconds() -> None:
 
     pytest.importorskip("ray")
     from forensics.errors import InputError
-    from forensics.ownership.execution.nodes import PROBE_SECONDS, probe_ray_address
+    from forensics.ownership.execution.cluster import PROBE_SECONDS, probe_ray_address
 
     with socket.socket() as closed:
         closed.bind(("127.0.0.1", 0))
@@ -184,15 +184,15 @@ def test_a_dead_or_wrong_ray_address_is_refused_in_seconds() -> None:
 def test_a_failed_ray_task_names_its_node() -> None:
     ray = pytest.importorskip("ray")
     from forensics.errors import CapacityError
-    from forensics.ownership.execution.nodes import NodeTask, _task_failed
+    from forensics.ownership.execution.cluster import task_failed
 
-    task = NodeTask(None, "decode-3", "in", "out", None, 1)  # type: ignore[arg-type]
-    crashed = _task_failed(ray, ray.exceptions.WorkerCrashedError(), task)
+    task = "decode-3"
+    crashed = task_failed(ray, ray.exceptions.WorkerCrashedError(), task)
     assert isinstance(crashed, RuntimeError) and "node decode-3 failed" in str(crashed)
     raised = ray.exceptions.RayTaskError("run_node_on_ray", "Traceback ...", MemoryError("out of memory"))
-    assert str(_task_failed(ray, raised, task)).endswith("node decode-3 failed: MemoryError: out of memory")
+    assert str(task_failed(ray, raised, task)).endswith("node decode-3 failed: MemoryError: out of memory")
     too_big = ray.exceptions.RayTaskError("run_node_on_ray", "Traceback ...", CapacityError("raise --memory-limit"))
-    assert isinstance(failed := _task_failed(ray, too_big, task), CapacityError)
+    assert isinstance(failed := task_failed(ray, too_big, task), CapacityError)
     assert str(failed) == "the Ray task analysing node decode-3: raise --memory-limit"
 
 

@@ -38,17 +38,14 @@ import pyarrow as pa
 from forensics.audit.sieved import KEPT
 from forensics.db import PROFILE, connect, run_query, timed
 from forensics.engines.facts import EngineRows
-from forensics.errors import InputError
 from forensics.ingest import EngineLoader
 from forensics.ingest.bulk import load_engine_files
 from forensics.intake import InputFile
+from forensics.ownership.execution.cluster import on_ray
 from forensics.ownership.execution.nodes import (
     Execution,
     _code_digest,
-    _connect_ray,
-    _import_ray,
     _share,
-    _task_failed,
     task_threads,
 )
 
@@ -120,7 +117,9 @@ def ingest_node_on_ray(task: IngestTask, code: str, *blobs: bytes) -> dict[str, 
         if name in result["tables"]:
             table = result["tables"][name]
             names = [back.get(n, n) for n in table.column("filename").to_pylist()]
-            result["tables"][name] = table.set_column(table.schema.get_field_index("filename"), "filename", [names])
+            # typed: an empty list would become Arrow's null type, which no other task's table shares
+            column = pa.array(names, pa.string())
+            result["tables"][name] = table.set_column(table.schema.get_field_index("filename"), "filename", column)
     return {**result, **where, "code": own}
 
 
@@ -215,43 +214,18 @@ def load_apart(
 
 
 def _run_ray(tasks: list[IngestTask], execution: Execution) -> list[dict[str, Any]]:
-    """Each task on the cluster, its files put into the object store as it is submitted (at most two tasks
-    per worker in flight); the results in the tasks' order."""
-    ray = _import_ray()
-    code = _code_digest()
+    """Each task on the cluster, its files put into the object store as it is submitted; the results in the
+    tasks' order (cluster.on_ray)."""
     workers = max(1, execution.workers or execution.threads or os.cpu_count() or 1)
-    started = _connect_ray(ray, execution.ray_address, workers)
-    results: list[dict[str, Any]] = [{} for _ in tasks]
-    pending: dict[Any, int] = {}
-    try:
-        remote = ray.remote(num_cpus=1, scheduling_strategy="SPREAD")(ingest_node_on_ray)
-        queue = iter(enumerate(tasks))
-        while True:
-            for i, task in queue:
-                blobs = [ray.put(f.path.read_bytes()) for f in task.files]
-                pending[remote.remote(task, code, *blobs)] = i
-                if len(pending) >= 2 * workers:
-                    break
-            if not pending:
-                break
-            [ref], _ = ray.wait(list(pending), num_returns=1)
-            i = pending.pop(ref)
-            try:
-                result = ray.get(ref)
-            except ray.exceptions.RayError as err:
-                raise _task_failed(ray, err, tasks[i].node) from None
-            if result.pop("code") != code:
-                raise InputError(
-                    f"the Ray worker on host {result['host']} (Ray node {result['ray_node']}), given the engine "
-                    f"logs of node {tasks[i].node}, runs other kv-forensics code than this process: install the "
-                    "same kv-forensics version on every machine of the cluster"
-                )
-            results[i] = result
-    finally:
-        for ref in pending:  # a failed or interrupted run stops the tasks still under way
-            ray.cancel(ref, force=True)
-        if started:
-            ray.shutdown()
+    results = on_ray(
+        ingest_node_on_ray,
+        tasks,
+        _code_digest(),
+        lambda ray, task: [ray.put(f.path.read_bytes()) for f in task.files],
+        lambda task: f"the engine logs of node {task.node}",
+        execution.ray_address,
+        workers,
+    )
     if PROFILE:
         for r in results:
             print(

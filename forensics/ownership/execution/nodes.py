@@ -29,15 +29,12 @@ walks, which run in the threads of the task's side_by_side (as many as its DuckD
 from __future__ import annotations
 
 import hashlib
-import importlib
 import json
-import logging
 import os
 import shutil
 import socket
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
@@ -62,7 +59,7 @@ from forensics.db import (
     thread_count,
     timed,
 )
-from forensics.errors import ForensicsError, InputError
+from forensics.ownership.execution.cluster import on_ray
 from forensics.paths import query_files
 
 EXECUTORS = ("process", "ray")
@@ -272,152 +269,22 @@ def run_node_on_ray(task: NodeTask, code: str, events: bytes, landing: bytes) ->
     return {**account, **where, "code": own, "tables": tables}
 
 
-PROBE_SECONDS = 2.0  # each of the address checks: a Ray head answers both within milliseconds
-
-
-def probe_ray_address(address: str) -> None:
-    """Refuse in seconds an address where no Ray head answers: ray.init would retry it for half a minute or
-    more (a head's GCS that is down, a port of something else). `auto` (the cluster this machine's
-    `ray start` joined) is left to Ray, which answers at once; `ray://` (Ray Client) gets the TCP check."""
-    _import_ray()
-    if address == "auto":
-        return
-    client = address.startswith("ray://")
-    host, sep, port = address.removeprefix("ray://").rpartition(":")
-    if not sep or not host or not port.isdigit():
-        raise InputError(
-            f"--ray-address {address!r}: expected HOST:PORT (the head's port, 6379 unless `ray start --head` "
-            "was given another), ray://HOST:PORT or auto"
-        )
-    try:
-        socket.create_connection((host.strip("[]"), int(port)), timeout=PROBE_SECONDS).close()
-    except OSError as err:
-        raise InputError(
-            f"--ray-address {address}: no Ray head answers there ({err.strerror or err}); "
-            "start one with `ray start --head --port PORT` or check the address"
-        ) from None
-    if not client:
-        _probe_gcs(address)
-
-
-def _probe_gcs(address: str) -> None:
-    """Asks the head's GCS for its cluster id, which a Ray head answers at once; in a thread, so that a
-    listener that never answers costs PROBE_SECONDS, not a hang."""
-    # by name: ray._raylet is compiled, and what mypy sees of it differs by release (2.60 shows no GcsClient)
-    GcsClient = getattr(importlib.import_module("ray._raylet"), "GcsClient")  # noqa: B009
-
-    outcome: list[BaseException | None] = []
-
-    def ask() -> None:
-        try:
-            GcsClient(address=address)
-            outcome.append(None)
-        except Exception as err:
-            outcome.append(err)
-
-    asking = threading.Thread(target=ask, daemon=True)
-    asking.start()
-    asking.join(PROBE_SECONDS)
-    if not outcome:
-        raise InputError(f"--ray-address {address}: something listens there but does not answer as a Ray head")
-    if outcome[0] is not None:
-        raise InputError(
-            f"--ray-address {address}: what listens there does not answer as a Ray head: {_first_line(outcome[0])}"
-        )
-
-
-def _import_ray() -> Any:
-    try:
-        import ray
-    except ImportError as err:
-        raise InputError("--executor ray needs Ray: pip install 'kv-forensics[ray]'") from err
-    return ray
-
-
-def _connect_ray(ray: Any, address: str | None, workers: int) -> bool:
-    """Joins the cluster at `address` (else starts a local Ray instance of `workers` CPUs); True when this
-    call connected (and so disconnects at the end)."""
-    if ray.is_initialized():
-        return False
-    kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.WARNING}
-    if address:
-        probe_ray_address(address)
-        kwargs["address"] = address
-    else:
-        kwargs["num_cpus"] = max(1, workers)
-    try:
-        ray.init(**kwargs)
-    except (ConnectionError, RuntimeError, ValueError) as err:
-        where = f"the Ray cluster at {address}" if address else "a local Ray instance"
-        raise InputError(f"--executor ray: cannot join {where}: {_first_line(err)}") from None
-    return True
-
-
-def _first_line(err: BaseException) -> str:
-    text = str(err).strip()
-    return text.splitlines()[0] if text else type(err).__name__
-
-
-def _task_failed(ray: Any, err: Exception, node: str) -> Exception:
-    """The error a failed Ray task becomes: it names the node the task was analysing; the task's own
-    error keeps its class (an InputError stays one), Ray's own failures (a worker killed, a node lost)
-    become RuntimeError."""
-    cause = getattr(err, "cause", None) if isinstance(err, ray.exceptions.RayTaskError) else None
-    if isinstance(cause, ForensicsError):
-        return type(cause)(f"the Ray task analysing node {node}: {cause}")
-    what = f"{type(cause).__name__}: {_first_line(cause)}" if cause is not None else _first_line(err)
-    return RuntimeError(f"the Ray task analysing node {node} failed: {what}")
-
-
 def _run_ray(tasks: list[NodeTask], address: str | None, workers: int) -> list[dict[str, Any]]:
-    """Each task on the cluster, its inputs put into the object store as it is submitted (at most two per
-    worker in flight, so that the object store does not hold every node's inputs at once); each result's
-    tables written where run_node would have written them."""
-    ray = _import_ray()
-    if not tasks:  # every node reused from the cache
-        return []
-    code = _code_digest()
-    started = _connect_ray(ray, address, workers)
-    results: list[dict[str, Any]] = [{} for _ in tasks]
-    pending: dict[Any, int] = {}
-    try:
-        # SPREAD: the nodes' tasks go to as many machines as have a free CPU, memory is spread with them
-        remote = ray.remote(num_cpus=1, scheduling_strategy="SPREAD")(run_node_on_ray)
-        queue = iter(enumerate(tasks))
-        while True:
-            for i, task in queue:
-                inputs = Path(task.inputs)
-                events = ray.put((inputs / "events.parquet").read_bytes())
-                landing = ray.put((inputs / "landing.parquet").read_bytes())
-                pending[remote.remote(task, code, events, landing)] = i
-                if len(pending) >= 2 * workers:
-                    break
-            if not pending:
-                break
-            [ref], _ = ray.wait(list(pending), num_returns=1)
-            i = pending.pop(ref)
-            task = tasks[i]
-            try:
-                result = ray.get(ref)
-            except ray.exceptions.RayError as err:
-                raise _task_failed(ray, err, task.node) from None
-            if result.pop("code") != code:
-                raise InputError(
-                    f"the Ray worker on host {result['host']} (Ray node {result['ray_node']}), given node "
-                    f"{task.node}, runs other kv-forensics code than this process: install the same "
-                    "kv-forensics version on every machine of the cluster"
-                )
-            output = Path(task.output)
-            output.mkdir(parents=True, exist_ok=True)
-            for table, data in result.pop("tables").items():
-                (output / f"{table}.parquet").write_bytes(data)
-            results[i] = result
-    finally:
-        for ref in pending:  # a failed or interrupted run stops the tasks still under way
-            ray.cancel(ref, force=True)
-        if started:
-            ray.shutdown()
-    return results
+    """Each node's task on the cluster, its inputs put into the object store as it is submitted; each
+    result's tables written where run_node would have written them, as it arrives."""
+
+    def inputs(ray: Any, task: NodeTask) -> list[Any]:
+        folder = Path(task.inputs)
+        return [ray.put((folder / "events.parquet").read_bytes()), ray.put((folder / "landing.parquet").read_bytes())]
+
+    def keep(task: NodeTask, result: dict[str, Any]) -> dict[str, Any]:
+        output = Path(task.output)
+        output.mkdir(parents=True, exist_ok=True)
+        for table, data in result.pop("tables").items():
+            (output / f"{table}.parquet").write_bytes(data)
+        return result
+
+    return on_ray(run_node_on_ray, tasks, _code_digest(), inputs, lambda t: f"node {t.node}", address, workers, keep)
 
 
 def _load_outputs(con: duckdb.DuckDBPyConnection, stage: NodeStage, outputs: list[tuple[str, Path]]) -> None:

@@ -19,7 +19,8 @@ from functools import cache
 from typing import Any
 
 from forensics.errors import InputError
-from forensics.ownership.execution.nodes import Execution, _code_digest, _connect_ray, _import_ray
+from forensics.ownership.execution.cluster import connect_ray, import_ray
+from forensics.ownership.execution.nodes import Execution, _code_digest
 
 _EXECUTION: ContextVar[Execution | None] = ContextVar("walk_execution", default=None)
 
@@ -33,8 +34,8 @@ def on_cluster(execution: Execution) -> Iterator[None]:
     ray, started = None, False
     try:
         if execution.executor == "ray":
-            ray = _import_ray()
-            started = _connect_ray(ray, execution.ray_address, max(1, execution.workers or os.cpu_count() or 1))
+            ray = import_ray()
+            started = connect_ray(ray, execution.ray_address, max(1, execution.workers or os.cpu_count() or 1))
         yield
     finally:
         if started and ray is not None:
@@ -69,9 +70,9 @@ class RayWalks(Executor):
     """An Executor whose submit runs the call as a Ray task (its future is the task's)."""
 
     def __init__(self, execution: Execution, threads: int) -> None:
-        self._ray = _import_ray()
+        self._ray = import_ray()
         self._code = _code_digest()
-        self._started = _connect_ray(self._ray, execution.ray_address, max(1, execution.workers or threads))
+        self._started = connect_ray(self._ray, execution.ray_address, max(1, execution.workers or threads))
         self._remote = self._ray.remote(num_cpus=1, scheduling_strategy="SPREAD")(_call)
         self._refs: list[Any] = []
 
