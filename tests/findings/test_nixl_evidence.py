@@ -10,12 +10,8 @@ the line's evidence (`signature`), not `none`, in one row; every other response 
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
 
-from forensics.simulate import build_config
-from forensics.simulate.run import simulate
 from tests.support import nixl
 from tests.support.analysis import Findings
 
@@ -25,15 +21,7 @@ DARK = "decode-1"
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     out = tmp_path_factory.mktemp("nixl")
-    simulate(out / "sim", build_config(seed=97, requests=240, engine="vllm", no_telemetry=DARK))
-    plain = out / "sim" / "bundle"
-    before = Findings(plain)
-    # delivered: the client got an answer (a 2xx, or tokens before an abort), as its gateway record says
-    delivered = {r[0] for r in before.rows("SELECT request_id FROM gateway WHERE status BETWEEN 200 AND 299 "
-                                           "OR completion_tokens > 0")}  # fmt: skip
-    bundle = out / "lines"
-    shutil.copytree(plain, bundle)
-    lines = nixl.write_lines(out / "sim", bundle, delivered, DARK)
+    before, delivered, bundle, lines = nixl.simulated(out, 97, 240, DARK, "lines")
     expect = {x.request_id: nixl.cite(bundle, x) for x in lines if x.request_id and x.delivered}
     assert len(expect) == 4
     return {"truth": nixl.truth(out / "sim"), "plain": before, "lines": Findings(bundle), "expect": expect,

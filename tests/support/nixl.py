@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import csv
 import re
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 from forensics.engines.vllm.shapes import render_record
+from forensics.simulate import build_config
+from forensics.simulate.run import simulate
+from tests.support.analysis import Findings
 
 _ADDED = re.compile(r"^.* INFO (?P<t>\d{2}-\d{2} \d{2}:\d{2}:\d{2}) \[async_llm\.py:\d+\] Added request (?P<id>\S+)\.$")
 
@@ -109,3 +113,16 @@ def cite(bundle: Path, line: Line) -> str:
         if text.endswith(line.text):
             return f"{rel}:{n}"
     raise AssertionError(f"{line.text[:60]} not in {rel}")
+
+
+def simulated(out: Path, seed: int, requests: int, dark: str, copy: str) -> tuple[Findings, set[str], Path, list[Line]]:
+    """A simulated vLLM run in out/sim with `dark` without page events, and a copy of its bundle (out/copy)
+    with the NIXL lines written into it: the plain run's findings, the delivered request ids (the client
+    got an answer: a 2xx, or tokens before an abort, as its gateway record says), the copy, the lines."""
+    simulate(out / "sim", build_config(seed=seed, requests=requests, engine="vllm", no_telemetry=dark))
+    plain = Findings(out / "sim" / "bundle")
+    delivered = {r[0] for r in plain.rows("SELECT request_id FROM gateway WHERE status BETWEEN 200 AND 299 "
+                                          "OR completion_tokens > 0")}  # fmt: skip
+    bundle = out / copy
+    shutil.copytree(out / "sim" / "bundle", bundle)
+    return plain, delivered, bundle, write_lines(out / "sim", bundle, delivered, dark)

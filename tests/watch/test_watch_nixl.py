@@ -9,27 +9,16 @@ max_model_len: docs/vllm-lines.md), so what they would alert on is not in these 
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
-from forensics.simulate import build_config
-from forensics.simulate.run import simulate
 from forensics.watch import run
 from tests.support import nixl
-from tests.support.analysis import Findings
 
 DARK = "decode-1"
 
 
 def test_each_nixl_line_is_alerted_once_with_its_time(tmp_path: Path) -> None:
-    simulate(tmp_path / "sim", build_config(seed=98, requests=200, engine="vllm", no_telemetry=DARK))
-    plain = tmp_path / "sim" / "bundle"
-    gw = Findings(plain)
-    delivered = {r[0] for r in gw.rows("SELECT request_id FROM gateway WHERE status BETWEEN 200 AND 299 "
-                                       "OR completion_tokens > 0")}  # fmt: skip
-    root = tmp_path / "live"
-    shutil.copytree(plain, root)
-    written = nixl.write_lines(tmp_path / "sim", root, delivered, DARK)
+    _, _, root, written = nixl.simulated(tmp_path, 98, 200, DARK, "live")
     alerts = tmp_path / "alerts.jsonl"
     w = run(root, once=True, alerts=alerts, pages=False)
     assert set(w.detector.engines.decided.values()) == {"vllm"}
