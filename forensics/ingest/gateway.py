@@ -144,16 +144,6 @@ def _joined(con: duckdb.DuckDBPyConnection) -> bool:
     return bool(exists) and bool(scalar(con, "SELECT count(*) FROM gateway_joined"))
 
 
-EMPTY_JOIN = """
-    CREATE OR REPLACE TABLE gateway_joined (file_id INTEGER, row BIGINT, room BIGINT, prefill_node VARCHAR,
-                                            decode_node VARCHAR, how VARCHAR);
-    CREATE OR REPLACE TABLE gateway_unjoined (file_id INTEGER, row BIGINT, request_id VARCHAR, rooms BIGINT,
-        candidates BIGINT, reason VARCHAR);
-    CREATE OR REPLACE TABLE gateway_clock (node VARCHAR, rooms BIGINT, lo_us BIGINT, hi_us BIGINT,
-                                           consistent BOOLEAN);
-    CREATE OR REPLACE TABLE room_candidates (room BIGINT, node VARCHAR, request_id VARCHAR, account_id VARCHAR,
-                                             basis VARCHAR, candidates BIGINT)"""
-
 # The time join's rules (ingest/queries/gateway_join/ steps 3 to 5). A gateway time is read to the
 # millisecond: the formats log ms (LiteLLM's timestamp(3) columns and request_duration_ms, Envoy's
 # %START_TIME(%FT%T.%3fZ)% and %DURATION%, the spec's RFC 3339 ms), rounded or cut.
@@ -173,7 +163,7 @@ def join_gateway(con: duckdb.DuckDBPyConnection, in_place: InPlace, complete: bo
     view then shows the room and nodes found, and room_candidates the records each open room may be.
     Returns (joined, not joined)."""
     if not scalar(con, "SELECT count(*) FROM gateway WHERE bootstrap_room IS NULL"):
-        con.execute(EMPTY_JOIN)
+        run_query(con, "ingest", "gateway_join_empty")
         return 0, 0
     run_query(
         con,

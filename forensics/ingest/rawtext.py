@@ -20,7 +20,6 @@ from typing import IO
 
 import duckdb
 
-from forensics.db import sql_literal
 from forensics.intake import InputFile
 from forensics.intake.damage import Damage
 from forensics.paths import load_query
@@ -35,14 +34,8 @@ def open_bytes(f: InputFile) -> IO[bytes]:
 
 
 def _load(con: duckdb.DuckDBPyConnection, path: Path, table: str) -> None:
-    # One VARCHAR column, no quoting, a delimiter that text lines do not contain; a single reader thread
-    # and insertion order kept, so rowid + 1 is the line number.
-    con.execute(
-        f"CREATE OR REPLACE TEMP TABLE {table} AS SELECT line FROM read_csv({sql_literal(path)}, "
-        "columns = {'line': 'VARCHAR'}, delim = chr(30), quote = '', escape = '', header = false, "
-        f"auto_detect = false, parallel = false, max_line_size = {MAX_LINE}, strict_mode = false, "
-        "null_padding = true, new_line = '\\n')"
-    )
+    lines = load_query("ingest", "text_lines")
+    con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS {lines}", {"path": str(path), "max_line": MAX_LINE})
 
 
 def readable_chunks(f: InputFile, size: int = 1 << 20) -> Iterator[bytes]:
