@@ -95,3 +95,27 @@ def test_report_brief_and_summary_print_the_range(run: tuple[Path, Investigation
     assert f"<strong>{words} responses</strong>" in html and "A range, not one number" in html
     assert words in (out / "out" / "brief.html").read_text()
     assert f"customer cohort: {lo} to {hi} (" in result.summary()
+
+
+@pytest.fixture(scope="module")
+def dark(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Findings]:
+    """vLLM PD behind the spec's gateway (every record names its room and nodes), a decode node without page
+    events: a stale reference the prefill's page events show lands on that node."""
+    out = tmp_path_factory.mktemp("dark")
+    simulate(out, build_config(seed=67, requests=300, engine="vllm", vllm_pd=True, no_telemetry=NODE))
+    return out, Findings(out / "bundle")
+
+
+def test_a_room_its_record_names_is_that_records_row(dark: tuple[Path, Findings]) -> None:
+    """The receiver's room is known from the sender's transfer event (its peer) where the receiver has no
+    page events: the exposure is the record's, one row with its account, never a room's row beside it."""
+    out, f = dark
+    truth = {t["request_id"]: t for t in _read(out / "truth" / "responses.csv")}
+    on_dark = f.rows(f"SELECT recipient_request_id FROM exposures WHERE node = '{NODE}'")
+    assert on_dark and all(r for (r,) in on_dark)  # each named by its record
+    assert not f.rows("""SELECT a.request_id FROM affected_responses a JOIN gateway g
+        ON g.bootstrap_room = a.room AND g.decode_node = a.decode_node WHERE a.request_id LIKE 'room:%'""")
+    got = dict(f.rows("SELECT request_id, status FROM affected_responses"))
+    exposed = {k for k, t in truth.items() if t["exposed"] == "1"}
+    assert exposed <= set(got) and {k for k, s in got.items() if s == "confirmed"} <= exposed
+    assert len(got) == f.rows("SELECT count(*) FROM affected_responses")[0][0]  # one row per response
