@@ -85,7 +85,8 @@ def score(truth: Path, out: Path) -> dict[str, object]:
             ).fetchall()
         }
         affected, overlap = con.execute(
-            "SELECT count(DISTINCT request_id), (SELECT count(*) FROM internal.response_overlap) FROM affected_responses"
+            "SELECT count(DISTINCT request_id), (SELECT count(*) FROM internal.response_overlap) "
+            "FROM affected_responses"
         ).fetchone()
     finally:
         con.close()
