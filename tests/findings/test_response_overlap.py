@@ -9,7 +9,10 @@ truth/gateway_ids.csv and truth/responses.csv):
   counts some of them twice (the defect this range answers);
 - every room's row whose response also has a gateway-record row is in response_overlap;
 - every truly exposed response is listed (recall 1.0), and every confirmed row is truly exposed;
-- the report's headline, the brief and the command's summary print the range and say why."""
+- the report's headline, the brief and the command's summary print the range and say why;
+- benchmarks/vllm_pd_eval.py reads renamed ids back through truth (no renamed id a miss);
+- behind the spec's gateway (records name rooms), a stale reference on a decode node without page events
+  is its record's row, not a room's row beside it (seed 67: the recipients were empty before)."""
 
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.vllm_pd_eval import score
 from forensics.pipeline import InvestigationResult, investigate
 from forensics.simulate import build_config
 from forensics.simulate.run import simulate
@@ -119,3 +123,16 @@ def test_a_room_its_record_names_is_that_records_row(dark: tuple[Path, Findings]
     exposed = {k for k, t in truth.items() if t["exposed"] == "1"}
     assert exposed <= set(got) and {k for k, s in got.items() if s == "confirmed"} <= exposed
     assert len(got) == f.rows("SELECT count(*) FROM affected_responses")[0][0]  # one row per response
+
+
+def test_the_benchmark_scores_renamed_ids_through_truth(run: tuple[Path, InvestigationResult]) -> None:
+    """benchmarks/vllm_pd_eval.py: LiteLLM renames every request, so no exposed id is logged as the
+    simulator's; read back through truth, none is a miss, none a false confirmation, and the distinct
+    responses lie within the headline's bounds."""
+    out, _ = run
+    resp, renamed, _ = _truth_of(out)
+    logged = {r for (r,) in Findings(out / "bundle").rows("SELECT request_id FROM affected_responses")}
+    exposed = {k for k, t in resp.items() if t["exposed"] == "1"}
+    assert exposed and not exposed & logged and set(renamed.values()) >= exposed  # ids as logged: all missed
+    r = score(out / "truth", out / "out")
+    assert (r["missed"], r["affected_recall"], r["false_confirmed"], r["within_bounds"]) == (0, 1.0, 0, True)
