@@ -17,16 +17,23 @@ WITH rooms AS (  -- the rows no gateway record names: exposed rooms keyed by the
     SELECT request_id, decode_node AS node, room, cohort, status
     FROM affected_responses a
     WHERE room IS NOT NULL AND NOT EXISTS (SELECT 1 FROM gateway g WHERE g.request_id = a.request_id)
-), roomless AS (  -- the rows of gateway records none of which names a room
-    SELECT request_id, any_value(decode_node) AS decode_node, bool_or(cohort = 'customer') AS customer,
+), roomless AS (  -- the rows of gateway records none of which names a room, once per decode node they name
+    SELECT request_id, decode_node, bool_or(cohort = 'customer') AS customer,
            bool_and(status = 'indeterminate') AS indeterminate
     FROM affected_responses a
     WHERE EXISTS (SELECT 1 FROM gateway g WHERE g.request_id = a.request_id)
       AND NOT EXISTS (SELECT 1 FROM gateway g WHERE g.request_id = a.request_id AND g.bootstrap_room IS NOT NULL)
-    GROUP BY request_id
+    GROUP BY request_id, decode_node
+), per_node AS (  -- counted per decode node (NULL: none named), so no pair of a room and a record is made
+    SELECT decode_node, count(*) AS n, count(*) FILTER (WHERE customer) AS n_customer,
+           count(*) FILTER (WHERE indeterminate) AS n_indeterminate
+    FROM roomless GROUP BY decode_node
 )
-SELECT o.request_id, o.node, o.room, o.cohort, o.status, count(*) AS candidates,
-       count(*) FILTER (WHERE r.customer) AS candidate_customer,
-       count(*) FILTER (WHERE r.indeterminate) AS candidate_indeterminate
-FROM rooms o JOIN roomless r ON r.decode_node IS NULL OR r.decode_node = o.node
-GROUP BY o.request_id, o.node, o.room, o.cohort, o.status;
+SELECT o.request_id, o.node, o.room, o.cohort, o.status,
+       coalesce(u.n, 0) + coalesce(d.n, 0) AS candidates,
+       coalesce(u.n_customer, 0) + coalesce(d.n_customer, 0) AS candidate_customer,
+       coalesce(u.n_indeterminate, 0) + coalesce(d.n_indeterminate, 0) AS candidate_indeterminate
+FROM rooms o
+LEFT JOIN per_node u ON u.decode_node IS NULL
+LEFT JOIN per_node d ON d.decode_node = o.node
+WHERE u.n IS NOT NULL OR d.n IS NOT NULL;
