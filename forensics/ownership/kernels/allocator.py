@@ -115,7 +115,9 @@ def hand_out(
     return out
 
 
-@njit(cache=True)
+# the walk's per-page helpers are inlined into it (numba inline="always"): a call per page, its arrays
+# passed as structs, was a third of the walk's time (16 -> 10 µs per room on simulate --scale nodes)
+@njit(cache=True, inline="always")
 def _emit(pairs: np.ndarray, n: int, r: int, s: int) -> tuple[np.ndarray, int]:
     """Append (r, s) unless it repeats the last row (consecutive pages of one write or read)."""
     if n and pairs[n - 1, 0] == r and pairs[n - 1, 1] == s:
@@ -137,7 +139,7 @@ def _emit(pairs: np.ndarray, n: int, r: int, s: int) -> tuple[np.ndarray, int]:
 DEPTH = 6
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _write(
     lw: np.ndarray, lf: np.ndarray, ld: np.ndarray, page_attend: np.ndarray, p: int | np.int64, fill: int, i: int,
     pairs: np.ndarray, n_pairs: int,
@@ -159,7 +161,7 @@ def _write(
     return pairs, n_pairs
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _read(
     lw: np.ndarray, lf: np.ndarray, ld: np.ndarray, p: int, extent: int, i: int, pairs: np.ndarray, n_pairs: int
 ) -> tuple[np.ndarray, int]:
@@ -175,7 +177,7 @@ def _read(
     return pairs, n_pairs
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _release(
     held: np.ndarray, lo: int, hi: int, i: int, holder: np.ndarray, page_attend: np.ndarray, scratch: np.ndarray,
     at: int,
