@@ -1,0 +1,83 @@
+"""pull_sightings (issue #50): which sender slots a vLLM pull read, by the block ids the decode's request line
+names (kv_transfer_params' remote_block_ids) where it names them, by token order only where it does not.
+
+A hand-made prefill p0 (block size 4): room 1 is given blocks 0 and 1 (slots 0-7) and writes them; room 2 is
+given block 2 (slots 8-11) and writes it. The transfer of room 1 to d0 names d0's slots 100-107. The
+decode's line for room 1's request names blocks [0, 2]: a reused reference, block 2 never room 1's. What
+d0 got in its slots 104-107 is room 2's KV (the last write of slots 8-11 before the transfer); token order
+alone (no line) sees room 1's own slots and finds nothing."""
+
+from __future__ import annotations
+
+import duckdb
+
+from forensics.db import connect, run_query
+
+
+def _bundle(blocks: str | None, stale: bool = False) -> duckdb.DuckDBPyConnection:
+    con = connect(":memory:")
+    con.execute("""CREATE TABLE page_events (node VARCHAR, seq BIGINT, ts TIMESTAMPTZ, room BIGINT, op VARCHAR,
+        start BIGINT, "end" BIGINT, peer VARCHAR)""")
+    events = [
+        ("p0", 1, 1, "alloc", 0, 8, None),
+        ("p0", 2, 1, "write", 0, 8, None),
+        ("p0", 3, 2, "alloc", 8, 12, None),
+        ("p0", 4, 2, "write", 8, 12, None),
+        ("p0", 20, 1, "transfer", 100, 108, "d0"),
+        ("d0", 1, 1, "alloc", 100, 108, None),
+        ("d0", 2, 1, "read", 100, 108, None),
+    ]
+    if stale:  # room 1 lets block 1 go before its transfer; room 2 is given it and writes it
+        events += [("p0", 10, 1, "free", 4, 8, None), ("p0", 11, 2, "alloc", 4, 8, None)]
+        events += [("p0", 12, 2, "write", 4, 8, None)]
+    con.executemany(
+        "INSERT INTO page_events VALUES (?, ?, TIMESTAMPTZ '2026-09-01 10:00:00+00' + to_seconds(?), ?, ?, ?, ?, ?)",
+        [(n, s, s, r, op, a, b, peer) for n, s, r, op, a, b, peer in events],
+    )
+    con.execute("""CREATE TABLE gateway AS SELECT * FROM (VALUES ('req-a', 1::BIGINT, 'p0', 'd0'),
+        ('req-b', 2::BIGINT, 'p0', 'd1')) t(request_id, bootstrap_room, prefill_node, decode_node)""")
+    con.execute("CREATE TABLE node_config AS SELECT 'p0' AS node, 4::BIGINT AS page_size")
+    con.execute("""CREATE TABLE engine_request_links (node VARCHAR, file_id INTEGER, line BIGINT, rid VARCHAR,
+        role VARCHAR, remote_engine VARCHAR, remote_rid VARCHAR, remote_host VARCHAR, remote_port BIGINT,
+        remote_block_ids VARCHAR)""")
+    if blocks is not None:
+        con.execute(
+            "INSERT INTO engine_request_links VALUES ('d0', 1, 7, 'cmpl-req-a-0', 'decode', 'e', "
+            "'cmpl-req-a-0-0a1b2c3d', 'p0', 5600, ?)",
+            [blocks],
+        )
+    run_query(con, "findings", "pull_sightings")
+    return con
+
+
+def _rows(con: duckdb.DuckDBPyConnection) -> list[tuple]:
+    return con.execute(
+        "SELECT node, seg_start, recipient_room, source_room, uncertain, basis FROM pull_sightings ORDER BY seg_start"
+    ).fetchall()
+
+
+def test_the_logged_block_ids_name_what_was_read() -> None:
+    got = _rows(_bundle("[0, 2]"))
+    assert got == [("d0", s, 1, 2, False, "remote_block_ids") for s in range(104, 108)]
+
+
+def test_one_kv_cache_group_is_read_as_its_list() -> None:
+    assert _rows(_bundle("[[0, 2]]")) == _rows(_bundle("[0, 2]"))
+
+
+def test_the_rooms_own_blocks_named_show_nothing() -> None:
+    assert _rows(_bundle("[0, 1]")) == []
+
+
+def test_without_a_usable_list_token_order_is_used() -> None:
+    """No line, a list cut at its logged length, several groups, or too few blocks for the tokens sent: the
+    room's own slots by token order, which room 2 never wrote (and room 1 freed nothing before its transfer)."""
+    for blocks in (None, "[0, 2", "[[0, 2], [5, 6]]", "[0]"):
+        assert _rows(_bundle(blocks)) == [], blocks
+
+
+def test_a_stale_reference_by_token_order_where_no_line_names_blocks() -> None:
+    got = _rows(_bundle(None, stale=True))
+    assert got == [("d0", s, 1, 2, False, "token_order") for s in range(104, 108)]
+    # the same blocks named by the line: the same answer, by the ids
+    assert _rows(_bundle("[0, 1]", stale=True)) == [("d0", s, 1, 2, False, "remote_block_ids") for s in range(104, 108)]
