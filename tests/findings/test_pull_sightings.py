@@ -14,7 +14,9 @@ import duckdb
 from forensics.db import connect, run_query
 
 
-def _bundle(blocks: str | None, stale: bool = False) -> duckdb.DuckDBPyConnection:
+def _bundle(
+    blocks: str | None, stale: bool = False, read: bool = True, clock: list[tuple] | None = None
+) -> duckdb.DuckDBPyConnection:
     con = connect(":memory:")
     con.execute("""CREATE TABLE page_events (node VARCHAR, seq BIGINT, ts TIMESTAMPTZ, room BIGINT, op VARCHAR,
         start BIGINT, "end" BIGINT, peer VARCHAR)""")
@@ -25,8 +27,9 @@ def _bundle(blocks: str | None, stale: bool = False) -> duckdb.DuckDBPyConnectio
         ("p0", 4, 2, "write", 8, 12, None),
         ("p0", 20, 1, "transfer", 100, 108, "d0"),
         ("d0", 1, 1, "alloc", 100, 108, None),
-        ("d0", 2, 1, "read", 100, 108, None),
     ]
+    if read:
+        events.append(("d0", 2, 1, "read", 100, 108, None))
     if stale:  # room 1 lets block 1 go before its transfer; room 2 is given it and writes it
         events += [("p0", 10, 1, "free", 4, 8, None), ("p0", 11, 2, "alloc", 4, 8, None)]
         events += [("p0", 12, 2, "write", 4, 8, None)]
@@ -46,6 +49,11 @@ def _bundle(blocks: str | None, stale: bool = False) -> duckdb.DuckDBPyConnectio
             "'cmpl-req-a-0-0a1b2c3d', 'p0', 5600, ?)",
             [blocks],
         )
+    con.execute(
+        "CREATE TABLE gateway_clock (node VARCHAR, rooms BIGINT, lo_us BIGINT, hi_us BIGINT, consistent BOOLEAN)"
+    )
+    for row in clock or []:
+        con.execute("INSERT INTO gateway_clock VALUES (?, 10, ?, ?, ?)", list(row))
     run_query(con, "findings", "pull_sightings")
     return con
 
@@ -81,3 +89,18 @@ def test_a_stale_reference_by_token_order_where_no_line_names_blocks() -> None:
     assert got == [("d0", s, 1, 2, False, "token_order") for s in range(104, 108)]
     # the same blocks named by the line: the same answer, by the ids
     assert _rows(_bundle("[0, 1]", stale=True)) == [("d0", s, 1, 2, False, "remote_block_ids") for s in range(104, 108)]
+
+
+def test_without_a_read_on_the_receiver_its_time_is_moved_onto_the_receivers_clock_by_the_bounds() -> None:
+    """No read of d0 seen: uncertain, and first_ts the transfer's time (p0's clock: 10:00:20) at the earliest
+    d0's clock may show it: p0 is 1 to 2 s ahead of the gateway, d0 0.5 s behind to 0.5 s ahead, so d0's
+    clock shows the transfer no earlier than 10:00:20 - 2 s - 0.5 s. Without bounds for both nodes: as logged."""
+
+    def first(clock: list[tuple] | None) -> set[tuple]:
+        con = _bundle("[0, 2]", read=False, clock=clock)
+        return set(con.execute("SELECT strftime(first_ts, '%H:%M:%S.%g'), uncertain FROM pull_sightings").fetchall())
+
+    bounds = [("p0", 1_000_000, 2_000_000, True), ("d0", -500_000, 500_000, True)]
+    assert first(bounds) == {("10:00:17.500", True)}
+    assert first(bounds[:1]) == {("10:00:20.000", True)}
+    assert first([("p0", 1_000_000, 2_000_000, True), ("d0", 500_000, -500_000, False)]) == {("10:00:20.000", True)}

@@ -18,9 +18,12 @@
 -- Every order here is the sender's own (its page events' seq): no other node's clock decides it.
 -- certain where the receiver's page events show the room reading that slot; without them the sighting is
 -- uncertain (no read is seen). first_ts: the receiver's first read of it, on the receiver's clock; without
--- one, the transfer's time on the sender's clock (the only time logged of it).
+-- one, the transfer's time (the sender's clock) moved onto the receiver's clock at the earliest the two
+-- nodes' bounds against the gateway's clock allow (gateway_clock: sender time - its hi_us + the receiver's
+-- lo_us; the receiver had the KV no earlier); where either node has no such bounds, the sender's time as
+-- logged (no bound relates the two clocks).
 -- grain: node, seg_start, recipient_room, source_room; reads: page_events, engine_request_links, gateway,
---        node_config; params: none
+--        node_config, gateway_clock; params: none
 CREATE OR REPLACE TABLE pull_sightings AS
 WITH sent AS (  -- each transfer row's tokens of its room
     SELECT node, room, peer, seq, ts, start, "end",
@@ -105,10 +108,13 @@ WITH sent AS (  -- each transfer row's tokens of its room
     SELECT *, 'remote_block_ids' FROM id_carried
 )
 SELECT c.peer AS node, c.recv_slot AS seg_start, c.recv_slot + 1 AS seg_end, c.room AS recipient_room,
-       c.w_room AS source_room, 'foreign_write' AS kind, min(coalesce(r.ts, c.ts)) AS first_ts,
+       c.w_room AS source_room, 'foreign_write' AS kind,
+       min(coalesce(r.ts, c.ts + to_microseconds(kr.lo_us - ks.hi_us), c.ts)) AS first_ts,
        bool_and(r.node IS NULL) AS uncertain, min(c.basis) AS basis
 FROM carried c
 LEFT JOIN page_events r ON r.node = c.peer AND r.op = 'read' AND r.room = c.room
      AND r.start <= c.recv_slot AND c.recv_slot < r."end"
+LEFT JOIN gateway_clock ks ON ks.node = c.node AND ks.consistent
+LEFT JOIN gateway_clock kr ON kr.node = c.peer AND kr.consistent
 WHERE c.w_room <> c.room
 GROUP BY c.peer, c.recv_slot, c.room, c.w_room;

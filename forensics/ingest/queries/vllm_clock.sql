@@ -17,9 +17,9 @@
 -- response (the prefill's lease expiry). Only successes bound the clock, each line by the one record its
 -- ids name (a line whose keys name several records, or a request id several records carry, bounds
 -- nothing: which window it lies in is not known), and only on a node the record names (where it names any).
--- The rows join gateway_clock's (a node is of one engine: the two never name the same node), in node order.
--- grain: node; reads: gateway, gateway_clock, engine_requests, engine_lines, node_config; params: gw_slack_us
-CREATE OR REPLACE TABLE gateway_clock AS
+-- The rows follow gateway_clock's (a node is of one engine: the two never name the same node), in node order.
+-- grain: node; reads: gateway, engine_requests, engine_lines, node_config; params: gw_slack_us
+INSERT INTO gateway_clock
 WITH recs AS (  -- the successful records, each request id carried by one record
     SELECT request_id, any_value(prefill_node) AS prefill_node, any_value(decode_node) AS decode_node,
            any_value(epoch_us(ts)) - $gw_slack_us AS gs,
@@ -41,8 +41,6 @@ WITH recs AS (  -- the successful records, each request id carried by one record
     FROM keyed l JOIN recs r USING (request_id)
     WHERE l.node IN (r.prefill_node, r.decode_node) OR (r.prefill_node IS NULL AND r.decode_node IS NULL)
 )
-SELECT * FROM gateway_clock
-UNION ALL
 SELECT node, count(DISTINCT request_id) AS rooms, max(t_us - ge) AS lo_us, min(t_us + res_us - gs) AS hi_us,
        max(t_us - ge) < min(t_us + res_us - gs) AS consistent
 FROM named WHERE records = 1 AND ok
