@@ -13,6 +13,8 @@ were the gateway's, the start-up (10:05:03) would have cleared VS too."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import duckdb
 
 from forensics.db import run_query
@@ -25,6 +27,7 @@ DAY = "2026-09-01 {}+00"
 
 def _vllm_node(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("INSERT INTO node_config (node, role, engine) VALUES ('v0', 'decode', 'vllm')")
+    con.execute("ALTER TABLE gateway ADD COLUMN engine_id VARCHAR")  # the spec's log carries none
     con.execute("INSERT INTO files (file_id, source, path) VALUES (2, 'engine_log', 'engine/v0/server.log')")
     con.execute("""INSERT INTO gateway BY NAME SELECT request_id, 'acct-' || lower(request_id) AS account_id,
             'v0' AS decode_node, 1 AS file_id, 200 + row_number() OVER () AS row, 200 AS status,
@@ -78,3 +81,23 @@ def test_read_as_the_gateways_clock_the_start_up_would_have_cleared_the_unproven
 
     got = _sources(hand_made_node(same_clock))
     assert "VS" not in got and "VT" not in got
+
+
+def test_a_record_whose_format_carries_the_engines_id_bounds_the_clock_by_it() -> None:
+    """VA's record under the gateway's own id, the id the engine knows it by in engine_id (as a proxy's
+    forwarded x-request-id): the same bounds; without it, VA's lines name no record and v0 has no row."""
+
+    def renamed(engine_id: str | None) -> Callable[[duckdb.DuckDBPyConnection], None]:
+        def more(con: duckdb.DuckDBPyConnection) -> None:
+            _vllm_node(con)
+            con.execute("DELETE FROM gateway_clock WHERE node = 'v0'")
+            con.execute("UPDATE gateway SET request_id = 'gw-1a2b', engine_id = ? WHERE request_id = 'VA'", [engine_id])
+            run_query(con, "ingest", "vllm_clock", gw_slack_us=GATEWAY_SLACK_US)
+
+        return more
+
+    clock = "SELECT lo_us, hi_us FROM gateway_clock WHERE node = 'v0'"
+    assert hand_made_node(renamed("VA")).execute(clock).fetchall() == [
+        (1_500_000 - 2 * GATEWAY_SLACK_US, 3_000_000 + GATEWAY_SLACK_US)
+    ]
+    assert hand_made_node(renamed(None)).execute(clock).fetchall() == []
