@@ -53,7 +53,8 @@ WITH sent AS (  -- each transfer row's tokens of its room
     HAVING count(DISTINCT (l.file_id, l.line)) = 1 AND any_value(l.blocks) IS NOT NULL
        AND len(any_value(l.blocks)) * any_value(c.page_size) >= any_value(l.sent_tokens)
 ), id_ranges AS (  -- per transfer row and block it covers: the sender's slots the ids name, the receiver's
-    SELECT x.node, x.room, x.peer, x.seq, x.ts, b.blocks[k + 1] * b.bs + t_lo - k * b.bs AS s_lo,
+    SELECT x.node, x.room, x.peer, x.seq, x.ts, b.bs, b.blocks[k + 1] AS blk,
+           b.blocks[k + 1] * b.bs + t_lo - k * b.bs AS s_lo,
            b.blocks[k + 1] * b.bs + t_hi - k * b.bs AS s_hi, x.start + t_lo - x.tok AS r_lo
     FROM sent x JOIN by_ids b USING (node, peer, room),
          LATERAL (SELECT unnest(range(x.tok // b.bs, (x.tok + x."end" - x.start - 1) // b.bs + 1)) AS k) ks,
@@ -63,19 +64,23 @@ WITH sent AS (  -- each transfer row's tokens of its room
                  WHERE g.node = r.node AND g.room = r.room AND g.op IN ('alloc', 'share') AND g.seq < r.seq
                    AND g.start <= r.s_lo AND r.s_hi <= g."end") AS given_seq
     FROM id_ranges r
+), id_writes AS (  -- the writes on those senders, by each block they touch (the joins below are on the block)
+    SELECT w.node, w.seq, w.room, w.start, w."end", unnest(range(w.start // b.bs, (w."end" - 1) // b.bs + 1)) AS blk
+    FROM page_events w JOIN (SELECT DISTINCT node, bs FROM by_ids) b USING (node)
+    WHERE w.op = 'write'
 ), id_over AS (  -- the slots another room wrote since (ever, where never given) and before the transfer
-    SELECT DISTINCT r.node, r.room, r.peer, r.ts, r.seq AS x_seq, coalesce(r.given_seq, -1) AS given_seq, s.slot,
-           r.r_lo + s.slot - r.s_lo AS recv_slot
+    SELECT DISTINCT r.node, r.room, r.peer, r.ts, r.blk, r.seq AS x_seq, coalesce(r.given_seq, -1) AS given_seq,
+           s.slot, r.r_lo + s.slot - r.s_lo AS recv_slot
     FROM id_given r
-    JOIN page_events w ON w.node = r.node AND w.op = 'write' AND w.room <> r.room
+    JOIN id_writes w ON w.node = r.node AND w.blk = r.blk AND w.room <> r.room
          AND w.start < r.s_hi AND r.s_lo < w."end" AND w.seq > coalesce(r.given_seq, -1) AND w.seq < r.seq,
          LATERAL (SELECT unnest(range(greatest(w.start, r.s_lo), least(w."end", r.s_hi))) AS slot) s
 ), id_carried AS (  -- per slot: its last writer in that span
     SELECT o.node, o.room, o.peer, o.ts, o.recv_slot, arg_max(w.room, w.seq) AS w_room
     FROM id_over o
-    JOIN page_events w ON w.node = o.node AND w.op = 'write' AND w.start <= o.slot AND o.slot < w."end"
+    JOIN id_writes w ON w.node = o.node AND w.blk = o.blk AND w.start <= o.slot AND o.slot < w."end"
          AND w.seq > o.given_seq AND w.seq < o.x_seq
-    GROUP BY ALL
+    GROUP BY o.node, o.room, o.peer, o.ts, o.recv_slot
 ), last_sent AS (
     SELECT node, room, max(seq) AS seq FROM sent
     WHERE (node, peer, room) NOT IN (SELECT (node, peer, room) FROM by_ids)
