@@ -15,7 +15,11 @@ from forensics.db import connect, run_query
 
 
 def _bundle(
-    blocks: str | None, stale: bool = False, read: bool = True, clock: list[tuple] | None = None
+    blocks: str | None,
+    stale: bool = False,
+    read: bool = True,
+    clock: list[tuple] | None = None,
+    sent: tuple[int, int] = (100, 108),
 ) -> duckdb.DuckDBPyConnection:
     con = connect(":memory:")
     con.execute("""CREATE TABLE page_events (node VARCHAR, seq BIGINT, ts TIMESTAMPTZ, room BIGINT, op VARCHAR,
@@ -25,7 +29,7 @@ def _bundle(
         ("p0", 2, 1, "write", 0, 8, None),
         ("p0", 3, 2, "alloc", 8, 12, None),
         ("p0", 4, 2, "write", 8, 12, None),
-        ("p0", 20, 1, "transfer", 100, 108, "d0"),
+        ("p0", 20, 1, "transfer", *sent, "d0"),
         ("d0", 1, 1, "alloc", 100, 108, None),
     ]
     if read:
@@ -104,3 +108,11 @@ def test_without_a_read_on_the_receiver_its_time_is_moved_onto_the_receivers_clo
     assert first(bounds) == {("10:00:17.500", True)}
     assert first(bounds[:1]) == {("10:00:20.000", True)}
     assert first([("p0", 1_000_000, 2_000_000, True), ("d0", 500_000, -500_000, False)]) == {("10:00:20.000", True)}
+
+
+def test_a_pull_past_the_decodes_own_hits_reads_the_last_blocks_named() -> None:
+    """d0 hit room 1's first block in its own prefix cache and pulls only the second (4 tokens, into its slots
+    104-107): NixlConnector reads the last of the ids named, block 2 of [0, 2], room 2's."""
+    got = _rows(_bundle("[0, 2]", sent=(104, 108)))
+    assert got == [("d0", s, 1, 2, False, "remote_block_ids") for s in range(104, 108)]
+    assert _rows(_bundle("[0, 1]", sent=(104, 108))) == []  # its own block 1

@@ -4,7 +4,8 @@
 -- share) and before the transfer, the receiver got the last such writer's KV in that token's slot.
 -- Which sender slot held each token (basis):
 -- - remote_block_ids: the blocks the receiver's request line names (vLLM's kv_transfer_params,
---   engine_request_links: NixlConnector reads block k of the request's tokens from the k-th id), where
+--   engine_request_links: NixlConnector reads block k of the request's tokens from the k-th id, the
+--   blocks the decode's own prefix cache hit not read: the transfer's tokens are the last ids'), where
 --   one line of the receiver names the room's request (the gateway's record of the room, its id inside
 --   vLLM's: the macro vllm_request_keys) with one list of ids (a list per KV cache group: the one group's;
 --   a list cut at its logged length, or several groups, names no block), the sender's block size is
@@ -46,16 +47,20 @@ WITH sent AS (  -- each transfer row's tokens of its room
                 WHEN len(k.nested) = 1 AND len(list_filter(k.nested[1], lambda b: b IS NULL)) = 0 THEN k.nested[1] END
                AS blocks
     FROM pulls p JOIN link_keys k ON k.node = p.peer AND k.request_id = p.request_id
-), by_ids AS (  -- the pulls whose blocks one line names, every token covered, the block size known
-    SELECT l.node, l.peer, l.room, any_value(l.blocks) AS blocks, any_value(c.page_size) AS bs
+), by_ids AS (  -- the pulls whose blocks one line names, every token covered, the block size known; skip:
+                -- the named blocks the decode's own prefix hits left unread (NixlConnector end-trims the
+                -- ids to the decode's blocks to load: 0.29.0 nixl/base_worker.py:2638-2645, 0.10.2
+                -- nixl_connector.py:1181-1185), so the first token sent is the first of block skip + 1
+    SELECT l.node, l.peer, l.room, any_value(l.blocks) AS blocks, any_value(c.page_size) AS bs,
+           len(any_value(l.blocks)) - CAST(ceil(any_value(l.sent_tokens) / any_value(c.page_size)) AS BIGINT) AS skip
     FROM lists l JOIN node_config c ON c.node = l.node AND c.page_size > 0
     GROUP BY l.node, l.peer, l.room
     HAVING count(DISTINCT (l.file_id, l.line)) = 1 AND any_value(l.blocks) IS NOT NULL
        AND len(any_value(l.blocks)) * any_value(c.page_size) >= any_value(l.sent_tokens)
 ), id_ranges AS (  -- per transfer row and block it covers: the sender's slots the ids name, the receiver's
-    SELECT x.node, x.room, x.peer, x.seq, x.ts, b.bs, b.blocks[k + 1] AS blk,
-           b.blocks[k + 1] * b.bs + t_lo - k * b.bs AS s_lo,
-           b.blocks[k + 1] * b.bs + t_hi - k * b.bs AS s_hi, x.start + t_lo - x.tok AS r_lo
+    SELECT x.node, x.room, x.peer, x.seq, x.ts, b.bs, b.blocks[b.skip + k + 1] AS blk,
+           b.blocks[b.skip + k + 1] * b.bs + t_lo - k * b.bs AS s_lo,
+           b.blocks[b.skip + k + 1] * b.bs + t_hi - k * b.bs AS s_hi, x.start + t_lo - x.tok AS r_lo
     FROM sent x JOIN by_ids b USING (node, peer, room),
          LATERAL (SELECT unnest(range(x.tok // b.bs, (x.tok + x."end" - x.start - 1) // b.bs + 1)) AS k) ks,
          LATERAL (SELECT greatest(x.tok, ks.k * b.bs) AS t_lo, least(x.tok + x."end" - x.start, (ks.k + 1) * b.bs) AS t_hi) tr
