@@ -13,6 +13,9 @@ again on a copy without pages/ (logs only). Per run, against truth/responses.csv
 
   .venv/bin/python benchmarks/vllm_pd_eval.py --seeds 901 902 903 --block-sizes 16 32 --out /tmp/vllmpd-bench
 
+With prefix caching on decode too and cache salts (forensics.simulate.vllm_prefix), each simulation takes
+the options after --simulate: `... --simulate --decode-prefix-caching --cache-salt-rate 0.3`.
+
 Every figure here rests on this project's simulator: fitted, not field-measured.
 """
 
@@ -85,6 +88,7 @@ def main() -> None:
     ap.add_argument("--block-sizes", type=int, nargs="+", default=[16, 32])
     ap.add_argument("--requests", type=int, default=600)
     ap.add_argument("--out", type=Path, default=Path("/tmp/vllmpd-bench"))
+    ap.add_argument("--simulate", nargs=argparse.REMAINDER, default=[], help="more options of every simulate")
     a = ap.parse_args()
     bin_dir = Path(sys.executable).parent
     results = []
@@ -94,7 +98,7 @@ def main() -> None:
             if sim.exists():
                 shutil.rmtree(sim)
             run(bin_dir, ["simulate", str(sim), "--seed", str(seed), "--requests", str(a.requests),
-                          "--engine", "vllm", "--vllm-pd", "--page-size", str(bs)])  # fmt: skip
+                          "--engine", "vllm", "--vllm-pd", "--page-size", str(bs), *a.simulate])  # fmt: skip
             logs = a.out / f"s{seed}-b{bs}-logs"
             if logs.exists():
                 shutil.rmtree(logs)

@@ -4,7 +4,7 @@ from pathlib import Path
 
 # inside the package, so that an installed wheel carries them (pyproject.toml: package-data)
 PACKAGE = Path(__file__).resolve().parent
-STAGES_WITH_SQL = ("ingest", "cohorts", "ownership", "findings", "report", "catalog")
+STAGES_WITH_SQL = ("audit", "ingest", "cohorts", "ownership", "findings", "report", "catalog")
 TEMPLATES = PACKAGE / "report" / "templates"
 
 

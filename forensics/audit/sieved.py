@@ -1,6 +1,6 @@
 """The audit's reads of whole files with DuckDB's sieve (forensics.audit.lines' rule, in SQL): DuckDB's
 line reader reads the plain files of a server in one query and keeps the lines a parse may read
-(_kept_sql), and Python makes logical lines of those alone. Ingest's bulk reader, which has read the
+(kept_lines.sql), and Python makes logical lines of those alone. Ingest's bulk reader, which has read the
 same files into its lines table, keeps them for the audit from there (kept_from), so that ingest's
 audit reads no engine file a second time.
 """
@@ -8,7 +8,8 @@ audit reads no engine file a second time.
 from __future__ import annotations
 
 import mmap
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from itertools import islice
 from pathlib import Path
 from typing import NamedTuple
@@ -26,9 +27,9 @@ from forensics.audit.lines import (
     _prefixed,
     read_log,
 )
-from forensics.db import sql_literal
 from forensics.engines.facts import LogLine
 from forensics.intake import shippers
+from forensics.paths import load_query
 
 
 def _sql_escape(word: str) -> str:
@@ -101,26 +102,12 @@ def _sieved_sql(
     line too long)."""
     names = [str(f) for f, _ in files]
     try:
-        # one reader thread and insertion order kept: the rowids of a file's lines follow each other, in order
-        con.execute(
-            "CREATE OR REPLACE TEMP TABLE audit_raw0 AS SELECT filename, line FROM read_csv($names, "
-            "columns = {'line': 'VARCHAR'}, delim = chr(30), quote = '', escape = '', header = false, "
-            f"auto_detect = false, parallel = false, max_line_size = {MAX_SQL_LINE}, strict_mode = false, "
-            "null_padding = true, new_line = '\\n', compression = 'none', filename = true)",
-            {"names": names},
-        )
+        con.execute(load_query("audit", "audit_raw0"), {"names": names, "max_line": MAX_SQL_LINE})
     except duckdb.Error:
         con.execute("DROP TABLE IF EXISTS audit_raw0")
         return None
     try:
-        con.execute(
-            """CREATE OR REPLACE TEMP TABLE audit_raw AS
-               WITH f AS (SELECT unnest($names) AS filename, unnest($fidx) AS fidx),
-                    s AS (SELECT filename, min(rowid) AS r0 FROM audit_raw0 GROUP BY filename)
-               SELECT fidx, rowid - r0 + 1 AS line, line AS text FROM audit_raw0 JOIN s USING (filename)
-               JOIN f USING (filename)""",
-            {"names": names, "fidx": list(range(1, len(names) + 1))},
-        )
+        con.execute(load_query("audit", "audit_raw"), {"names": names, "fidx": list(range(1, len(names) + 1))})
         got = kept_lines(con, "audit_raw", [(i + 1, name, sieved) for i, (name, (_, sieved)) in
                                             enumerate(zip(names, files, strict=True))], words)  # fmt: skip
     finally:
@@ -138,45 +125,35 @@ def sql_sieved(path: Path, plain: bool | None = None) -> Sieved | None:
     return _loose(path, joinless)
 
 
-def _kept_sql(table: str, words: tuple[str, ...]) -> str:
-    """The lines _sieved keeps (fidx, line, text) of whole files whose lines DuckDB's line reader put in
-    `table` (fidx, line from 1, text), for the files $fidx, each with whether it is loose ($loose) and
-    whether its head was sniffed ($sniffed, Sieved): a line left out is one past the head, or anywhere
-    in a file whose head was sniffed, holding no word that is plain (SGLang's record prefix: the file
-    holds no byte that would unmake it) and followed by a plain line or the end, as _sieved leaves out;
-    in a loose file, any such line holding no word but a blank one. Either is a logical line of its own,
-    and the lines around it read the same without it; the head is kept only for _logical to sniff it,
-    which a sniffed file's Sieved has done. A line is kept for what it holds, or as the line before one
-    that is not plain (no sort: such lines are few)."""
-    prefix = f"coalesce(regexp_matches(text, {sql_literal(_PREFIX_SQL)}), false)"
-    hit = f"coalesce(regexp_matches(text, {sql_literal('|'.join(_sql_escape(w) for w in words))}), false)"
-    return f"""WITH l AS (SELECT unnest($fidx) AS fidx, unnest($loose) AS loose, unnest($sniffed) AS sniffed),
-                 r AS (SELECT fidx, line, text, loose, sniffed, {prefix} AS plain, {hit} AS hit,
-                              coalesce(regexp_matches(text, '^[!-~]'), false) AS nonblank
-                       FROM {table} JOIN l USING (fidx)),
-                 k AS (SELECT fidx, line FROM r
-                       WHERE (line <= {SNIFF_LINES} AND NOT sniffed) OR hit
-                             OR NOT CASE WHEN loose THEN nonblank ELSE plain END
-                       UNION
-                       SELECT fidx, line - 1 FROM r WHERE NOT loose AND NOT plain AND line > 1)
-            SELECT fidx, line, coalesce(text, '') AS text FROM {table} JOIN k USING (fidx, line)"""
+@contextmanager
+def _sieve_lines(con: duckdb.DuckDBPyConnection, table: str) -> Iterator[str]:
+    """The sieve's query (audit/queries/kept_lines.sql) over `table` (fidx, line from 1, text), which it
+    reads as the view sieve_lines."""
+    con.execute(f"CREATE OR REPLACE TEMP VIEW sieve_lines AS SELECT fidx, line, text FROM {table}")
+    try:
+        yield load_query("audit", "kept_lines")
+    finally:
+        con.execute("DROP VIEW IF EXISTS sieve_lines")
 
 
-def _sieve_params(files: list[tuple[int, str, Sieved]]) -> dict[str, list[int] | list[bool]]:
+def _sieve_params(files: list[tuple[int, str, Sieved]], words: tuple[str, ...]) -> dict[str, object]:
+    """kept_lines.sql's parameters: the files and the patterns (SGLang's record prefix, the words)."""
     return {
         "fidx": [i for i, _, _ in files],
         "loose": [s.loose for _, _, s in files],
         "sniffed": [s.prefixed is not None for _, _, s in files],
+        "prefix": _PREFIX_SQL,
+        "hit_pattern": "|".join(_sql_escape(w) for w in words),
+        "sniff_lines": SNIFF_LINES,
     }
 
 
 def kept_lines(
     con: duckdb.DuckDBPyConnection, table: str, files: list[tuple[int, str, Sieved]], words: tuple[str, ...]
 ) -> dict[str, Kept]:
-    """_kept_sql's lines per file (fidx, name, its Sieved) of `files`."""
-    rows = con.execute(
-        f"SELECT * FROM ({_kept_sql(table, words)}) ORDER BY fidx, line", _sieve_params(files)
-    ).fetchall()
+    """kept_lines.sql's lines per file (fidx, name, its Sieved) of `files`."""
+    with _sieve_lines(con, table) as kept:
+        rows = con.execute(f"SELECT * FROM ({kept}) ORDER BY fidx, line", _sieve_params(files, words)).fetchall()
     names = {i: name for i, name, _ in files}
     out: dict[str, Kept] = {name: (s.prefixed, []) for _, name, s in files}
     for i, n, text in rows:
@@ -190,7 +167,7 @@ KEPT = "audit_kept"  # the kept lines of files read already (kept_from), on the 
 def kept_from(
     con: duckdb.DuckDBPyConnection, table: str, files: list[tuple[int, str, Sieved]], words: tuple[str, ...]
 ) -> None:
-    """_kept_sql's lines of files another reader (ingest's bulk reader) has read whole into `table`,
+    """kept_lines.sql's lines of files another reader (ingest's bulk reader) has read whole into `table`,
     stored on `con` for read_logs with the same words (the files named as read_logs is given them), so
     the audit reads no file a second time."""
     con.execute(f"CREATE TEMP TABLE IF NOT EXISTS {KEPT} (filename VARCHAR, n BIGINT, text VARCHAR)")
@@ -200,11 +177,12 @@ def kept_from(
         f"INSERT INTO {KEPT}_files SELECT unnest($names), $words, unnest($prefixed)",
         {"names": names, "words": list(words), "prefixed": [s.prefixed for _, _, s in files]},
     )
-    con.execute(
-        f"""INSERT INTO {KEPT} SELECT n.filename, k.line, k.text FROM ({_kept_sql(table, words)}) k
-            JOIN (SELECT unnest($fidx) AS fidx, unnest($names) AS filename) n USING (fidx)""",
-        _sieve_params(files) | {"names": names},
-    )
+    with _sieve_lines(con, table) as kept:
+        con.execute(
+            f"""INSERT INTO {KEPT} SELECT n.filename, k.line, k.text FROM ({kept}) k
+                JOIN (SELECT unnest($fidx) AS fidx, unnest($names) AS filename) n USING (fidx)""",
+            _sieve_params(files, words) | {"names": names},
+        )
 
 
 def drop_kept(con: duckdb.DuckDBPyConnection) -> None:

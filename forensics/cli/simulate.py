@@ -102,6 +102,18 @@ def simulate(
         "--vllm-pd",
         help="With --engine vllm: vLLM's PD path (block pools, NIXL pull, vLLM #52234's leaks), not SGLang's.",
     ),
+    cache_salt_rate: float | None = typer.Option(
+        None,
+        "--cache-salt-rate",
+        help="With --vllm-pd: share of accounts whose requests carry a cache_salt (vLLM's per-request field: "
+        "no prefix hit across salts; default 0).",
+    ),
+    decode_prefix_caching: bool = typer.Option(
+        False,
+        "--decode-prefix-caching",
+        help="With --vllm-pd: the decode nodes' prefix cache on (vLLM's default), so NIXL pulls only the blocks "
+        "a decode's own cache misses (default off: the bundles of earlier runs).",
+    ),
     batch_lines: str | None = typer.Option(
         None,
         "--batch-lines",
@@ -230,6 +242,8 @@ def simulate(
                 batch_lines=batch_lines,
                 engine=engine,
                 vllm_pd=vllm_pd or None,
+                cache_salt_rate=cache_salt_rate,
+                decode_prefix_caching=decode_prefix_caching or None,
                 decode_log_interval=decode_log_interval,
                 integrity_lines=integrity_lines,
             )

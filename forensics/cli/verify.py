@@ -35,7 +35,7 @@ def verify(
     ] = None,
 ) -> None:
     """Check an output folder against its manifest: inputs, outputs, the chain of manifests, the signature."""
-    from forensics.custody import verify as check
+    from forensics.custody.checks import verify as check
 
     v = check(out, bundle, key)
     for line in v.failures:

@@ -16,6 +16,7 @@ from typing import Any
 
 import duckdb
 
+from forensics.db import run_query
 from forensics.errors import InputError
 from forensics.intake import parse_utc, read_toml
 
@@ -228,18 +229,16 @@ def assign_cohorts(con: duckdb.DuckDBPyConnection, rules: list[Rule]) -> None:
     _cidr_hits(con, rules)
     params: list[Any] = []
     preds = [_predicate(r, i, params) for i, r in enumerate(rules)]
-    # rule_hits: the records some rule matches (usually few), with what each rule says of them
+    # rule_hits: the records some rule matches (usually few), with the ids of the rules that match each, in order
     hit_cols = "".join(f", {p} AS m{i}" for i, p in enumerate(preds))
     any_hit = " OR ".join(f"m{i}" for i in range(len(rules))) or "false"
+    ids = ", ".join(f"CASE WHEN m{i} THEN {i} END" for i in range(len(rules)))
     con.execute(
-        f"""CREATE OR REPLACE TEMP TABLE rule_hits AS
-            SELECT * FROM (SELECT file_id, row{hit_cols} FROM gateway) WHERE {any_hit}""",
+        f"""CREATE OR REPLACE TEMP TABLE rule_hits AS SELECT file_id, row,
+            list_filter([{ids}], lambda x: x IS NOT NULL)::INTEGER[] AS rules
+            FROM (SELECT file_id, row{hit_cols} FROM gateway) WHERE {any_hit}""",
         params,
     )
-    if rules:
-        winner = "CASE " + " ".join(f"WHEN m{i} THEN {i}" for i in range(len(rules))) + " END"
-    else:
-        winner = "NULL::INTEGER"
     con.execute(
         "CREATE OR REPLACE TABLE rule_defs (rule_id INTEGER, cohort VARCHAR, kind VARCHAR, label VARCHAR, "
         "match VARCHAR)"
@@ -249,19 +248,5 @@ def assign_cohorts(con: duckdb.DuckDBPyConnection, rules: list[Rule]) -> None:
             "INSERT INTO rule_defs VALUES (?, ?, ?, ?, ?)",
             [(i, r.cohort, r.kind, r.label, r.describe()) for i, r in enumerate(rules)],
         )
-    con.execute(f"""CREATE OR REPLACE TABLE request_cohort AS
-        SELECT g.request_id, g.file_id, g.row, coalesce(d.cohort, 'customer') AS cohort,
-               coalesce(d.kind, 'customer') AS cohort_kind, d.label AS rule, g.account_id
-        FROM gateway g
-        LEFT JOIN (SELECT file_id, row, {winner} AS rule_id FROM rule_hits) h USING (file_id, row)
-        LEFT JOIN rule_defs d USING (rule_id)""")
-    counts = (
-        " UNION ALL ".join(
-            f"SELECT {i} AS rule_id, count(*) FILTER (WHERE m{i}) AS matched FROM rule_hits" for i in range(len(rules))
-        )
-        or "SELECT NULL::INTEGER AS rule_id, 0 AS matched WHERE false"
-    )
-    con.execute(f"""CREATE OR REPLACE TABLE cohort_rules AS
-        SELECT d.*, c.matched, (SELECT count(*) FROM request_cohort r WHERE r.rule = d.label) AS won
-        FROM rule_defs d JOIN ({counts}) c USING (rule_id) ORDER BY rule_id""")
-    con.execute("DROP TABLE rule_hits")
+    run_query(con, "cohorts", "request_cohort")
+    run_query(con, "cohorts", "cohort_rules")  # ends rule_hits

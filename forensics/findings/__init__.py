@@ -59,12 +59,8 @@ def order_alternatives(con: duckdb.DuckDBPyConnection) -> None:
     else:  # no ambiguous landing
         runs = pa.table({n: np.empty(0, dtype=np.int64) for n in ("item", "s", "e", "w_k")})
     with arrow_view(con, "prestate_env", runs):
-        con.execute("""CREATE OR REPLACE TEMP TABLE prestate_runs AS
-            SELECT r.item, r.s, r.e, r.w_k, c.w_room FROM prestate_env r
-            JOIN (SELECT DISTINCT item, k, room AS w_room FROM prestate_candidates) c ON c.item = r.item AND c.k = r.w_k
-            WHERE r.w_k >= 0""")
-    run_query(con, "findings", "order_alternatives")
-    con.execute("DROP TABLE prestate_runs; DROP TABLE prestate_candidates; DROP TABLE ambiguous_landings")
+        con.execute(load_query("findings", "prestate_runs"))
+    run_query(con, "findings", "order_alternatives")  # drops its scratch: the landings, candidates and runs
 
 
 def recipient_slots(con: duckdb.DuckDBPyConnection) -> None:

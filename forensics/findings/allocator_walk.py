@@ -1,11 +1,10 @@
 """Findings stage, the allocator model's walk (used by forensics.findings.likelihood): one decode node's
 request lifecycle (node_lifecycle.sql) replayed through a port of its page allocator
 (forensics.ownership.kernels.allocator), MEMBERS times, each with the times drawn within what the log
-allows; and the allocator policy, learned from the instrumented decode nodes' page events or taken from
-the release bundle.toml names.
+allows, under the policy forensics.findings.allocator_policy chose.
 
 The walk reads node_lifecycle, transfer_anchors.sql (the pages the prefills' transfer events name),
-alloc_batches.sql, engine_lines (start-ups) and batch_stats (forensics.findings.batch_constraints); it
+engine_lines (start-ups) and batch_stats (forensics.findings.batch_constraints); it
 writes nothing: forensics.findings.likelihood stores what it finds.
 """
 
@@ -20,7 +19,6 @@ import duckdb
 import numpy as np
 
 from forensics.db import thread_count
-from forensics.engines import sglang_allocator as sglang
 from forensics.engines.sglang import DURATION_ROUNDING
 from forensics.findings import batch_constraints
 from forensics.ownership.execution.walks import walk_executor
@@ -29,24 +27,6 @@ from forensics.paths import load_query
 
 # replays per node: the first with the logged times, the others with times drawn within what the log allows
 MEMBERS = 8
-# candidate policies: the rules SGLang's releases really run (forensics.engines.sglang_allocator, the
-# port tested against SGLang's own classes): name -> (kernel policy, window); fifo: page size 1
-# without need_sort, lifo: larger pages without need_sort (and 0.4.9 in PD mode), sorted-deferred:
-# 0.5.4+ in PD mode (its merge slack per page size is set where it is scored, choose_policy)
-_KERNEL = {"fifo": alloc.FIFO, "lifo": alloc.LIFO, "deferred": alloc.DEFERRED}
-POLICIES = {name: (_KERNEL[r.policy], 0) for name, r in sglang.real_rules().items()}
-REAL = tuple(POLICIES)
-# rules no SGLang release runs, after the real ones: candidates only where page telemetry scores them,
-# so that bundles made by the simulator's old allocator (`coalesce`, the committed sample's) are learned
-# with the rule they were made with; never drawn without such evidence
-POLICIES |= {
-    "lifo-coalesce-16": (alloc.LIFO, 16),
-    "lifo-coalesce-64": (alloc.LIFO, 64),
-    "lifo-coalesce-256": (alloc.LIFO, 256),
-    "lowest-first": (alloc.SORTED, 0),
-}
-# allocated pages per instrumented node the policy is scored on: the choice settles long before
-SCORE_PAGES = 1 << 18
 
 
 @dataclass
@@ -92,7 +72,7 @@ def lifecycle(con: duckdb.DuckDBPyConnection, node: str) -> Lifecycle:
     )
 
 
-def _pages_of(start: np.ndarray, end: np.ndarray, ps: int) -> tuple[np.ndarray, np.ndarray]:
+def pages_of(start: np.ndarray, end: np.ndarray, ps: int) -> tuple[np.ndarray, np.ndarray]:
     """The pages each slot range [start, end) touches, concatenated, and how many per range."""
     first, last = start // ps, (end - 1) // ps
     counts = np.maximum(last - first + 1, 0)
@@ -116,7 +96,7 @@ def _anchors(con: duckdb.DuckDBPyConnection, node: str, lc: Lifecycle, ps: int, 
     np.add.at(x_ptr, idx + 1, 1)
     x_ptr = np.cumsum(x_ptr)
     # the pages those ranges touch, per room (ascending), at most its pre-allocation's page count
-    page, counts = _pages_of(start, end, ps)
+    page, counts = pages_of(start, end, ps)
     key = np.unique(np.repeat(idx, counts) * (n_pages + 2) + page)
     owner, page = key // (n_pages + 2), key % (n_pages + 2)
     heads = np.searchsorted(owner, owner)  # the first of each room's pages
@@ -265,75 +245,3 @@ def walk_node(
             walked[order] = pool.submit(one, pol, window, kind, room)
         members.append(walked[order])
     return PendingWalks(len(lc.room), members, batch_basis)
-
-
-def _batches(con: duckdb.DuckDBPyConnection, node: str, ps: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """An instrumented node's allocations and frees as batches (op, CSR of pages), for policy_accuracy."""
-    t = con.execute(load_query("findings", "alloc_batches"), {"node": node}).fetchnumpy()
-    op, room = np.asarray(t["op"], dtype=np.int8), np.asarray(t["room"], dtype=np.int64)
-    start, end = np.asarray(t["start"], dtype=np.int64), np.asarray(t["end"], dtype=np.int64)
-    new = np.ones(len(op), dtype=bool)
-    new[1:] = (op[1:] != op[:-1]) | (room[1:] != room[:-1])
-    batch = np.cumsum(new) - 1
-    pages, counts = _pages_of(start, end, ps)
-    pages = pages.astype(np.int32)
-    b_ptr = np.zeros(int(new.sum()) + 1, dtype=np.int64)
-    np.add.at(b_ptr, batch + 1, counts)
-    b_ptr = np.cumsum(b_ptr)
-    b_op = op[new]
-    keep = int(np.searchsorted(b_ptr, SCORE_PAGES, side="right")) - 1  # whole batches up to SCORE_PAGES pages
-    if keep < len(b_op):
-        b_op, b_ptr = b_op[:keep], b_ptr[: keep + 1]
-        pages = pages[: b_ptr[-1]]
-    return b_op, b_ptr, pages
-
-
-def _policy_by_version(con: duckdb.DuckDBPyConnection) -> tuple[str | None, str]:
-    """Without a decode node to learn from: the rule the release bundle.toml names runs on decode nodes
-    of the bundle's page sizes (forensics.engines.sglang_allocator.rule), else every real rule in turn."""
-    row = con.execute("SELECT version FROM engine_build WHERE version IS NOT NULL").fetchone()
-    none = "no decode node with page telemetry to learn the policy from"
-    if row is None:
-        return None, f"{none}, no engine version in bundle.toml: every candidate policy in turn"
-    release = sglang.known_release(row[0])
-    if release is None:
-        return None, f"{none}, SGLang {row[0]} older than every known release: every candidate policy in turn"
-    q = "SELECT DISTINCT coalesce(page_size, 1) FROM node_config WHERE role = 'decode' ORDER BY 1"
-    sizes = [r[0] for r in con.execute(q).fetchall()] or [1]
-    rules = {sglang.rule(release, ps, "decode").name for ps in sizes}
-    if len(rules) > 1:
-        return None, (
-            f"{none}: SGLang {row[0]} runs {' and '.join(sorted(rules))} on the decode nodes' page sizes "
-            f"{', '.join(map(str, sizes))}: every candidate policy in turn"
-        )
-    (name,) = rules
-    return name, (
-        f"{none}: SGLang {row[0]}'s rule for decode nodes of page size {', '.join(map(str, sizes))} "
-        f"(bundle.toml [engine] version; {sglang.rule(release, sizes[0], 'decode').source})"
-    )
-
-
-def choose_policy(con: duckdb.DuckDBPyConnection, nodes: list[tuple[str, int, int]]) -> tuple[str | None, str]:
-    """The candidate that names the most allocated pages right on the instrumented decode nodes, and
-    what it was chosen on; None when there is no such node."""
-    score = dict.fromkeys(POLICIES, 0)
-    total = 0
-    for node, ps, n_pages in nodes:
-        b_op, b_ptr, pages = _batches(con, node, ps)
-        ok = (pages >= 1) & (pages <= n_pages)
-        if not len(b_op) or not ok.all():
-            continue
-        for name, (pol, window) in POLICIES.items():
-            if pol == alloc.DEFERRED:  # the free pages an allocation wants beyond its own before it merges
-                window = sglang.merge_slack(ps)
-            hit, n = alloc.policy_accuracy(n_pages, pol, window, b_op, b_ptr, pages, *alloc.new_state(n_pages))
-            score[name] += hit
-        total += n
-    if not total:
-        return _policy_by_version(con)
-    best = max(POLICIES, key=lambda k: score[k])  # the first of equals, in POLICIES order
-    ranked = ", ".join(f"{k} {score[k] / total:.3f}" for k in sorted(POLICIES, key=lambda k: -score[k]))
-    return best, (
-        f"policy {best}, learned from {', '.join(n for n, _, _ in nodes)}: share of {total:,} allocated pages "
-        f"each candidate names right when replayed over their page events: {ranked}"
-    )

@@ -39,13 +39,11 @@ import numpy as np
 import pyarrow as pa
 
 from forensics.db import arrow_view, define_macros
+from forensics.findings.allocator_policy import POLICIES, REAL, choose_policy
 from forensics.findings.allocator_walk import (
     MEMBERS,
-    POLICIES,
-    REAL,
     Lifecycle,
     PendingWalks,
-    choose_policy,
     lifecycle,
     tokens_before,
     walk_node,

@@ -76,7 +76,7 @@ def _json_path(key: tuple[str, ...]) -> str:
 def _present(con: duckdb.DuckDBPyConnection, key: tuple[str, ...], table: dict[str, str] | None) -> bool:
     """Whether any record of the staged file (gw_records) has the path as a key, null or not; a path
     into a top-level field that holds JSON as text (a CSV or Parquet export's metadata column) is
-    looked for in that text, as the projection reads it (forensics.ingest.formats._Reads.json)."""
+    looked for in that text, as the projection reads it (forensics.ingest.format_reads.Reads.json)."""
     if table is not None:  # a CSV file: its header names the top-level fields
         if key[0] not in table:
             return False

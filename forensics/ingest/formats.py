@@ -7,137 +7,19 @@ CSV row not at all (its columns are the top-level fields), and JSON held as text
 string) once more for the paths into it; a json_extract per path and use would parse the record again
 for each (101 of them in a LiteLLM SpendLogs row's projection, 46 in Envoy's). Text that opens like
 JSON (`{` or `[`) but does not parse, where a path goes into it, rejects the record with its field named.
+The paths a projection reads and the query reading them are format_reads.py's (Reads).
 """
 
 from __future__ import annotations
 
-import json
 import re
 
 from forensics.db import sql_literal
 from forensics.gateway_formats import TEXT_FIELDS, GatewaySettings, Key, Mapping, paths_of
+from forensics.ingest.format_reads import Reads
 
 # JSON text of a value that holds no text to fingerprint (forensics.ingest.content: text_of gives "")
 NO_TEXT = ("null", "{}", "[]", '""', '"{}"', '"[]"')
-
-
-def _json_path(key: Key) -> str:
-    return "$" + "".join('."' + k.replace("\\", "\\\\").replace('"', '\\"') + '"' for k in key)
-
-
-_ROOT = "'$'"
-BACKSLASH_U = "\\u"  # the start of a JSON escape that can spell any character of a key
-
-
-def _opens_json(text: str) -> str:
-    return f"regexp_matches({text}, '^\\s*[{{\\[]')"
-
-
-class _Reads:
-    """The paths one projection reads, in the order first asked for. Records as JSON text (rec): `v`
-    (gw_values) holds the JSON at each full path of the record. A CSV file's rows (`table`: its header,
-    name -> the row's column in gw_records) are read from their columns, every value text. Either way
-    `n_<i>` holds the JSON at each path into the i-th head (a top-level field) when the head is text,
-    parsed (NULL where it does not parse)."""
-
-    def __init__(self, table: dict[str, str] | None = None) -> None:
-        self.table = table
-        self.full: dict[Key, int] = {}
-        self.inner: dict[str, dict[Key, int]] = {}
-        self.parsed: dict[Key, tuple[str, str]] = {}  # path -> (its parsed JSON, when it is malformed), as SQL
-        self.columns: dict[str, str] = {}  # further columns of gw_values, over rec (the header fields' pairs)
-
-    def _full(self, key: Key) -> str:
-        return f"v[{self.full.setdefault(key, len(self.full) + 1)}]"
-
-    def _head(self, h: str) -> tuple[str, str]:
-        """(its text, whether it is text) of a top-level field, as SQL."""
-        if self.table is not None:
-            col = self.table.get(h, "NULL::VARCHAR")
-            return col, f"{col} IS NOT NULL"
-        v = self._full((h,))
-        return f"{v} ->> {_ROOT}", f"json_type({v}) = 'VARCHAR'"
-
-    def json(self, key: Key) -> str:
-        """The JSON at a path; a JSON string on the way (a CSV or Parquet JSON column) is followed into."""
-        if self.table is not None and len(key) == 1:
-            return f"to_json({self.table[key[0]]})" if key[0] in self.table else "NULL::JSON"
-        if len(key) == 1:
-            return self._full(key)
-        self._head(key[0])
-        tails = self.inner.setdefault(key[0], {})
-        inner = f"n_{list(self.inner).index(key[0])}[{tails.setdefault(key[1:], len(tails) + 1)}]"
-        # a CSV column is text: a path into it is only found by parsing it
-        return inner if self.table is not None else f"coalesce({self._full(key)}, {inner})"
-
-    def text(self, key: Key) -> str:
-        """The text at a path, trimmed, NULL when empty."""
-        if self.table is not None and len(key) == 1:
-            return f"nullif(trim({self.table[key[0]]}), '')" if key[0] in self.table else "NULL::VARCHAR"
-        return f"nullif(trim(({self.json(key)}) ->> '$'), '')"
-
-    def parsed_json(self, key: Key) -> str:
-        """The JSON object or array at a path, where JSON text there is parsed; a column of gw_values."""
-        if key not in self.parsed:
-            if self.table is not None and len(key) == 1:
-                col = self.table.get(key[0], "NULL::VARCHAR")
-                text, is_text = col, f"{col} IS NOT NULL"
-                value = f"CASE WHEN json_valid({col}) THEN {col}::JSON END"
-            else:
-                j = self.json(key)
-                text, is_text = f"({j}) ->> {_ROOT}", f"json_type({j}) = 'VARCHAR'"
-                value = f"""CASE WHEN {is_text} AND json_valid({text}) THEN ({text})::JSON
-                                 WHEN json_type({j}) IN ('OBJECT', 'ARRAY') THEN {j} END"""
-            self.parsed[key] = (value, f"{is_text} AND NOT json_valid({text}) AND {_opens_json(text)}")
-        return f"p_{list(self.parsed).index(key)}"
-
-    def aliased(self, key: Key) -> list[str]:
-        """Where the JSON holding a path may name one of its keys twice, or through an escape (DuckDB's
-        reader takes a repeated key's first value, Python's json its last; `\\u0065` spells `e`): the
-        text (the record's, a CSV row's column's) holds a key's quoted name twice, or any `\\u`."""
-        if self.table is None:
-            text, names = "rec", key
-        elif len(key) > 1:
-            text, names = self.table.get(key[0], "NULL::VARCHAR"), key[1:]
-        else:
-            return []  # a CSV column: one per header name, read by content as the SQL reads it
-        conds = [f"contains({text}, {sql_literal(BACKSLASH_U)})"]
-        for name in names:
-            q = sql_literal(json.dumps(name, ensure_ascii=False))
-            conds.append(f"length({text}) - length(replace({text}, {q}, '')) >= 2 * length({q})")
-        return [f"coalesce({c}, false)" for c in conds]
-
-    def record(self) -> str:
-        """A CSV row as one JSON object (what forensics.ingest.content and the header fields read)."""
-        assert self.table is not None
-        return f"json_object({', '.join(f'{sql_literal(n)}, {c}' for n, c in self.table.items())})"
-
-    def values(self) -> str:
-        """The query making gw_values over gw_records: row, parse_error, v (JSON records) or the columns
-        (a CSV file), n_<i>, the further columns, and `error`: the parse error, else the first field
-        that holds malformed JSON."""
-        heads, broken = [], []
-        for i, (h, tails) in enumerate(self.inner.items()):
-            text, is_text = self._head(h)
-            tail_paths = ", ".join(sql_literal(_json_path(t)) for t in tails)
-            heads.append(f"CASE WHEN {is_text} THEN try(json_extract({text}, [{tail_paths}])) END AS n_{i}")
-            broken.append((f"{is_text} AND n_{i} IS NULL AND {_opens_json(text)}", h))
-        broken += [(bad, ".".join(key)) for key, (_, bad) in self.parsed.items()]
-        whens = " ".join(f"WHEN {cond} THEN {sql_literal(f'malformed JSON in field {name}')}" for cond, name in broken)
-        error = f"coalesce(parse_error, CASE {whens} END)" if whens else "parse_error"
-        if self.table is not None:
-            inner = f"SELECT *, {self.record()} AS rec FROM gw_records" if self.columns else "SELECT * FROM gw_records"
-        else:
-            paths = ", ".join(sql_literal(_json_path(k)) for k in self.full) or _ROOT
-            inner = (
-                f"SELECT row, parse_error, rec, CASE WHEN parse_error IS NULL THEN json_extract(rec, [{paths}]) END "
-                "AS v FROM gw_records"
-            )
-        more = heads + [f"{e} AS {c}" for c, e in self.columns.items()]
-        if more:
-            inner = f"SELECT *, {', '.join(more)} FROM ({inner})"
-        parsed = "".join(f", {value} AS p_{i}" for i, (value, _) in enumerate(self.parsed.values()))
-        return f"SELECT *, {error} AS error{parsed} FROM ({inner})"
 
 
 def _parsed_time(v: str, kind: str, zone: str | None) -> str:
@@ -157,21 +39,21 @@ def _parsed_time(v: str, kind: str, zone: str | None) -> str:
     return naive if "%z" in kind or "%Z" in kind else f"timezone({sql_literal(zone or 'UTC')}, {naive}::TIMESTAMP)"
 
 
-def _first(r: _Reads, paths: tuple[Key, ...]) -> str:
+def _first(r: Reads, paths: tuple[Key, ...]) -> str:
     if not paths:
         return "NULL::VARCHAR"
     parts = [r.text(k) for k in paths]
     return parts[0] if len(parts) == 1 else f"coalesce({', '.join(parts)})"
 
 
-def _ts(r: _Reads, m: Mapping, zone: str | None) -> str:
+def _ts(r: Reads, m: Mapping, zone: str | None) -> str:
     """The record's time as RFC 3339 text in UTC when it parses; else its text as logged (the validation
     then rejects the row and shows it)."""
     v = _first(r, m.fields.get("ts", ()))
     return f"coalesce(strftime(({_parsed_time(v, m.time, zone)}) AT TIME ZONE 'UTC', '%Y-%m-%dT%H:%M:%S.%fZ'), {v})"
 
 
-def _status(r: _Reads, m: Mapping) -> str:
+def _status(r: Reads, m: Mapping) -> str:
     v = _first(r, m.fields.get("status", ()))
     if not m.status_map:
         return v
@@ -184,7 +66,7 @@ def _status(r: _Reads, m: Mapping) -> str:
     return f"CASE {whens} ELSE {v} END"
 
 
-def _duration(r: _Reads, m: Mapping) -> str:
+def _duration(r: Reads, m: Mapping) -> str:
     v = _first(r, m.fields.get("duration_ms", ()))
     scaled = f"CAST(TRY_CAST({v} AS DOUBLE) * {m.duration_unit!r} AS VARCHAR)"
     direct = (
@@ -197,11 +79,11 @@ def _duration(r: _Reads, m: Mapping) -> str:
     return f"coalesce({direct}, {diff})"
 
 
-def _attrs(r: _Reads, m: Mapping) -> dict[str, str]:
+def _attrs(r: Reads, m: Mapping) -> dict[str, str]:
     return {a: _first(r, paths) for a, paths in m.attrs.items() if a != "tags"}
 
 
-def _tenant(r: _Reads, m: Mapping, settings: GatewaySettings, lost: frozenset[str]) -> str:
+def _tenant(r: Reads, m: Mapping, settings: GatewaySettings, lost: frozenset[str]) -> str:
     """account_id: the configured tenant (an attribute, else a field path), else the format's default order.
     The order stops before the first attribute `lost` (its field dropped or renamed in the file): a record
     that the earlier ones give no account would have taken it from the lost one, so its account is unknown
@@ -217,7 +99,7 @@ def _tenant(r: _Reads, m: Mapping, settings: GatewaySettings, lost: frozenset[st
     return "NULL::VARCHAR" if not parts else parts[0] if len(parts) == 1 else f"coalesce({', '.join(parts)})"
 
 
-def _headers(r: _Reads, m: Mapping) -> str:
+def _headers(r: Reads, m: Mapping) -> str:
     parts = []
     if m.header_prefix:
         exact = ", ".join(sql_literal(s) for s in m.header_skip if not s.endswith("-")) or "''"
@@ -249,7 +131,7 @@ def _headers(r: _Reads, m: Mapping) -> str:
     return f"CASE WHEN CAST({merged} AS VARCHAR) IN ('{{}}', 'null') THEN NULL ELSE CAST({merged} AS VARCHAR) END"
 
 
-def _may_hold_text(r: _Reads, key: Key) -> str:
+def _may_hold_text(r: Reads, key: Key) -> str:
     """False only where the record surely holds no text at a path (forensics.ingest.content then gives
     it none): nothing there or an empty object, array or string, no JSON string on the way that
     content would parse and this did not, and no key of the path that Python's json may read otherwise."""
@@ -263,13 +145,13 @@ def _may_hold_text(r: _Reads, key: Key) -> str:
 def project(
     m: Mapping, settings: GatewaySettings, table: dict[str, str] | None = None, lost: frozenset[str] = frozenset()
 ) -> tuple[str, str]:
-    """(values, stage): the query making gw_values from gw_records (row, parse_error, rec; see _Reads)
+    """(values, stage): the query making gw_values from gw_records (row, parse_error, rec; see Reads)
     with `may_text` (the record may hold prompt or response text), and the one making the staged text
     columns from gw_values: the spec's fields plus engine_id, trace_id and attrs (a JSON object without
     empty keys). `table`: a CSV file's header, name -> its column in gw_records (else records are rec).
     gw_values holds rec (the record as JSON text) where may_text, for forensics.ingest.content. `lost`:
     the tenant attributes whose fields the file lost (forensics.ingest.damage.lost_tenant)."""
-    r = _Reads(table)
+    r = Reads(table)
     zone = settings.zone_for(m)
     f = m.fields
     attr_sql = _attrs(r, m)

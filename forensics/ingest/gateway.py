@@ -3,9 +3,10 @@
 Text formats (and Parquet files whose columns are text or other types than the contract's) are staged
 as text columns and typed by one query (ingest/queries/gateway_typed.sql), so every format is held
 to the same contract. A Parquet file whose columns already have the contract's types (a zoned
-timestamp, signed integers) is typed by plain casts instead, with the same checks and messages. Bad
-rows go to `rejected`. `gateway` is then a view (define_gateway), like page_events: the good rows of
-text files, copied into `gateway_text`, and those of typed Parquet files, read where they lie.
+timestamp, signed integers) is typed by plain casts instead, with the same checks and messages (the
+spec's log: gateway_spec.py; other formats: other_formats.py). Bad rows go to `rejected`. `gateway`
+is then a view (define_gateway), like page_events: the good rows of text files, copied into
+`gateway_text`, and those of typed Parquet files, read where they lie.
 Records logged twice (every field equal) are rejected after all files are in (reject_repeated_records).
 Reads: gateway/*. Writes: gateway_text, gateway (view), rejected.
 """
@@ -18,124 +19,17 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from forensics.contract import GATEWAY_FIELDS
-from forensics.db import arrow_view, ident, run_query, scalar, sql_literal
+from forensics.db import arrow_view, run_query, scalar
 from forensics.engines.sglang import DURATION_ROUNDING
 from forensics.gateway_formats import FORMAT_NAMES, SPEC_FORMAT, GatewaySettings, detect
 from forensics.ingest.damage import no_format
 from forensics.ingest.gateway_assign import assign_open
-from forensics.ingest.other_formats import load_other_format, sample_fields, type_and_keep
-from forensics.ingest.rawtext import JSON_OBJECT_LINES, load_lines, salvaged
-from forensics.ingest.staged import InPlace, validate_staged
+from forensics.ingest.gateway_spec import load_spec_file
+from forensics.ingest.other_formats import load_other_format, sample_fields
+from forensics.ingest.rawtext import salvaged
+from forensics.ingest.staged import InPlace
 from forensics.intake import InputFile
-
-FIELDS = GATEWAY_FIELDS
-# the columns only other formats fill (forensics.gateway_formats); the spec's log has none of them
-SPEC_EXTRAS = "NULL::VARCHAR AS engine_id, NULL::VARCHAR AS trace_id, NULL::VARCHAR AS attrs"
-
-
-def _stage_jsonl(con: duckdb.DuckDBPyConnection, f: InputFile) -> bool:
-    if not load_lines(con, f):
-        return False
-    cols = ",\n".join(
-        f"CASE WHEN ok THEN json_extract_string(line, '$.{c}') END AS {c}"
-        if c != "headers"
-        else "CASE WHEN ok THEN CAST(json_extract(line, '$.headers') AS VARCHAR) END AS headers"
-        for c in FIELDS
-    )
-    con.execute(f"""CREATE OR REPLACE TEMP TABLE gw_stage AS
-        SELECT row, parse_error, {cols}, {SPEC_EXTRAS} FROM ({JSON_OBJECT_LINES})""")
-    con.execute("DROP TABLE raw_lines")
-    return True
-
-
-def _stage_table(con: duckdb.DuckDBPyConnection, f: InputFile, reader: str, row_expr: str, view: bool = False) -> bool:
-    """Stage a Parquet or CSV gateway file as text columns: a view over a Parquet file (its row numbers
-    are stable, so it can be read twice: for rejected rows and for loaded ones), a table otherwise."""
-    try:
-        names = [r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {reader}").fetchall() if r[0] != "file_row_number"]
-    except duckdb.Error as err:  # the message names the file by its path in the bundle, not on this machine
-        f.error = f"cannot read: {str(err).splitlines()[0].replace(str(f.path), f.rel)[:200]}"
-        return False
-    missing = [c for c in ("ts", "request_id", "account_id", "status") if c not in names]
-    if missing:
-        f.error = f"wrong columns: missing {', '.join(missing)} (has {', '.join(names[:20])})"
-        return False
-    cols = ", ".join((f"CAST({ident(c)} AS VARCHAR) AS {c}" if c in names else f"NULL::VARCHAR AS {c}") for c in FIELDS)
-    try:
-        con.execute(
-            f"CREATE OR REPLACE TEMP {'VIEW' if view else 'TABLE'} gw_stage AS SELECT {row_expr} AS row, "
-            f"NULL::VARCHAR AS parse_error, {cols}, {SPEC_EXTRAS} FROM {reader}"
-        )
-    except duckdb.Error as err:
-        f.error = f"cannot read rows: {str(err).splitlines()[0][:200]}"
-        return False
-    return True
-
-
-SIGNED = {"BIGINT", "INTEGER", "SMALLINT", "TINYINT"}
-NUMERIC = SIGNED | {"DOUBLE", "FLOAT"}
-TEXT = {"VARCHAR", "JSON"}
-
-
-def _typed_columns(types: dict[str, str]) -> str | None:
-    """gw_typed's columns by plain casts when a Parquet file's columns have the contract's types
-    (None otherwise: the file goes through the text path). Text columns are only built where a
-    message needs them; a native value cannot fail to parse, so only the range checks remain."""
-
-    def kind(col: str, allowed: set[str]) -> bool:
-        return col not in types or types[col] in allowed
-
-    if not (
-        types.get("ts") == "TIMESTAMP WITH TIME ZONE"
-        and all(kind(c, SIGNED) for c in ("status", "prompt_tokens", "completion_tokens", "bootstrap_room"))
-        and kind("duration_ms", NUMERIC)
-        and kind("headers", TEXT)
-    ):
-        return None
-
-    def col(c: str) -> str:
-        return ident(c) if c in types else "NULL"
-
-    def text(c: str) -> str:
-        return f"CAST({col(c)} AS VARCHAR)"
-
-    status, room, headers = col("status"), col("bootstrap_room"), text("headers")
-    return f"""CAST(ts AS TIMESTAMPTZ) AS ts_v, NULL::VARCHAR AS ts,
-        nullif({text("request_id")}, '') AS request_id, nullif({text("account_id")}, '') AS account_id,
-        {text("api_token_id")} AS api_token_id, {text("client_ip")} AS client_ip,
-        {text("user_agent")} AS user_agent, {text("model")} AS model,
-        CASE WHEN {status} BETWEEN 100 AND 999 THEN CAST({status} AS INTEGER) END AS status_v,
-        CASE WHEN NOT {status} BETWEEN 100 AND 999 THEN CAST({status} AS VARCHAR) END AS status,
-        CAST({col("prompt_tokens")} AS BIGINT) AS prompt_v, NULL::VARCHAR AS prompt_tokens,
-        CAST({col("completion_tokens")} AS BIGINT) AS completion_v, NULL::VARCHAR AS completion_tokens,
-        CAST({col("duration_ms")} AS DOUBLE) AS duration_v, NULL::VARCHAR AS duration_ms,
-        CASE WHEN {room} >= 0 THEN CAST({room} AS BIGINT) END AS room_v,
-        CASE WHEN {room} < 0 THEN CAST({room} AS VARCHAR) END AS bootstrap_room,
-        nullif({text("prefill_node")}, '') AS prefill_node, nullif({text("decode_node")}, '') AS decode_node,
-        CASE WHEN {headers} IS NULL OR trim({headers}) IN ('', 'null') THEN NULL
-             WHEN json_valid({headers}) AND json_type({headers}) = 'OBJECT' THEN CAST({headers} AS JSON) END
-             AS headers_v, {headers} AS headers, NULL::VARCHAR AS engine_id, NULL::VARCHAR AS trace_id,
-        NULL::JSON AS attrs"""
-
-
-def _typed_parquet(con: duckdb.DuckDBPyConnection, f: InputFile, reader: str, in_place: InPlace) -> bool | None:
-    """Stage a Parquet file with the contract's types as gw_typed directly: True (noted in `in_place`),
-    False (unreadable, f.error set), None (other types: take the text path)."""
-    try:
-        types = {r[0]: r[1] for r in con.execute(f"DESCRIBE SELECT * FROM {reader}").fetchall()}
-    except duckdb.Error as err:
-        f.error = f"cannot read: {str(err).splitlines()[0].replace(str(f.path), f.rel)[:200]}"
-        return False
-    columns = _typed_columns(types) if all(c in types for c in ("ts", "request_id", "account_id", "status")) else None
-    if columns is None:
-        return None
-    con.execute(
-        f"""CREATE OR REPLACE TEMP VIEW gw_typed AS
-            SELECT file_row_number + 1 AS row, NULL::VARCHAR AS parse_error, {columns} FROM {reader}"""
-    )
-    in_place.add(f, tuple(sorted(types.items())), columns)
-    return True
+from forensics.paths import load_query
 
 
 def load_gateway_file(
@@ -179,7 +73,7 @@ def _load_file(con: duckdb.DuckDBPyConnection, f: InputFile, in_place: InPlace, 
         return
     f.format = fmt
     if fmt == SPEC_FORMAT:
-        _load_spec_file(con, f, in_place)
+        load_spec_file(con, f, in_place)
         return
     load_other_format(con, f, settings.mapping_of(fmt), settings, first)
 
@@ -188,42 +82,6 @@ def _vote(found: list[str | None]) -> str | None:
     """The format most of a file's first records have (ties: the first record's), None if none has one."""
     known = Counter(x for x in found if x is not None)  # counts in first-seen order: ties go to the first
     return known.most_common(1)[0][0] if known else None
-
-
-def _load_spec_file(con: duckdb.DuckDBPyConnection, f: InputFile, in_place: InPlace) -> None:
-    """The spec's gateway log (section 2)."""
-    name = f.rel.lower()
-    path = sql_literal(f.path)
-    if name.endswith(".parquet"):
-        reader = f"read_parquet({path}, file_row_number = true)"
-        typed = _typed_parquet(con, f, reader, in_place)
-        if typed is False:
-            return
-        if typed:
-            validate_staged(
-                con,
-                f,
-                "gateway_validate",
-                "gw_typed",
-                "gateway_text",
-                "DROP VIEW IF EXISTS gw_typed",
-                "cannot read rows",
-                params={"gw_strict": True},
-            )
-            return
-        ok = _stage_table(con, f, reader, "file_row_number + 1", view=True)
-    elif name.endswith((".csv", ".csv.gz")):
-        # header on line 1: data row k is on line k + 1
-        reader = (
-            f"read_csv({path}, header = true, all_varchar = true, parallel = false, quote = '\"', escape = '\"', "
-            "strict_mode = false, null_padding = true, max_line_size = 67108864)"
-        )
-        ok = _stage_table(con, f, reader, "(row_number() OVER ()) + 1")
-    else:
-        ok = _stage_jsonl(con, f)
-    if not ok:
-        return
-    type_and_keep(con, f, strict=True, stage="VIEW" if name.endswith(".parquet") else "TABLE")
 
 
 def define_gateway(con: duckdb.DuckDBPyConnection, in_place: InPlace) -> None:
@@ -266,22 +124,14 @@ def reject_repeated_records(con: duckdb.DuckDBPyConnection, in_place: InPlace, p
     with arrow_view(con, "repeated_hashes", pa.table({"h": repeated})):
         run_query(con, "ingest", "gateway_dedupe")
         moved = _reject_repeats(con, in_place, paths)
-        con.execute("""INSERT INTO gateway_repeats SELECT request_id, count(*) FROM gateway
-                       WHERE hash(request_id) IN (SELECT h FROM repeated_hashes) GROUP BY 1 HAVING count(*) > 1
-                       ORDER BY 1""")
+        con.execute(load_query("ingest", "gateway_repeats"))
     return moved
 
 
 def _reject_repeats(con: duckdb.DuckDBPyConnection, in_place: InPlace, paths: dict[int, str]) -> list[tuple]:
     """Rejects the exact repeats gateway_dedupe.sql found (gateway_dups) and redefines the view without them."""
     ids = sorted(paths)
-    con.execute(
-        """INSERT INTO rejected SELECT d.file_id, d.row,
-           'duplicate gateway record: request_id ' || d.request_id || ' with every field as at ' || f.path || ' row ' ||
-           d.first_row FROM gateway_dups d
-           JOIN (SELECT unnest($ids) AS file_id, unnest($paths) AS path) f ON f.file_id = d.first_file""",
-        {"ids": ids, "paths": [paths[i] for i in ids]},
-    )
+    con.execute(load_query("ingest", "gateway_dups_rejected"), {"ids": ids, "paths": [paths[i] for i in ids]})
     moved = con.execute("SELECT file_id, count(*) FROM gateway_dups GROUP BY 1 ORDER BY 1").fetchall()
     con.execute("DROP TABLE gateway_dups")
     if moved:
@@ -293,16 +143,6 @@ def _joined(con: duckdb.DuckDBPyConnection) -> bool:
     exists = scalar(con, "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'gateway_joined'")
     return bool(exists) and bool(scalar(con, "SELECT count(*) FROM gateway_joined"))
 
-
-EMPTY_JOIN = """
-    CREATE OR REPLACE TABLE gateway_joined (file_id INTEGER, row BIGINT, room BIGINT, prefill_node VARCHAR,
-                                            decode_node VARCHAR, how VARCHAR);
-    CREATE OR REPLACE TABLE gateway_unjoined (file_id INTEGER, row BIGINT, request_id VARCHAR, rooms BIGINT,
-        candidates BIGINT, reason VARCHAR);
-    CREATE OR REPLACE TABLE gateway_clock (node VARCHAR, rooms BIGINT, lo_us BIGINT, hi_us BIGINT,
-                                           consistent BOOLEAN);
-    CREATE OR REPLACE TABLE room_candidates (room BIGINT, node VARCHAR, request_id VARCHAR, account_id VARCHAR,
-                                             basis VARCHAR, candidates BIGINT)"""
 
 # The time join's rules (ingest/queries/gateway_join/ steps 3 to 5). A gateway time is read to the
 # millisecond: the formats log ms (LiteLLM's timestamp(3) columns and request_duration_ms, Envoy's
@@ -323,7 +163,7 @@ def join_gateway(con: duckdb.DuckDBPyConnection, in_place: InPlace, complete: bo
     view then shows the room and nodes found, and room_candidates the records each open room may be.
     Returns (joined, not joined)."""
     if not scalar(con, "SELECT count(*) FROM gateway WHERE bootstrap_room IS NULL"):
-        con.execute(EMPTY_JOIN)
+        run_query(con, "ingest", "gateway_join_empty")
         return 0, 0
     run_query(
         con,
@@ -349,12 +189,7 @@ def gateway_join_summary(con: duckdb.DuckDBPyConnection) -> dict[str, object] | 
     (microseconds, node minus gateway; null where they leave no room for an offset). None when every
     record named its room."""
     joined = con.execute("SELECT how, count(*) FROM gateway_joined GROUP BY 1 ORDER BY 1").fetchall()
-    unjoined = con.execute(
-        """SELECT CASE WHEN rooms > 0 THEN 'its ids name several rooms'
-                       WHEN candidates = 0 THEN 'no engine request log names it, and none agrees in time and length'
-                       ELSE 'no engine request log names it, and time and length find no single one' END, count(*)
-           FROM gateway_unjoined GROUP BY 1 ORDER BY 1"""
-    ).fetchall()
+    unjoined = con.execute(load_query("ingest", "gateway_unjoined_reasons")).fetchall()
     if not joined and not unjoined:
         return None
     clock = con.execute("SELECT node, lo_us, hi_us, consistent FROM gateway_clock ORDER BY node").fetchall()

@@ -26,26 +26,13 @@ from forensics.gateway_formats import GatewaySettings, Mapping
 from forensics.ingest import content
 from forensics.ingest.damage import field_missing, lost_accounts, lost_tenant, no_account
 from forensics.ingest.formats import needs_zone, project
-from forensics.ingest.rawtext import JSON_OBJECT_LINES, load_lines, open_bytes
+from forensics.ingest.rawtext import drop_json_lines, load_json_lines, open_bytes
 from forensics.ingest.staged import validate_staged
 from forensics.intake import InputFile
+from forensics.paths import load_query
 
 SAMPLE_LINES = 200  # lines looked at to find a file's first records (blank or broken lines among them)
 SAMPLE_RECORDS = 20  # records whose fields vote on the format: one malformed record does not decide it
-
-# SMG's requests by their 'started processing request' lines, and the field names of a line of a
-# request (where a renamed request_id is looked for)
-SMG_REQUEST_LINES = """
-    SELECT count(*) FILTER (WHERE json_extract_string(rec, '$.message') = 'started processing request'),
-           list_distinct(flatten(list(coalesce(json_keys(rec, '$.span'), []) || coalesce(json_keys(rec, '$.fields'), [])
-                                      || json_keys(rec)) FILTER (WHERE json_extract_string(rec, '$.span.name')
-                                                                        = 'http_request')))
-    FROM gw_records WHERE parse_error IS NULL"""
-
-KEEP = """INSERT INTO gateway_text
-    SELECT request_id, ts_v, account_id, api_token_id, client_ip, user_agent, model, status_v, prompt_v,
-           completion_v, duration_v, room_v, prefill_node, decode_node, headers_v, engine_id, trace_id, attrs, $1, row
-    FROM gw_typed WHERE row NOT IN (SELECT row FROM rejected WHERE file_id = $1 AND row IS NOT NULL)"""
 
 
 def _kind(f: InputFile) -> str:
@@ -145,7 +132,7 @@ def _stage_records(con: duckdb.DuckDBPyConnection, f: InputFile, m: Mapping) -> 
             with arrow_view(con, "array_records", table):
                 con.execute("CREATE OR REPLACE TEMP TABLE gw_records AS SELECT * FROM array_records")
             return True, None
-        if not load_lines(con, f):
+        if not load_json_lines(con, f):
             return False, None
         # a format that logs prompts: a broken line is not quoted in its rejection (it may hold text)
         error = (
@@ -155,8 +142,8 @@ def _stage_records(con: duckdb.DuckDBPyConnection, f: InputFile, m: Mapping) -> 
             else "parse_error"
         )
         con.execute(f"""CREATE OR REPLACE TEMP TABLE gw_records AS
-            SELECT row, {error} AS parse_error, line AS rec FROM ({JSON_OBJECT_LINES})""")
-        con.execute("DROP TABLE raw_lines")
+            SELECT row, {error} AS parse_error, line AS rec FROM json_lines""")
+        drop_json_lines(con)
         if m.grouped:  # SMG: one record per request from its lines
             return _group_smg(con, f), None
         return True, None
@@ -169,7 +156,7 @@ def _group_smg(con: duckdb.DuckDBPyConnection, f: InputFile) -> bool:
     """gw_records as one record per request (ingest/queries/gateway_smg_group/). False (the file skipped
     whole, the field named) when no line of a request names its request_id: nothing can be grouped."""
     lines = scalar(con, "SELECT count(*) FROM gw_records")
-    requests, names = con.execute(SMG_REQUEST_LINES).fetchone() or (0, None)
+    requests, names = con.execute(load_query("ingest", "smg_request_lines")).fetchone() or (0, None)
     run_query(con, "ingest", "gateway_smg_group")
     unnamed = scalar(con, "SELECT count(*) FROM gw_records WHERE starts_with(parse_error, 'no request_id:')")
     grouped = scalar(con, "SELECT count(*) FROM smg_requests")
@@ -249,7 +236,7 @@ def type_and_keep(con: duckdb.DuckDBPyConnection, f: InputFile, strict: bool, st
         "gateway_text",
         f"DROP VIEW IF EXISTS gw_typed; DROP {stage} IF EXISTS gw_stage",
         "cannot read rows",
-        KEEP,
+        "gateway_keep",
         params={"gw_strict": strict},
     )
 

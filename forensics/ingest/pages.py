@@ -15,10 +15,11 @@ from __future__ import annotations
 import duckdb
 
 from forensics.db import ident, sql_literal
-from forensics.ingest.rawtext import JSON_OBJECT_LINES, load_lines
+from forensics.ingest.rawtext import drop_json_lines, load_json_lines
 from forensics.ingest.staged import InPlace, validate_staged
 from forensics.intake import InputFile, Window
 from forensics.intake.damage import Damage
+from forensics.paths import load_query
 
 INT_TYPES = {"BIGINT", "INTEGER", "SMALLINT", "TINYINT", "UBIGINT", "UINTEGER", "USMALLINT", "UTINYINT", "HUGEINT"}
 TEXT_INT = r"^\s*-?[0-9]+\s*$"
@@ -109,36 +110,11 @@ def _stage_parquet(con: duckdb.DuckDBPyConnection, f: InputFile, parquet: InPlac
     return True
 
 
-def _json_int(field: str) -> tuple[str, str]:
-    path = f"'$.{field}'"
-    raw = f"json_extract_string(line, {path})"
-    val = f"CASE WHEN json_type(line, {path}) IN ('UBIGINT', 'BIGINT') THEN TRY_CAST({raw} AS BIGINT) END"
-    return val, raw
-
-
 def _stage_jsonl(con: duckdb.DuckDBPyConnection, f: InputFile) -> bool:
-    if not load_lines(con, f):
+    if not load_json_lines(con, f):
         return False
-    seq, seq_raw = _json_int("seq")
-    room, room_raw = _json_int("room")
-    start, _ = _json_int("start")
-    end, _ = _json_int("end")
-    ts_raw = "json_extract_string(line, '$.ts')"
-    con.execute(
-        f"""CREATE OR REPLACE TEMP TABLE pages_stage AS
-        SELECT row, parse_error,
-            CASE WHEN ok THEN json_extract_string(line, '$.node') END AS node,
-            CASE WHEN ok THEN {seq} END AS seq, CASE WHEN ok THEN {seq_raw} END AS seq_raw,
-            CASE WHEN ok AND regexp_matches({ts_raw}, '{ZONED}') THEN TRY_CAST({ts_raw} AS TIMESTAMPTZ) END AS ts,
-            CASE WHEN ok THEN {ts_raw} END AS ts_raw,
-            CASE WHEN ok THEN json_extract_string(line, '$.op') END AS op,
-            CASE WHEN ok THEN {room} END AS room, CASE WHEN ok THEN {room_raw} END AS room_raw,
-            CASE WHEN ok THEN {start} END AS start, CASE WHEN ok THEN {end} END AS "end",
-            CASE WHEN ok THEN json_extract_string(line, '$.peer') END AS peer,
-            CASE WHEN ok THEN json_extract_string(line, '$.src') END AS src
-        FROM ({JSON_OBJECT_LINES})"""
-    )
-    con.execute("DROP TABLE raw_lines")
+    con.execute(load_query("ingest", "pages_stage_jsonl"), {"zoned": ZONED})
+    drop_json_lines(con)
     return True
 
 
@@ -149,9 +125,6 @@ def load_page_file(con: duckdb.DuckDBPyConnection, f: InputFile, parquet: InPlac
     staged = _stage_parquet(con, f, parquet) if is_parquet else _stage_jsonl(con, f)
     if not staged:
         return
-    keep = """INSERT INTO page_events_text
-        SELECT node, seq, ts, op, room, start, "end", nullif(peer, ''), nullif(src, ''), $1, row
-        FROM pages_stage WHERE row NOT IN (SELECT row FROM rejected WHERE file_id = $1 AND row IS NOT NULL)"""
     validate_staged(
         con,
         f,
@@ -160,7 +133,7 @@ def load_page_file(con: duckdb.DuckDBPyConnection, f: InputFile, parquet: InPlac
         "page_events_text",
         f"DROP {'VIEW' if is_parquet else 'TABLE'} IF EXISTS pages_stage",
         "cannot read Parquet rows",
-        None if is_parquet else keep,
+        None if is_parquet else "page_events_keep",
         "page_events_clean",
     )
 

@@ -20,9 +20,9 @@ from typing import IO
 
 import duckdb
 
-from forensics.db import sql_literal
 from forensics.intake import InputFile
 from forensics.intake.damage import Damage
+from forensics.paths import load_query
 
 MAX_LINE = 64 << 20
 BAD_LINE = "\x1f"  # starts a marker line (never valid JSON): the rest says why the line was unusable
@@ -34,14 +34,8 @@ def open_bytes(f: InputFile) -> IO[bytes]:
 
 
 def _load(con: duckdb.DuckDBPyConnection, path: Path, table: str) -> None:
-    # One VARCHAR column, no quoting, a delimiter that text lines do not contain; a single reader thread
-    # and insertion order kept, so rowid + 1 is the line number.
-    con.execute(
-        f"CREATE OR REPLACE TEMP TABLE {table} AS SELECT line FROM read_csv({sql_literal(path)}, "
-        "columns = {'line': 'VARCHAR'}, delim = chr(30), quote = '', escape = '', header = false, "
-        f"auto_detect = false, parallel = false, max_line_size = {MAX_LINE}, strict_mode = false, "
-        "null_padding = true, new_line = '\\n')"
-    )
+    lines = load_query("ingest", "text_lines")
+    con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS {lines}", {"path": str(path), "max_line": MAX_LINE})
 
 
 def readable_chunks(f: InputFile, size: int = 1 << 20) -> Iterator[bytes]:
@@ -234,16 +228,15 @@ def load_lines(con: duckdb.DuckDBPyConnection, f: InputFile, table: str = "raw_l
         salvaged.unlink(missing_ok=True)
 
 
-# raw_lines as JSON objects: `line` is the text where it parses as a JSON object (else NULL), `ok` says
-# which, and `parse_error` says why a line is unusable (a reason marked by chr(31) came from the reader).
-JSON_OBJECT_LINES = """
-    WITH raw AS (
-        SELECT row, raw_line, ok, CASE WHEN ok THEN raw_line END AS line FROM (
-            SELECT rowid + 1 AS row, line AS raw_line,
-                   coalesce(CASE WHEN json_valid(line) THEN json_type(line) = 'OBJECT' END, false) AS ok
-            FROM raw_lines))
-    SELECT *,
-        CASE WHEN NOT ok THEN CASE WHEN raw_line IS NULL OR trim(raw_line) = '' THEN 'empty line'
-             WHEN starts_with(raw_line, chr(31)) THEN substr(raw_line, 2)
-             ELSE 'not a JSON object: ' || left(raw_line, 60) END END AS parse_error
-    FROM raw"""
+def load_json_lines(con: duckdb.DuckDBPyConnection, f: InputFile) -> bool:
+    """load_lines, then the view json_lines over raw_lines (line, ok, parse_error: ingest/queries/
+    json_lines.sql), which the JSON-lines readers stage from; end with drop_json_lines."""
+    if not load_lines(con, f):
+        return False
+    con.execute(load_query("ingest", "json_lines"))
+    return True
+
+
+def drop_json_lines(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute("DROP VIEW json_lines")
+    con.execute("DROP TABLE raw_lines")

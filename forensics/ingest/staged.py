@@ -66,8 +66,8 @@ def validate_staged(
     clean: str | None = None,
     params: dict[str, object] | None = None,
 ) -> None:
-    """Run ingest/queries/<query>.sql over `stage` (bad rows into `rejected`), then `keep` if given (copies
-    the good rows into `target`; its parameter is the file id), count the rows on `f`, and run `drop`
+    """Run ingest/queries/<query>.sql over `stage` (bad rows into `rejected`), then `keep` if given (ingest/queries/
+    <keep>.sql: copies the good rows into `target`; its parameter is $file_id), count the rows on `f`, and run `drop`
     (removes the staging objects). error: how a read failure is named in `f.error`. clean: a query
     (ingest/queries/<clean>.sql) counting the rows that might be bad, by a cheaper test that never
     misses one: when it counts none, the validation query is skipped. params: the validation query's
@@ -77,7 +77,7 @@ def validate_staged(
         if clean is None or _suspect(con, clean):
             run_query(con, "ingest", query, file_id=f.file_id, **(params or {}))
         if keep:
-            con.execute(keep, [f.file_id])
+            con.execute(load_query("ingest", keep), {"file_id": f.file_id})
         read = scalar(con, f"SELECT count(*) FROM {stage}")
     except duckdb.Error as err:  # a Parquet file can fail part way through its row groups
         con.execute("DELETE FROM rejected WHERE file_id = ?", [f.file_id])

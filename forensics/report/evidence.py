@@ -18,6 +18,7 @@ from pathlib import Path
 import duckdb
 
 from forensics.outputs import write_csv
+from forensics.paths import load_query
 
 EVIDENCE_REFS = 12  # evidence lines listed per finding (evidence_count says how many there are)
 EVIDENCE_CSV = "evidence.csv"
@@ -40,15 +41,10 @@ def cited_ids(con: duckdb.DuckDBPyConnection, only: Collection[str] | None = Non
     if not has_evidence(con):
         return {}
     out: Cited = defaultdict(list)
-    chosen, params = ("", {}) if only is None else ("AND account_id IN (SELECT unnest($only))", {"only": sorted(only)})
+    chosen = {"every": only is None, "only": sorted(only or ())}
+    query = load_query("report", "cited_ids")
     for role, (file, column) in CITES.items():
-        rows = con.execute(
-            f"""SELECT DISTINCT e.{column}, e.finding_id FROM finding_evidence e
-                JOIN (SELECT DISTINCT request_id FROM notice_requests WHERE role = $role {chosen}) n
-                  ON n.request_id = e.{column}
-                WHERE e.finding_file = $file ORDER BY 1, 2""",
-            {"role": role, "file": file, **params},
-        ).fetchall()
+        rows = con.execute(query, {"role": role, "file": file, "column": column, **chosen}).fetchall()
         for request_id, finding_id in rows:
             out[(role, request_id)].append(finding_id)
     return dict(out)

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import forensics
+from forensics.errors import InputError
 
 VENDOR = "KV Forensics"
 PRODUCT = "kv-forensics"
@@ -58,3 +59,11 @@ def fields(ev: Event) -> dict[str, Any]:
         return out
     keys = ("kind", "node", "room", "request_ids", "evidence", "log_time", "detected_at", "summary")
     return {k: ev.row.get(k) for k in keys}
+
+
+def parse_ts(text: str, where: str) -> datetime:
+    try:
+        ts = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise InputError(f"{where}: {text!r} is not an ISO 8601 time") from None
+    return ts if ts.tzinfo else ts.replace(tzinfo=UTC)

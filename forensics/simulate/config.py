@@ -91,6 +91,10 @@ class SimConfig:
     # litellm_payload, litellm_spendlogs, otlp); off: the bundle is the same bytes as without the option
     texts: bool = False
     vllm_pd: bool = False  # with engine vllm: vLLM's own PD path (forensics.simulate.vllm_pd), not SGLang's run
+    # with vllm_pd (forensics.simulate.vllm_prefix): the share of accounts whose requests carry a cache_salt,
+    # and the decode nodes' prefix cache (vLLM's default; off: the bundles of runs before the option)
+    cache_salt_rate: float = 0.0
+    decode_prefix_caching: bool = False
     # with texts: the probability that a true exposure pair's response echoes a span of its source's text
     echo_rate: float | None = None
     echo_noise: float = 0.0  # the probability that each word of an echoed span is replaced
@@ -147,6 +151,10 @@ class SimConfig:
             del d["integrity_lines"]
         if not self.vllm_pd:
             del d["vllm_pd"]
+        if not self.cache_salt_rate:
+            del d["cache_salt_rate"]
+        if not self.decode_prefix_caching:
+            del d["decode_prefix_caching"]
         return d
 
 
@@ -260,6 +268,10 @@ def build_config(preset: str = "default", **overrides: object) -> SimConfig:
         raise ValueError(f"engine {cfg.engine!r}: sglang or vllm")
     if cfg.vllm_pd and cfg.engine != "vllm":
         raise ValueError("--vllm-pd is vLLM's disaggregated path: it goes with --engine vllm")
+    if (cfg.cache_salt_rate or cfg.decode_prefix_caching) and not cfg.vllm_pd:
+        raise ValueError("--cache-salt-rate and --decode-prefix-caching go with --engine vllm --vllm-pd")
+    if not 0.0 <= cfg.cache_salt_rate <= 1.0:
+        raise ValueError(f"--cache-salt-rate must lie in [0, 1], not {cfg.cache_salt_rate}")
     if cfg.gateway_format not in GATEWAY_FORMATS:
         raise ValueError(
             f"unknown gateway format {cfg.gateway_format!r} (expected one of {', '.join(GATEWAY_FORMATS)})"

@@ -49,30 +49,20 @@ written. A leaking room's detection latency is then an alert's `detected_at` min
 from __future__ import annotations
 
 import heapq
-import json
-import os
 import re
 import shutil
 import time
-import tomllib
-from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, NamedTuple
-from zoneinfo import ZoneInfo
+
+from forensics.simulate.live_out import RotatingOut
+from forensics.simulate.live_sources import STARTUP, Clock, lines, log_zone, sources
 
 TICK = 0.001  # a line due within this many seconds is written now (no sleep shorter than that)
 TICK_LINES = 4096  # at most this many lines written per tick (speed 0, or catching up)
-STARTUP_MARKERS = (b"server_args=", b"Load weight", b"KV Cache is allocated", b"max_total_num_tokens=")
-_TEXT_TS = re.compile(rb"\[(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d)(?:[.,](\d{1,6}))?[ \]]")
-_JSON_TS = {  # the first key of the simulator's (and SGLang's) records: read without a JSON parse
-    "requests": re.compile(rb'\{"timestamp": ?"([^"\\]+)"'),
-    "pages": re.compile(rb'\{"node": ?"[^"\\]*", ?"seq": ?-?\d+, ?"ts": ?"([^"\\]+)"'),
-}
-_JSON_KEY = {"requests": "timestamp", "pages": "ts"}
 _ROOM = re.compile(rb"bootstrap_room=(\d+)")
 _RID = re.compile(rb"rid='?([0-9A-Za-z_-]+)")
-_STARTUP = -1  # due time of start-up lines: before any log time (log times are positive epoch µs)
 
 
 class Written(NamedTuple):
@@ -96,183 +86,6 @@ def _kind(data: bytes, startup: bool) -> str | None:
     if b"Input length (" in data and b"exceeds" in data:
         return "over_length"
     return None
-
-
-class _Clock:
-    """Log time strings -> epoch µs, naive ones in the bundle's log zone (cached per second)."""
-
-    def __init__(self, zone: str) -> None:
-        try:
-            self.tz = UTC if zone.upper() in ("UTC", "Z", "ETC/UTC") else ZoneInfo(zone)
-        except (ValueError, KeyError) as err:  # ZoneInfoNotFoundError is a KeyError
-            raise ValueError(f"bundle.toml: unknown [engine] log_timezone {zone!r}") from err
-        self.cache: dict[bytes, int] = {}  # second in the log zone -> epoch µs
-        self.utc_cache: dict[bytes, int] = {}  # second in UTC -> epoch µs
-        self.days: dict[bytes, int] = {}  # UTC date -> epoch s of its midnight
-
-    def sec(self, s: bytes, utc: bool = False) -> int:
-        """'YYYY-MM-DD HH:MM:SS' (or with a T) -> epoch µs; ValueError if it is not one."""
-        cache = self.utc_cache if utc else self.cache
-        v = cache.get(s)
-        if v is None:
-            if len(cache) > 65536:
-                cache.clear()
-            if utc or self.tz is UTC:  # midnight per day, then arithmetic
-                day = self.days.get(s[:10])
-                if day is None:
-                    midnight = datetime.strptime(s[:10].decode(), "%Y-%m-%d").replace(tzinfo=UTC)
-                    day = self.days[s[:10]] = int(midnight.timestamp())
-                h, m, sec = int(s[11:13]), int(s[14:16]), int(s[17:19])
-                if h > 23 or m > 59 or sec > 60 or s[13:14] != b":" or s[16:17] != b":":
-                    raise ValueError(f"not a time: {s!r}")
-                v = (day + h * 3600 + m * 60 + sec) * 1_000_000
-            else:
-                dt = datetime.strptime(s.decode().replace("T", " "), "%Y-%m-%d %H:%M:%S")
-                v = int(dt.replace(tzinfo=self.tz).timestamp()) * 1_000_000
-            cache[s] = v
-        return v
-
-    def text(self, sec: bytes, frac: bytes | None) -> int | None:
-        try:
-            return self.sec(sec) + (int(frac.ljust(6, b"0")) if frac else 0)
-        except ValueError:  # digits in the shape of a time that is none (month 13)
-            return None
-
-    def iso(self, s: bytes) -> int | None:
-        try:
-            if len(s) >= 19 and s[10:11] in (b"T", b" "):
-                tail = s[19:]
-                utc = tail.endswith(b"Z")
-                tail = tail[:-1] if utc else tail
-                if not tail or (tail[:1] in (b".", b",") and tail[1:].isdigit()):
-                    return self.sec(s[:19], utc) + (int(tail[1:7].ljust(6, b"0")) if tail else 0)
-            dt = datetime.fromisoformat(s.decode().replace("Z", "+00:00"))  # an explicit offset, or another shape
-        except (ValueError, UnicodeDecodeError):
-            return None
-        if dt.tzinfo is None:
-            dt = dt.replace(tzinfo=self.tz)
-        return int(round(dt.timestamp() * 1_000_000))
-
-
-def _log_zone(bundle: Path) -> str:
-    try:
-        doc = tomllib.loads((bundle / "bundle.toml").read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError):
-        return "UTC"
-    engine = doc.get("engine")
-    zone = engine.get("log_timezone", "UTC") if isinstance(engine, dict) else "UTC"
-    return zone if isinstance(zone, str) and zone else "UTC"
-
-
-def _sources(bundle: Path, pages: bool) -> list[tuple[str, Path, str]]:
-    """(relative path, file, kind) of every file to replay, sorted by relative path."""
-    out = []
-    engine = bundle / "engine"
-    for node in sorted(p for p in engine.iterdir() if p.is_dir()):
-        for name, kind in (("server.log", "text"), ("requests.jsonl", "requests")):
-            if (node / name).is_file():
-                out.append((f"engine/{node.name}/{name}", node / name, kind))
-    if pages and (bundle / "pages").is_dir():
-        for f in sorted((bundle / "pages").glob("*.jsonl")):
-            out.append((f"pages/{f.name}", f, "pages"))
-    return sorted(out)
-
-
-def _lines(
-    fidx: int, path: Path, kind: str, clock: _Clock
-) -> Iterator[tuple[int, int, int, bytes, int | None, bytes | None]]:
-    """(due µs or _STARTUP, file index, bundle line, data, own log µs, raw stamp) in file order; due is
-    monotone within the file."""
-    due = _STARTUP
-    head = kind == "text"
-    fast = _JSON_TS.get(kind)
-    with path.open("rb") as f:
-        for n, data in enumerate(f, 1):
-            own: int | None = None
-            raw: bytes | None = None
-            if kind == "text":
-                m = _TEXT_TS.match(data)
-                if m:
-                    own = clock.text(m[1], m[2])
-                    raw = data[1 : m.end() - 1] if own is not None else None
-            else:
-                m = fast.match(data) if fast else None
-                if m:
-                    raw = m[1]
-                else:
-                    try:
-                        v = json.loads(data).get(_JSON_KEY[kind])
-                    except (ValueError, AttributeError):
-                        v = None
-                    raw = v.encode() if isinstance(v, str) else None
-                own = clock.iso(raw) if raw else None
-            if head:
-                if any(mk in data for mk in STARTUP_MARKERS):
-                    yield _STARTUP, fidx, n, data, own, raw
-                    continue
-                head = False
-            if own is not None and own > due:
-                due = own
-            yield due, fidx, n, data, own, raw
-
-
-class _Out:
-    """One target file: an unbuffered O_APPEND descriptor, its line count, its rotations."""
-
-    def __init__(self, root: Path, rel: str, rotate_every: int | None) -> None:
-        self.path = root / rel
-        self.rel = rel
-        self.rotate_every = rotate_every if rel.endswith("server.log") else None
-        self.fd = -1
-        self.n = 0  # lines in the current file
-        self.total = 0
-        self.rotations = 0
-        self.text = rel.endswith("server.log")
-        self.rel_json = json.dumps(rel)
-
-    def _open(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-
-    def _write(self, buf: bytes) -> None:
-        k = os.write(self.fd, buf)
-        if k < len(buf):  # a short write (a signal, a full disk): write the rest
-            view = memoryview(buf)[k:]
-            while view:
-                view = view[os.write(self.fd, view) :]
-
-    def write(self, lines: list[bytes]) -> int:
-        """Write lines in one call per part between rotations (rotating first where due); returns the first
-        line's 1-based number in its file (the next ones follow, restarting at 1 after a rotation)."""
-        if self.fd < 0:
-            self._open()
-        first, i = 0, 0
-        while i < len(lines):
-            k = len(lines) - i
-            if self.rotate_every is not None:
-                if self.n >= self.rotate_every:
-                    os.close(self.fd)
-                    os.replace(self.path, self.path.with_name(self.path.name + ".1"))
-                    self._open()
-                    self.n, self.rotations = 0, self.rotations + 1
-                k = min(k, self.rotate_every - self.n)
-            self._write(lines[i] if k == 1 else b"".join(lines[i : i + k]))
-            first = first or self.n + 1
-            self.n += k
-            self.total += k
-            i += k
-        return first
-
-    def numbers(self, first: int, count: int) -> list[int]:
-        """The line numbers of `count` lines written from line `first` on (rotations restart at 1)."""
-        if self.rotate_every is None:
-            return list(range(first, first + count))
-        return [(first - 1 + j) % self.rotate_every + 1 for j in range(count)]
-
-    def close(self) -> None:
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
 
 
 def check_target(target: Path) -> None:
@@ -305,10 +118,10 @@ def replay(
     if not (bundle / "engine").is_dir():
         raise ValueError(f"{bundle} has no engine/ folder: not a bundle")
     check_target(target)
-    clock = _Clock(_log_zone(bundle))
-    sources = _sources(bundle, pages)
-    outs = [_Out(target, rel, rotate_every) for rel, _, _ in sources]
-    merged = heapq.merge(*(_lines(i, p, k, clock) for i, (_, p, k) in enumerate(sources)))
+    clock = Clock(log_zone(bundle))
+    replayed = sources(bundle, pages)
+    outs = [RotatingOut(target, rel, rotate_every) for rel, _, _ in replayed]
+    merged = heapq.merge(*(lines(i, p, k, clock) for i, (_, p, k) in enumerate(replayed)))
 
     target.mkdir(parents=True, exist_ok=True)
     if (bundle / "bundle.toml").is_file():
@@ -361,7 +174,7 @@ def replay(
     try:
         now = time.monotonic()
         for due, fidx, bl, data, own, raw in merged:
-            startup = due == _STARTUP
+            startup = due == STARTUP
             if startup:
                 when = started
             else:

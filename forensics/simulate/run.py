@@ -9,6 +9,7 @@ import json
 import random
 from pathlib import Path
 
+from forensics.simulate import vllm_prefix
 from forensics.simulate.config import S, SimConfig
 from forensics.simulate.engine import Engine
 from forensics.simulate.texts import make_texts
@@ -179,6 +180,9 @@ def _simulate(out: Path, cfg: SimConfig) -> dict[str, object]:
     exp_rows = sorted([rid[a], rid[b], node, kind, n] for (a, b, node, kind), n in counts.items())
     write_bytes(out / "truth" / "responses.csv", _csv(RESPONSE_COLUMNS, resp_rows))
     write_bytes(out / "truth" / "exposures.csv", _csv(EXPOSURE_COLUMNS, exp_rows))
+    if isinstance(eng, VllmPD):  # every prefix-cache hit: a legitimate hit, or an exposure (also above)
+        hits = eng.hits.table(rid, {r.idx: r.account for r in reqs}, dict(enumerate(eng.salt)))
+        write_bytes(out / "truth" / "prefix_hits.csv", _csv(vllm_prefix.HIT_COLUMNS, hits))
     if echoes is not None:  # every true pair (recipient, source) and whether its response echoes the source
         echo_rows = sorted([rid[a], rid[b], e] for a, b, e in echoes)
         write_bytes(

@@ -35,7 +35,7 @@ from collections.abc import Callable
 import numpy as np
 
 from forensics.engines.vllm_allocator import KVCacheManager
-from forensics.simulate import vllm_logs
+from forensics.simulate import vllm_logs, vllm_prefix
 from forensics.simulate.cluster import Exposures, Node
 from forensics.simulate.config import MS, S, SimConfig
 from forensics.simulate.request import Request
@@ -62,11 +62,17 @@ class VllmPD:
             s.name: Node(s, cfg.page_size, rng.randrange(1, 90) * 1000, self.exp, cfg.node_allocator(s.role))
             for s in cfg.nodes
         }
-        # prefix caching on prefill (vLLM's default); the decode computes nothing of the prompt itself
+        # prefix caching on prefill (vLLM's default), on decode with decode_prefix_caching (vLLM's default too:
+        # the decode's own hits, then NixlConnector pulls the rest; forensics.simulate.vllm_prefix)
+        caching = {"prefill": True, "decode": cfg.decode_prefix_caching}
         self.mgr = {
-            s.name: KVCacheManager(s.pool_tokens // self.bs, self.bs, s.role == "prefill", cfg.context_len, RELEASE)
+            s.name: KVCacheManager(s.pool_tokens // self.bs, self.bs, caching[s.role], cfg.context_len, RELEASE)
             for s in cfg.nodes
         }
+        self.tok = {name: np.full(len(n.slots.content), -1, np.int64) for name, n in self.nodes.items()}
+        self.hits = vllm_prefix.Hits(self.exp)
+        self.salt = [vllm_prefix.salt(r.account, cfg.cache_salt_rate) for r in reqs]
+        self.d_hit: list[int] = [0] * len(reqs)  # the prompt tokens each request hit on its decode
         self.st = [St() for _ in reqs]
         self.late_moves = 0
         self.heap: list[tuple[int, int, int, int]] = []
@@ -126,10 +132,26 @@ class VllmPD:
     def _block_ranges(self, blocks: list[int]) -> list[tuple[int, int]]:
         return self._ranges(blocks, 0, len(blocks) * self.bs)
 
+    def _slots(self, blocks: list[int], a: int, b: int) -> np.ndarray:
+        """The slots of tokens [a, b), in token order."""
+        parts = [np.arange(x, z) for x, z in self._ranges(blocks, a, b)]
+        return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+
+    def _tokens(self, r: Request) -> np.ndarray:
+        return vllm_prefix.prompt_tokens(r.idx, r.sp_id, r.sp_len, r.L)
+
     def _prompt(self, r: Request) -> list[int]:
         """Token ids: the system prompt's (shared by every request of it) then the request's own."""
-        sp = min(r.sp_len, r.L) if r.sp_id >= 0 else 0
-        return [((r.sp_id + 1) << 20) | k for k in range(sp)] + [((r.idx + 1) << 32) | k for k in range(sp, r.L)]
+        return self._tokens(r).tolist()  # type: ignore[no-any-return]
+
+    def _hit(self, node: str, i: int, blocks: list[int], computed: int) -> None:
+        """The truth of request i's prefix hit on tokens [0, computed) of `blocks`."""
+        if computed:
+            role = self.nodes[node].spec.role
+            want = self._tokens(self.reqs[i])[:computed]
+            self.hits.check(
+                node, role, i, self.nodes[node].slots, self.tok[node], self._slots(blocks, 0, computed), want
+            )
 
     # --- gateway and prefill ------------------------------------------------------------------------
     def arrive(self, t: int, i: int) -> None:
@@ -155,7 +177,7 @@ class VllmPD:
         i = q[0]
         r, p, mgr = self.reqs[i], self.nodes[name], self.mgr[name]
         rid = vllm_logs.engine_rid(r, name)
-        hits, computed, blocks = mgr.arrive(rid, self._prompt(r), None)
+        hits, computed, blocks = mgr.arrive(rid, self._prompt(r), self.salt[i])
         if blocks is None:  # too few free blocks: the scheduler waits for a read or an expiry to free some
             self.busy[name] = False
             return
@@ -172,6 +194,8 @@ class VllmPD:
         for a, b in new:
             p.ev(t, "read", r.room, a, b)
             p.slots.read(a, b, i, t)
+        self._hit(name, i, blocks, computed)
+        self.tok[name][self._slots(blocks, computed, r.L)] = self._tokens(r)[computed:]
         self.p_blocks[i], self.held[i] = blocks, True
         # what each of its prompt's slots holds once its forward ends (its own KV, or a hit's same tokens):
         # a slot written since holds another request's KV
@@ -233,7 +257,9 @@ class VllmPD:
         r, s = self.reqs[i], self.st[i]
         d, mgr = self.nodes[r.decode], self.mgr[r.decode]
         rid = vllm_logs.engine_rid(r, r.decode)
-        _, _, blocks = mgr.arrive(rid, self._prompt(r), None)
+        # the decode's own prefix hits; the blocks it pulls are cached once the READ is done
+        # (allocate_slots(delay_cache_blocks=True), then the scheduler's _update_waiting_for_remote_kv)
+        hits, computed, blocks = mgr.arrive(rid, self._prompt(r), self.salt[i], delay_cache=True)
         if blocks is None:
             r.status, r.t_end = 503, t + self.u(0.2, 2)
             return
@@ -241,9 +267,12 @@ class VllmPD:
         api = vllm_logs.api_id(r)
         self.log(r.decode, t, "request_logger.py:67", vllm_logs.received_decode(api, r.out, kv))
         self.log(r.decode, t, "async_llm.py:587", vllm_logs.render_added(rid))
-        for a, b in self._block_ranges(blocks):
+        for a, b in self._block_ranges(hits):
+            d.ev(t, "share", r.room, a, b)
+        for a, b in self._block_ranges(blocks[len(hits) :]):
             d.ev(t, "alloc", r.room, a, b)
-        self.d_blocks[i], s.d_alloc_t = blocks, t
+        self._hit(r.decode, i, blocks, computed)
+        self.d_blocks[i], s.d_alloc_t, self.d_hit[i] = blocks, t, computed
         pull = t + (self.u(300, 3000) if self.mech[i] == "stale" else self.u(1, 20))
         if r.abort:
             self.push(t + int(self.rng.random() * (pull - t)), ABORT, i)
@@ -261,18 +290,24 @@ class VllmPD:
             msg = vllm_logs.transfer_failed(rid, r, remote_rid, kv_local, len(self.remote[i]))
             self.log(r.decode, t, SRC_FAILED, msg, "ERROR", ENGINE_CORE)
         else:  # the READ: each remote block's slots, as the prefill holds them now, into the decode's block
-            src = np.concatenate([np.arange(a, b) for a, b in self._ranges(self.p_blocks[i], 0, r.L)])
-            moved = p.slots.wtime[src] != self.p_wt[i]  # written since its prefill: another request's KV
+            # (the blocks the decode did not hit: the remote block ids end-trimmed to the local ones,
+            # 0.10.2 nixl_connector.py:1181-1185, 0.29.0 nixl/base_worker.py:2638-2645)
+            c = self.d_hit[i]
+            src = self._slots(self.p_blocks[i], c, r.L)
+            moved = p.slots.wtime[src] != self.p_wt[i][c:]  # written since its prefill: another request's KV
             held = np.where(moved, p.slots.content[src], i)
+            self.tok[r.decode][self._slots(self.d_blocks[i], c, r.L)] = self.tok[r.prefill][src]
             o = 0
-            for a, b in self._ranges(self.d_blocks[i], 0, r.L):
+            for a, b in self._ranges(self.d_blocks[i], c, r.L):
                 seg = held[o : o + b - a]
                 cuts = [0, *(np.flatnonzero(seg[1:] != seg[:-1]) + 1).tolist(), b - a]
                 for x, z in zip(cuts, cuts[1:], strict=False):
                     d.slots.write(a + x, a + z, int(seg[x]), t)
                 o += b - a
-            for a, b in self._ranges(self.d_blocks[i], 0, r.L):
+            for a, b in self._ranges(self.d_blocks[i], c, r.L):
                 p.ev(t, "transfer", r.room, a, b, peer=d.name)
+            # the READ done, as far as the decode knows: its blocks are cached (a stale reference's too)
+            self.mgr[r.decode].cache_blocks(vllm_logs.engine_rid(r, r.decode), r.L)
             self.consumed[r.prefill] = list(self.p_blocks[i])
             self._p_free(t, i)  # the decode's notification: the prefill frees the blocks
             self._start(r.prefill, t)
@@ -283,12 +318,13 @@ class VllmPD:
         r, s = self.reqs[i], self.st[i]
         d, mgr = self.nodes[r.decode], self.mgr[r.decode]
         rid = vllm_logs.engine_rid(r, r.decode)
-        for a, b in self._ranges(self.d_blocks[i], 0, r.L):
+        for a, b in self._ranges(self.d_blocks[i], self.d_hit[i], r.L):
             d.ev(t, "read", r.room, a, b)
             d.slots.read(a, b, i, s.d_alloc_t)
         n_out = 0
+        out_tok = vllm_prefix.output_tokens(r.idx, r.L, r.out).tolist()
         for k in range(r.out):
-            blocks = mgr.step(rid, 1 + k)
+            blocks = mgr.step(rid, out_tok[k])
             if blocks is None:
                 break
             n_out += 1
@@ -307,6 +343,7 @@ class VllmPD:
         for a, b in self._ranges(blocks, r.L, r.L + s.out_eff):
             d.ev(t, "write", r.room, a, b, src="decode")
             d.slots.write(a, b, i, t)
+        self.tok[r.decode][self._slots(blocks, r.L, r.L + s.out_eff)] = vllm_prefix.output_tokens(r.idx, r.L, s.out_eff)
         for a, b in self._block_ranges(blocks):
             d.ev(t + 10, "free", r.room, a, b)
             d.slots.release(a, b, i)

@@ -29,7 +29,8 @@ from typing import IO, Any
 from zoneinfo import ZoneInfo
 
 from forensics.intake import load_bundle_config
-from forensics.watch.detector import KINDS, Alert, Detector
+from forensics.watch.alerts import Alert
+from forensics.watch.detector import KINDS, Detector
 from forensics.watch.follow import Follower, lag_bytes
 from forensics.watch.gateway import GatewayRooms
 from forensics.watch.pages import PageWatch

@@ -31,16 +31,25 @@ the rooms in flight.
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
+from dataclasses import asdict
 from typing import Any
 from zoneinfo import ZoneInfo
 
 from forensics.engines.facts import EngineRows
-from forensics.engines.sglang import POOL_SOURCES, SHAPES, landing_offset, max_req_input_len, node_pool, rank_pool
+from forensics.engines.sglang import POOL_SOURCES, SHAPES, node_pool, rank_pool
 from forensics.engines.sglang.reader import READER
 from forensics.watch import chunks
 from forensics.watch import integrity as integrity_lines
+from forensics.watch.alerts import (
+    Alert,
+    NodeFacts,
+    Room,
+    evidence,
+    iso,
+    late_alert,
+    placeholder_alert,
+    pool_alert,
+)
 from forensics.watch.engines import NodeEngines, OtherReader
 
 # the line shapes the rules read (a cheap test before the parser: most lines of a busy server are batch
@@ -56,62 +65,6 @@ JSON_MARKER_RE = re.compile(re.escape(JSON_MARKER))
 KINDS = ("placeholder_signature", "late_transfer", "pool_smaller_than_context", "exposure", *integrity_lines.KINDS)
 ROOM_TTL_S = 3600.0
 CLOSED_KEPT = 20_000  # log-time seconds after its last line that an unfinished room is kept
-EVIDENCE_CHARS = 500
-
-
-@dataclass
-class Alert:
-    kind: str
-    node: str
-    room: int | None
-    request_ids: list[str]
-    evidence: list[dict[str, Any]]  # {file, line, text}, the lines that make the alert
-    log_time: str | None  # the deciding line's time (UTC, on its node's clock)
-    detected_at: str = ""
-    summary: str = ""
-    # with watch --gateway: the gateway record that names the room (None while no record names it)
-    gateway_request_id: str | None = None
-    account_id: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-def _iso(ts: datetime | None) -> str | None:
-    return ts.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z") if ts else None
-
-
-def _ev(path: str, line: int, raw: bytes) -> dict[str, Any]:
-    return {"file": path, "line": line, "text": raw.decode("utf-8", "replace").rstrip("\r\n")[:EVIDENCE_CHARS]}
-
-
-@dataclass
-class Room:
-    """What the lines seen so far say of one room (JSON-serializable for the state file)."""
-
-    placeholder: list[dict[str, Any]] = field(default_factory=list)  # prefill's evidence of a 1-token prompt
-    prefill_node: str | None = None
-    prefill_done: float | None = None  # prefill's Req Time Stats time (epoch s, its clock): transfer done
-    prefill_ev: dict[str, Any] | None = None
-    prefill_res: float = 0.001  # the prefill line's time resolution (s)
-    decode: dict[str, Any] | None = None  # decode's full-length line
-    decode_node: str | None = None
-    decode_input: int | None = None
-    decode_done: bool = False
-    aborted: dict[str, Any] | None = None  # decode's transfer-failed line
-    abort_ts: float | None = None
-    rids: list[str] = field(default_factory=list)
-    last_seen: float = 0.0
-
-
-@dataclass
-class NodeFacts:
-    role: str | None = None
-    pool: int | None = None  # the pool rule's (forensics.engines.sglang.node_pool) over `stated`
-    context: int | None = None
-    evidence: list[dict[str, Any]] = field(default_factory=list)
-    # rank ("" without one) -> the first value of each of POOL_SOURCES its lines stated
-    stated: dict[str, list[int | None]] = field(default_factory=dict)
 
 
 class Detector:
@@ -198,7 +151,7 @@ class Detector:
             self.alerted[key] = ts.timestamp() if ts else self.clock
             rid = r.get("request_id")
             out.append(
-                Alert(r["kind"], node, r.get("room"), [rid] if rid else [], [_ev(path, lineno, raw)], _iso(ts),
+                Alert(r["kind"], node, r.get("room"), [rid] if rid else [], [evidence(path, lineno, raw)], iso(ts),
                       summary=integrity_lines.summary(r))
             )  # fmt: skip
         return out
@@ -210,7 +163,7 @@ class Detector:
         """A parsed line's rows (its request and config rows, its time resolution): the alerts they complete."""
         if not requests and not config:
             return []
-        ev = _ev(path, lineno, raw)
+        ev = evidence(path, lineno, raw)
         out: list[Alert] = []
         for c in config:
             out += self._config(node, c, ev)
@@ -244,14 +197,7 @@ class Detector:
             key = f"pool_smaller_than_context\t{node}"
             if key not in self.alerted:
                 self.alerted[key] = self.clock
-                return [
-                    Alert(
-                        "pool_smaller_than_context", node, None, [], list(facts.evidence), None,
-                        summary=f"{node}: the KV pool holds {facts.pool} tokens, the context length is "
-                        f"{facts.context}: a prompt of {max_req_input_len(facts.context, facts.pool)} tokens or "
-                        "more cannot fit, and a prefill server replaces it with a 1-token placeholder",
-                    )
-                ]  # fmt: skip
+                return [pool_alert(node, facts)]
         return []
 
     def _role(self, node: str, r: dict[str, Any]) -> str | None:
@@ -301,7 +247,7 @@ class Detector:
             if (r.get("input_len") or 0) > 1:
                 s.decode, s.decode_input = ev, r["input_len"]
             if kind == "time_stats" and not s.decode_done:
-                self._bound_offset(s, r, t, res)
+                s.bound_offset(self.offsets, r, t, res)
             s.decode_done = s.decode_done or kind == "time_stats"
             out = self._signature(room, s, ev)
         if s.prefill_done is not None and (s.decode_done or s.aborted is not None):
@@ -326,48 +272,14 @@ class Detector:
             return []
         if not self._once("placeholder_signature", room):
             return []
-        return [
-            Alert(
-                "placeholder_signature", s.decode_node or "", room, list(s.rids), [*s.placeholder, s.decode],
-                _iso(datetime.fromtimestamp(s.last_seen, UTC)),
-                summary=f"room {room}: prefill ({s.prefill_node}) ran a 1-token placeholder, decode ({s.decode_node}) "
-                f"ran {s.decode_input} tokens: the response is decoded over KV its request never wrote",
-            )
-        ]  # fmt: skip
-
-    def _bound_offset(self, s: Room, r: dict[str, Any], t_end: float, res: float) -> None:
-        """A room both nodes finished bounds their clocks' offset (landing_offset, as node_lifecycle.sql:
-        a decode line without both durations gives no landing)."""
-        fwd, queue = r.get("forward_s"), r.get("queue_s")
-        if s.prefill_done is None or s.prefill_node is None or fwd is None or queue is None:
-            return
-        lo, hi = landing_offset(s.prefill_done, s.prefill_res, t_end - fwd - queue, res)
-        key = f"{s.prefill_node}\t{s.decode_node}"
-        cur = self.offsets.get(key)
-        self.offsets[key] = [lo, hi] if cur is None else [max(cur[0], lo), min(cur[1], hi)]
-
-    def _landing_hi(self, s: Room) -> float:
-        """The latest the room's transfer may have landed, on the decode node's clock (inf: unknown)."""
-        bounds = self.offsets.get(f"{s.prefill_node}\t{s.decode_node}")
-        if s.prefill_done is None or bounds is None or bounds[0] > bounds[1]:
-            return float("inf")  # no finished room bounds the clocks yet, or their bounds disagree
-        return s.prefill_done + s.prefill_res - bounds[0]
+        return [placeholder_alert(room, s)]
 
     def _late(self, room: int, s: Room, ev: dict[str, Any]) -> list[Alert]:
-        if s.aborted is None or s.prefill_done is None or s.abort_ts is None or self._landing_hi(s) < s.abort_ts:
+        if s.aborted is None or s.prefill_done is None or s.abort_ts is None or s.landing_hi(self.offsets) < s.abort_ts:
             return []
         if not self._once("late_transfer", room):
             return []
-        assert s.prefill_ev is not None
-        return [
-            Alert(
-                "late_transfer", s.decode_node or "", room, list(s.rids), [s.aborted, s.prefill_ev],
-                _iso(datetime.fromtimestamp(max(s.prefill_done, s.abort_ts), UTC)),
-                summary=f"room {room}: decode ({s.decode_node}) gave its pages back at a transfer failure, and "
-                f"the transfer from prefill ({s.prefill_node}) may have landed after that (the clocks' bounds do not "
-                "put it before): the write may land in pages another request holds",
-            )
-        ]  # fmt: skip
+        return [late_alert(room, s)]
 
     def sweep(self) -> int:
         """Forget rooms unheard of for ROOM_TTL_S of log time, and dedupe keys as old: bounded memory."""

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from forensics.watch import chunks
-from forensics.watch.detector import Alert
+from forensics.watch.alerts import Alert
 
 NONE = -1
 # a page event as forensics.simulate's writer lays it out (spec section 4; json.dumps: `, ` and `: `), its

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from forensics.engines import sglang_allocator as sa
-from forensics.findings.allocator_walk import POLICIES, REAL
+from forensics.findings.allocator_policy import POLICIES, REAL
 from forensics.ownership.kernels import allocator as alloc
 
 KERNEL = {"fifo": alloc.FIFO, "lifo": alloc.LIFO, "deferred": alloc.DEFERRED}

@@ -112,7 +112,7 @@ def test_two_node_cluster_matches_the_in_process_run(
 
 def test_a_worker_running_other_code_fails_the_run(cluster: str, bundle: Path, tmp_path: Path) -> None:
     # the driver's digest is changed; the workers import this checkout's modules and compute the real one
-    patch = "import forensics.ownership.execution.nodes as nodes\nnodes._code_digest = lambda: '0' * 64"
+    patch = "import forensics.ownership.execution.nodes as nodes\nnodes.code_digest = lambda: '0' * 64"
     out = tmp_path / "out"
     args = ["investigate", str(bundle), "--out", str(out), "--quiet", "--executor", "ray", "--ray-address", cluster]
     done = cli(args, patch)

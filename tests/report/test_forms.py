@@ -278,7 +278,7 @@ def test_printed_forms(sample_out: Path, mapped: dict, tmp_path: Path) -> None:
 def test_verify_checks_the_operators_files(mapped: dict) -> None:
     """The operator's rules and accounts file are inputs of the run: the manifest hashes them as read, and
     `forensics verify` names the one that changes."""
-    from forensics.custody import verify
+    from forensics.custody.checks import verify
 
     assert not verify(mapped["out"]).failures
     accounts = mapped["bundle"] / "accounts.csv"

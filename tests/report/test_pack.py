@@ -19,7 +19,8 @@ import duckdb
 import pytest
 
 from forensics.citations import FINDING_ID
-from forensics.custody import keygen, sign, signing_key, verify
+from forensics.custody import keygen, sign, signing_key
+from forensics.custody.checks import verify
 from forensics.errors import InputError
 from forensics.pack import PACK, SIEM_FILES, build_pack
 from forensics.siem import export

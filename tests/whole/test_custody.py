@@ -14,7 +14,8 @@ import pytest
 from typer.testing import CliRunner
 
 from forensics.cli.app import app
-from forensics.custody import CUSTODY, SIGNATURE, keygen, verify
+from forensics.custody import CUSTODY, SIGNATURE, keygen
+from forensics.custody.checks import verify
 from forensics.pipeline import Custody, investigate
 from forensics.simulate import build_config, simulate
 

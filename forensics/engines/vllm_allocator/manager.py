@@ -38,6 +38,7 @@ class _Request:
     blocks: list[int]
     num_cached: int
     num_computed: int
+    delayed: bool = False  # allocate_slots(delay_cache_blocks=True): cached by cache_blocks, or never
 
 
 class KVCacheManager:
@@ -74,18 +75,22 @@ class KVCacheManager:
             pool.touch(hits)
         req.blocks.extend(hits)
         req.blocks.extend(pool.get_new_blocks(max(0, _cdiv(need, self.block_size) - len(req.blocks))))
-        if pool.enable_caching:
+        if pool.enable_caching and not req.delayed:
             full = min(computed + num_new, len(req.tokens)) // self.block_size
             if full > req.num_cached:
                 pool.cache_full_blocks(req.blocks[req.num_cached : full], req.hashes[req.num_cached : full])
                 req.num_cached = full
         return True
 
-    def arrive(self, rid: str, prompt: Sequence[int], salt: str | None) -> tuple[list[int], int, list[int] | None]:
+    def arrive(
+        self, rid: str, prompt: Sequence[int], salt: str | None, delay_cache: bool = False
+    ) -> tuple[list[int], int, list[int] | None]:
         """get_computed_blocks then allocate_slots for the prompt: (hit blocks, computed tokens, the
-        request's blocks or None when it is not admitted)."""
+        request's blocks or None when it is not admitted). `delay_cache`: allocate_slots'
+        delay_cache_blocks, as the scheduler passes it for a KV connector's asynchronous load (the
+        blocks are cached by `cache_blocks` once the load is done, and never if it fails)."""
         hashes = self.hasher.chain(prompt, salt, self.block_size, [])
-        req = _Request(list(prompt), salt, hashes, [], 0, 0)
+        req = _Request(list(prompt), salt, hashes, [], 0, 0, delay_cache)
         hits = self._computed(req)
         computed = len(hits) * self.block_size
         req.num_cached = len(hits)
@@ -94,6 +99,18 @@ class KVCacheManager:
         req.num_computed = len(prompt)
         self.requests[rid] = req
         return hits, computed, list(req.blocks)
+
+    def cache_blocks(self, rid: str, num_tokens: int) -> None:
+        """KVCacheManager.cache_blocks after a delayed load: the request's full blocks of its first
+        `num_tokens` tokens under their hashes (the scheduler's _update_waiting_for_remote_kv)."""
+        req = self.requests[rid]
+        req.delayed = False
+        if not self.pool.enable_caching:
+            return
+        full = min(num_tokens, len(req.tokens)) // self.block_size
+        if full > req.num_cached:
+            self.pool.cache_full_blocks(req.blocks[req.num_cached : full], req.hashes[req.num_cached : full])
+            req.num_cached = full
 
     def step(self, rid: str, token: int) -> list[int] | None:
         """One output token: allocate_slots for it; None when the pool cannot (the request stays)."""

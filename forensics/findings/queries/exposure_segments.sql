@@ -1,5 +1,7 @@
 -- Every (recipient, source, kind) with the slot ranges where the recipient attended the source's
--- data (a transfer that carried another room's KV, pull_sightings, names that room in those slots), overlapping
+-- data (a transfer that carried another room's KV, pull_sightings, names that room in those slots, for a
+-- later share of them too: vLLM's decode caches what a stale reference brought under the prompt's block
+-- hashes, and a prefix hit on them reads it), overlapping
 -- sightings merged into ranges. certain = at least one sighting in the range that no
 -- lost event, unsettled ordering or send that never landed in the files (overwritten_sightings) could
 -- undo; all_certain = every
@@ -7,14 +9,14 @@
 -- grain: node, recipient_room, source_room, kind, range; reads: read_provenance, write_effects,
 --        overwritten_sightings, pull_sightings; params: none
 CREATE OR REPLACE TABLE exposure_segments AS
-WITH carried AS (  -- reads whose last writer is a transfer that carried other rooms' KV in some slots
+WITH carried AS (  -- reads and shares whose last writer is a transfer that carried other rooms' KV in some slots
     SELECT r.node, r.room, r.pos, r.seg_start, r.seg_end, r.kind, r.ts, r.uncertain OR r.unsettled AS uncertain,
            p.seg_start AS slot, p.source_room, p.uncertain AS p_uncertain
     FROM read_provenance r
     JOIN pull_sightings p ON p.node = r.node AND p.recipient_room = r.w_room
      AND r.seg_start <= p.seg_start AND p.seg_start < r.seg_end
-    WHERE r.cls = 'foreign'
-), covered AS (
+    WHERE r.cls IN ('foreign', 'shared')
+), covered AS (  -- (a share's own rows are not 'foreign': its writer's slots stay a sanctioned share)
     SELECT node, room, pos, seg_start, count(DISTINCT slot) AS slots FROM carried GROUP BY ALL
 ), seen AS (
     -- the transfer's room is the source only of the slots it did not carry another room's KV into:

@@ -1,6 +1,7 @@
 -- Other last writers the evidence allows, for reads of slots an ambiguous landing touched.
 -- grain: alternative; reads: ambiguous_landings, prestate_runs (forensics.findings), page_events, node_index;
 -- params: none
+-- scratch: ambiguous_landings, prestate_candidates, prestate_runs
 -- For a read whose writer in the timeline's order is `later_k`, on [ov_start, ov_end), `earlier_k` may
 -- be the last write instead (conflict_reads/ adds it as a possible source, the read unsettled):
 -- - a write inside the landing's window: the landing may have come after it (later = the write,

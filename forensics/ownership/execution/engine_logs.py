@@ -42,12 +42,8 @@ from forensics.ingest import EngineLoader
 from forensics.ingest.bulk import load_engine_files
 from forensics.intake import InputFile
 from forensics.ownership.execution.cluster import on_ray
-from forensics.ownership.execution.nodes import (
-    Execution,
-    _code_digest,
-    _share,
-    task_threads,
-)
+from forensics.ownership.execution.nodes import Execution, _share, task_threads
+from forensics.ownership.execution.tasks import code_digest
 
 # the tables load_engine_files fills, each row carrying its file_id (the order they are put back in)
 TABLES = ("engine_lines", "engine_requests", "batch_stats", "rejected")
@@ -100,7 +96,7 @@ def ingest_node_on_ray(task: IngestTask, code: str, *blobs: bytes) -> dict[str, 
     import ray
 
     where = {"node": task.node, "ray_node": ray.get_runtime_context().get_node_id(), "host": socket.gethostname()}
-    own = _code_digest()
+    own = code_digest()
     if own != code:
         return {**where, "code": own}
     with tempfile.TemporaryDirectory(prefix="kvf-ingest-") as tmp:
@@ -220,7 +216,7 @@ def _run_ray(tasks: list[IngestTask], execution: Execution) -> list[dict[str, An
     results = on_ray(
         ingest_node_on_ray,
         tasks,
-        _code_digest(),
+        code_digest(),
         lambda ray, task: [ray.put(f.path.read_bytes()) for f in task.files],
         lambda task: f"the engine logs of node {task.node}",
         execution.ray_address,

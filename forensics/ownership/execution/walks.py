@@ -20,7 +20,8 @@ from typing import Any
 
 from forensics.errors import InputError
 from forensics.ownership.execution.cluster import connect_ray, import_ray
-from forensics.ownership.execution.nodes import Execution, _code_digest
+from forensics.ownership.execution.nodes import Execution
+from forensics.ownership.execution.tasks import code_digest
 
 _EXECUTION: ContextVar[Execution | None] = ContextVar("walk_execution", default=None)
 
@@ -53,7 +54,7 @@ def walk_executor(threads: int) -> Executor:
 
 @cache
 def _worker_code() -> str:
-    return _code_digest()
+    return code_digest()
 
 
 def _call(code: str, fn: Callable[..., Any], *args: Any) -> Any:
@@ -71,7 +72,7 @@ class RayWalks(Executor):
 
     def __init__(self, execution: Execution, threads: int) -> None:
         self._ray = import_ray()
-        self._code = _code_digest()
+        self._code = code_digest()
         self._started = connect_ray(self._ray, execution.ray_address, max(1, execution.workers or threads))
         self._remote = self._ray.remote(num_cpus=1, scheduling_strategy="SPREAD")(_call)
         self._refs: list[Any] = []

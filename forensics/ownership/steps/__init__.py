@@ -9,7 +9,7 @@ from __future__ import annotations
 import duckdb
 
 from forensics.db import run_query, scalar, timed
-from forensics.ownership.execution.nodes import NodeStage
+from forensics.ownership.execution.tasks import NodeStage
 from forensics.ownership.steps.conflicts import transfer_conflicts
 from forensics.ownership.steps.history import HISTORY_WINDOWS, history_round
 from forensics.ownership.steps.landing import landing_seqs, window_hits

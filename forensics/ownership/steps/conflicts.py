@@ -33,16 +33,10 @@ from forensics.ownership.execution.parallel import receivers, side_by_side
 from forensics.ownership.execution.streams import chunks
 from forensics.ownership.kernels import frozen
 from forensics.ownership.kernels.conflict_walk import FIELDS, OUT_FIELDS, conflict_walk
+from forensics.paths import load_query
 
 CHUNK_TRANSFERS = 4_000_000  # transfers per chunk of a receiver's stream
 
-_QUERY = """
-SELECT list_position($senders, sender) AS snd, xseq, room, start, "end", seq_lo, seq_hi,
-       coalesce(epoch_us(land_lo), 0) AS lo, coalesce(epoch_us(land_hi), 0) AS hi,
-       (land_lo IS NOT NULL AND land_hi IS NOT NULL AND land_lo < land_hi)::BIGINT AS timed
-FROM transfer_landing WHERE receiver = $node
-ORDER BY seq_lo, land_lo NULLS LAST, snd, xseq  -- snd numbers the senders in name order
-"""
 _TYPES = (np.int64,) * FIELDS
 
 
@@ -100,7 +94,9 @@ def transfer_conflicts(con: duckdb.DuckDBPyConnection) -> None:
 
     def pairs(cur: duckdb.DuckDBPyConnection, job: tuple[str, list[str]]) -> pa.Table:
         node, senders = job
-        rows = receiver_conflicts(chunks(cur, _QUERY, {"node": node, "senders": senders}, _TYPES, CHUNK_TRANSFERS))
+        query, params = load_query("ownership", "conflict_stream"), {"node": node, "senders": senders}
+        stream = chunks(cur, query, params, _TYPES, CHUNK_TRANSFERS)
+        rows = receiver_conflicts(stream)
         name = np.array(senders + [""], dtype=object)  # list_position counts from 1
         return pa.table(
             {

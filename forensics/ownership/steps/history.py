@@ -10,6 +10,7 @@ import pyarrow as pa
 
 from forensics.db import arrow_view, timed
 from forensics.ownership.kernels.envelope import envelope
+from forensics.paths import load_query
 
 # History windows, in writes before the read: most reads resolve in the first; 0 means all.
 HISTORY_WINDOWS = (256, 4096, 32768, 0)
@@ -30,11 +31,7 @@ def history_round(con: duckdb.DuckDBPyConnection) -> None:
             env = envelope(o["item"], o["s"], o["e"], c["item"], c["cs"], c["ce"], c["k"])
             runs = pa.table({"item": env.item, "s": env.s, "e": env.e, "w_k": env.k})
             with arrow_view(con, "envelope_runs", runs):
-                con.execute("""INSERT INTO history_found
-                    SELECT r.item, r.s, r.e, w.room, w.k, w.ambiguous, w.ts
-                    FROM envelope_runs r JOIN history_items i USING (item)
-                    JOIN history_writes w ON w.node = i.node AND w.k = r.w_k
-                    WHERE r.w_k >= 0""")
+                con.execute(load_query("ownership", "history_found_runs"))
                 con.execute("INSERT INTO history_open_next SELECT item, s, e FROM envelope_runs WHERE w_k < 0")
         con.execute("CREATE OR REPLACE TABLE history_open AS SELECT * FROM history_open_next")
         con.execute("DROP TABLE history_open_next")

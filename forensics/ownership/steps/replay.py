@@ -23,6 +23,7 @@ import pyarrow as pa
 from forensics.db import arrow_view, timed
 from forensics.errors import CapacityError
 from forensics.keys import OPS
+from forensics.paths import load_query
 
 # events per room bucket (a node's rooms are replayed in buckets of about this many events). A quarter
 # of a streamed chunk (forensics.ownership.execution.streams.CHUNK_EVENTS): a bucket is held whole, each
@@ -36,28 +37,6 @@ _CLASS_OF = {
     "read": CLASS_READ, "share": CLASS_READ, "inj": CLASS_INJ,
 }  # fmt: skip
 OP_CLASS = np.array([_CLASS_OF[op] for op in OPS], dtype=np.int8)
-
-EVENTS_SQL = """
-SELECT node_number(x.base) AS node_i, e.room, e.k, e.kg, e.pos, op_code(e.op)::TINYINT AS opc,
-       e.start, e."end", e.ambiguous, epoch_us(e.ts) AS ts_us, epoch_us(e.ts_hi) AS ts_hi_us, e.src_room,
-       op_code(e.src_op)::TINYINT AS src_opc
-FROM (
-    SELECT node, room, k, kg, pos, op, start, "end", ambiguous, ts, ts_hi, NULL::BIGINT AS src_room,
-           NULL::VARCHAR AS src_op
-    FROM {source}
-    UNION ALL
-    SELECT node, holder, k, kg, pos, 'inj', start, "end", ambiguous, ts, ts_hi, room, op FROM room_injected
-) e JOIN node_index x USING (node)
-WHERE e.node = $node AND hash(e.room) % $parts = $part
-"""
-
-STORE_SQL = """
-SELECT x.node, r.room, r.seg_start AS rseg, r.seg_start, r.seg_end, r.k, r.kg, r.pos,
-       op_name(r.opc) AS op, r.ambiguous, r.ts, r.ts_hi, r.src_room,
-       op_name(r.src_opc) AS src_op,
-       r.a_k, r.f_k, r.w_k, r.w_amb, r.r_k, r.r_ts, r.i_k, r.i_room, r.i_amb, r.nf_k, r.nf_kg
-FROM replay_out r JOIN node_index x ON node_number(x.base) = r.node_i
-"""
 
 
 def _prev_of(cls_rows: np.ndarray, cls: int, first_row: np.ndarray) -> np.ndarray:
@@ -106,35 +85,37 @@ def _replay_rooms(con: duckdb.DuckDBPyConnection, holders_only: bool, screened: 
     """Node by node, and within a node by room buckets of at most BUCKET_EVENTS events: rooms are
     independent, so memory stays bounded (and one chunk's buffers are reused for the next)."""
     con.execute("DROP TABLE IF EXISTS room_state_new")
-    source = "timeline"
+    # replay_source: the events replayed, the timeline itself (a view) unless a few rooms are
     if holders_only or screened:  # a few rooms: their events read once (one pass over the timeline), not per query
         rooms = "SELECT node, holder FROM room_injected" if holders_only else "SELECT node, room FROM room_scope"
         con.execute(
             f"CREATE OR REPLACE TEMP TABLE replay_source AS SELECT * FROM timeline WHERE (node, room) IN ({rooms})"
         )
-        source = "replay_source"
+    else:
+        con.execute("CREATE OR REPLACE TEMP VIEW replay_source AS SELECT * FROM timeline")
     chunks = con.execute(
-        f"""SELECT x.node, greatest(1, ceil(coalesce(count(t.k), 0) / ?))::BIGINT AS parts
-            FROM node_index x LEFT JOIN {source} t USING (node) GROUP BY x.node ORDER BY x.node""",
+        """SELECT x.node, greatest(1, ceil(coalesce(count(t.k), 0) / ?))::BIGINT AS parts
+            FROM node_index x LEFT JOIN replay_source t USING (node) GROUP BY x.node ORDER BY x.node""",
         [BUCKET_EVENTS],
     ).fetchall() or [(None, 1)]  # no node at all: one empty chunk makes the typed, empty table
+    store = load_query("ownership", "replay_store")  # inserted into room_state_new, made by the first chunk
     made = False
     for node, parts in chunks:
         for part in range(parts):
-            out = _replay_chunk(con, source, {"node": node, "parts": parts, "part": part})
+            out = _replay_chunk(con, {"node": node, "parts": parts, "part": part})
             with arrow_view(con, "replay_out", out):
                 con.execute(
-                    f"INSERT INTO room_state_new {STORE_SQL}" if made else f"CREATE TABLE room_state_new AS {STORE_SQL}"
+                    f"INSERT INTO room_state_new {store}" if made else f"CREATE TABLE room_state_new AS {store}"
                 )
                 made = True
             del out
-    con.execute("DROP TABLE IF EXISTS replay_source")
+    con.execute(f"DROP {'TABLE' if holders_only or screened else 'VIEW'} replay_source")
 
 
-def _replay_chunk(con: duckdb.DuckDBPyConnection, source: str, bucket: dict) -> pa.Table:
+def _replay_chunk(con: duckdb.DuckDBPyConnection, bucket: dict) -> pa.Table:
     """The replay of one chunk (the rooms of node `bucket["node"]` in bucket `part` of `parts`), as an
     Arrow table."""
-    ev = con.execute(EVENTS_SQL.format(source=source), bucket).fetchnumpy()
+    ev = con.execute(load_query("ownership", "replay_events"), bucket).fetchnumpy()
     n = len(ev["k"])
     perm = np.lexsort((ev["k"], ev["room"], ev["node_i"]))  # events by (node, room, k)
     room, node_i = np.asarray(ev["room"])[perm], np.asarray(ev["node_i"])[perm]

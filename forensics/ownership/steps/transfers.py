@@ -40,6 +40,7 @@ from forensics.ownership.kernels.transfer_links import (
     match_events,
     reset_links,
 )
+from forensics.paths import load_query
 
 SORT_RECEIVERS = 16  # more nodes than this: the transfers are stored sorted by receiver
 
@@ -101,13 +102,8 @@ def transfer_links(con: duckdb.DuckDBPyConnection) -> None:
         # sorted so that each read skips the others' row groups; with a few, a scan each is cheaper
         # than sorting (90M transfers at 1B events)
         many = scalar(con, "SELECT count(*) FROM telemetry_nodes") > SORT_RECEIVERS
-        con.execute(
-            f"""CREATE OR REPLACE TEMP TABLE xfers AS
-               SELECT node AS sender, peer AS receiver, seq AS xseq, ts AS xts, room, start, "end"
-               FROM page_events WHERE op = 'transfer' AND peer IN (SELECT node FROM telemetry_nodes)
-                 AND coalesce(src, '') NOT IN ('sent', 'failed', 'concluded')
-               {"ORDER BY receiver" if many else ""}"""
-        )
+        xfers = load_query("ownership", "xfers")
+        con.execute(f"CREATE OR REPLACE TEMP TABLE xfers AS {xfers}{' ORDER BY receiver' if many else ''}")
     con.execute(
         """CREATE OR REPLACE TABLE transfer_links (sender VARCHAR, receiver VARCHAR, xseq BIGINT,
            xts TIMESTAMPTZ, room BIGINT, start BIGINT, "end" BIGINT, aseq BIGINT, ats TIMESTAMPTZ,
