@@ -9,7 +9,12 @@ again on a copy without pages/ (logs only). Per run, against truth/responses.csv
 - pairs: true (recipient, source) pairs, their recall among exposures, and the precision of the
   confirmed pairs;
 - possible-source recall: the true pairs of each indeterminate recipient found in exposures or
-  possible_sources.
+  possible_sources;
+- the headline: the distinct true responses its rows are against its bounds (at least affected less
+  possible_overlap, at most affected).
+The tool's ids are the gateway's as logged: a format that renames requests (truth/gateway_ids.csv) is
+read back to the simulator's ids through that map, and a row keyed by its room ("room:<room>", or the rid
+its decode node logged) through truth's rooms, so a renamed id is neither a miss nor a false hit.
 
   .venv/bin/python benchmarks/vllm_pd_eval.py --seeds 901 902 903 --block-sizes 16 32 --out /tmp/vllmpd-bench
 
@@ -39,17 +44,59 @@ def _rows(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(fh))
 
 
+def truth_ids(truth: Path) -> tuple[dict[str, str], dict[str, str]]:
+    """The simulator's request id of each id the gateway logged (truth/gateway_ids.csv, where the format
+    renames them), and of each room (a row no gateway record names is keyed by its room)."""
+    ids = truth / "gateway_ids.csv"
+    renamed = {r["format_request_id"]: r["spec_request_id"] for r in _rows(ids)} if ids.exists() else {}
+    rooms = {r["room"]: r["request_id"] for r in _rows(truth / "responses.csv") if r["room"]}
+    return renamed, rooms
+
+
+def to_truth(renamed: dict[str, str], rooms: dict[str, str], request_id: str, room: object) -> str:
+    """A row's or pair side's id read back to the simulator's: through the gateway's renaming, else the
+    room it names where its id is the room's key (no gateway record names it)."""
+    if request_id in renamed:
+        return renamed[request_id]
+    if (request_id.startswith("room:") or not request_id) and room is not None and str(room) in rooms:
+        return rooms[str(room)]
+    return request_id
+
+
 def score(truth: Path, out: Path) -> dict[str, object]:
     resp = {r["request_id"]: r for r in _rows(truth / "responses.csv")}
     pairs = {(r["recipient_request_id"], r["source_request_id"]) for r in _rows(truth / "exposures.csv")}
     exposed = {k for k, r in resp.items() if r["exposed"] == "1"}
+    renamed, rooms = truth_ids(truth)
+
+    def t(request_id: str | None, room: object) -> str:
+        return to_truth(renamed, rooms, request_id or "", room)
+
     con = duckdb.connect(str(out / "incident.duckdb"), read_only=True)
     try:
-        aff = dict(con.execute("SELECT request_id, status FROM affected_responses").fetchall())
-        ex = con.execute("SELECT recipient_request_id, source_request_id, status FROM exposures").fetchall()
-        possible = set(con.execute("SELECT recipient_request_id, source_request_id FROM possible_sources").fetchall())
+        rows = con.execute("SELECT request_id, room, status FROM affected_responses").fetchall()
+        ex = [
+            (t(a, ra), t(b, rb), s)
+            for a, ra, b, rb, s in con.execute(
+                "SELECT recipient_request_id, recipient_room, source_request_id, source_room, status FROM exposures"
+            ).fetchall()
+        ]
+        possible = {
+            (t(a, ra), t(b, rb))
+            for a, ra, b, rb in con.execute(
+                "SELECT recipient_request_id, recipient_room, source_request_id, source_room FROM possible_sources"
+            ).fetchall()
+        }
+        affected, overlap = con.execute(
+            "SELECT count(DISTINCT request_id), (SELECT count(*) FROM internal.response_overlap) "
+            "FROM affected_responses"
+        ).fetchone()
     finally:
         con.close()
+    aff: dict[str, str] = {}
+    for request_id, room, status in rows:  # one response in two rows: the stronger status
+        k = t(request_id, room)
+        aff[k] = "confirmed" if "confirmed" in (status, aff.get(k)) else status
     confirmed = {k for k, s in aff.items() if s == "confirmed"}
     indeterminate = {k for k, s in aff.items() if s == "indeterminate"}
     found = {(a, b) for a, b, _ in ex}
@@ -75,6 +122,10 @@ def score(truth: Path, out: Path) -> dict[str, object]:
         "indeterminate_true_pairs": len(dark),
         "possible_source_recall": ratio(len(dark & (possible | found)), len(dark)),
         "possible_pairs": len(possible),
+        "headline_low": affected - overlap,
+        "headline_high": affected,
+        "true_distinct": len(aff),
+        "within_bounds": affected - overlap <= len(aff) <= affected,
     }
 
 
@@ -113,7 +164,7 @@ def main() -> None:
     cols = ["seed", "block_size", "evidence", "exposed", "reported", "missed", "affected_recall", "confirmed",
             "false_confirmed", "confirmed_precision", "indeterminate", "true_pairs", "pair_recall",
             "confirmed_pairs", "pair_precision", "indeterminate_true_pairs", "possible_source_recall",
-            "possible_pairs"]  # fmt: skip
+            "possible_pairs", "headline_low", "headline_high", "true_distinct", "within_bounds"]  # fmt: skip
     print("| " + " | ".join(cols) + " |")
     print("|" + "---|" * len(cols))
     for r in results:

@@ -49,7 +49,9 @@ def _reads(sql: str) -> list[str]:
 
 @cache
 def _makers() -> dict[str, tuple[str, str]]:
-    """table -> (the query file that makes it, its header), for the internal tables' comments."""
+    """table -> (the query file that makes it, its header), for the internal tables' comments. The first
+    file in path order wins: a table two folders make (gateway_join_end/ and gateway_join_none/, its empty
+    form) is described by the one that sorts first, the folder that fills it."""
     made: dict[str, tuple[str, str]] = {}
     for path in query_files():
         sql = path.read_text(encoding="utf-8")

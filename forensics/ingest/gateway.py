@@ -163,7 +163,7 @@ def join_gateway(con: duckdb.DuckDBPyConnection, in_place: InPlace, complete: bo
     view then shows the room and nodes found, and room_candidates the records each open room may be.
     Returns (joined, not joined)."""
     if not scalar(con, "SELECT count(*) FROM gateway WHERE bootstrap_room IS NULL"):
-        run_query(con, "ingest", "gateway_join_empty")
+        run_query(con, "ingest", "gateway_join_none")
         return 0, 0
     run_query(
         con,

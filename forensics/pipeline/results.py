@@ -47,6 +47,12 @@ class IngestResult:
         return "\n".join(lines)
 
 
+def _ranged(count: int, overlap: int) -> str:
+    """A count of affected rows as the distinct responses it may be: a range where rows may be one response
+    twice (response_overlap), else the count itself."""
+    return f"{count - overlap} to {count}" if overlap else str(count)
+
+
 def _printable(text: str) -> str:
     """A line of the summary as the terminal may show it: account ids, file paths and column names come
     from the evidence, and no control character of theirs (a terminal escape) reaches the terminal."""
@@ -77,11 +83,18 @@ class InvestigationResult:
         lines = [*self.recovered]
         lines += [_printable(damage_line(d)) for d in self.damage] or ["No damage found in the evidence read."]
         lines += [
-            f"Affected responses: {h['affected']} ({h['confirmed']} confirmed, "
+            f"Affected responses: {_ranged(h['affected'], h['possible_overlap'])} ({h['confirmed']} confirmed, "
             f"{h['indeterminate']} indeterminate); "
-            f"customer cohort: {h['customer']} ({h['customer_confirmed']} confirmed, "
+            f"customer cohort: {_ranged(h['customer'], h['customer_possible_overlap'])} "
+            f"({h['customer_confirmed']} confirmed, "
             f"{h['customer_indeterminate']} indeterminate: they may have been affected)"
-            + (f"; account unknown (no gateway record): {h['unknown_account']}" if h.get("unknown_account") else ""),
+            + (f"; account unknown (no gateway record): {h['unknown_account']}" if h.get("unknown_account") else "")
+            + (
+                f"; up to {h['possible_overlap']} rows may be the same response as another (response_overlap: "
+                "rooms no gateway record names, records that name no room)"
+                if h["possible_overlap"]
+                else ""
+            ),
             f"Exposure pairs proven by page events: {h['pairs']}; hazards: {self.counts.get('hazards.csv', 0)}; "
             f"rejected input rows: {self.counts.get('rejected.csv', 0)}",
         ]

@@ -154,6 +154,29 @@ def bound_context(t: dict[str, Any]) -> dict[str, str]:
     }
 
 
+def overlap_context(t: dict[str, Any]) -> dict[str, str]:
+    """The affected counts as ranges where rows may be one response twice (response_overlap): a room no
+    gateway record names and a record that names no room, which nothing in the evidence joins or tells
+    apart. Each empty where no row may be: the counts are then exact and printed as before."""
+    out = {"after": "", "before": "", "why": ""}
+    for side in ("after", "before"):
+        n, hi = t[f"overlap_{side}"] or 0, t[f"affected_{side}"] or 0
+        if n:
+            out[side] = f"{hi - n:,} to {hi:,}"
+    n = t["overlap_before"] or 0
+    if n:
+        out["why"] = (
+            f"up to {n:,} of the rows may each be the same response as another: {n:,} response"
+            f"{'s' if n != 1 else ''} the page records show in rooms no gateway record names (the account "
+            "unknown, counted as a customer's), and the responses of gateway records that name no room, "
+            "which may have been served in those rooms; nothing in the evidence joins the two or tells them "
+            "apart (a gateway that logs no room or decode node, an engine whose lines name no room), so "
+            "the count is a range: at least each such room one of those records' responses, at most all "
+            "distinct (response_overlap)"
+        )
+    return out
+
+
 def gather(
     con: duckdb.DuckDBPyConnection,
     *,
@@ -237,6 +260,7 @@ def _summary(con: duckdb.DuckDBPyConnection, ctx: dict[str, Any], config: Bundle
     annex (the rows of notifications.csv, so the two match by construction) and the disclosure fields."""
     mechanisms = rows(con, "mechanisms")
     ctx["totals"]["bound"] = bound_context(ctx["totals"])
+    ctx["totals"]["overlap"] = overlap_context(ctx["totals"])
     found = {
         "researcher_requests": sum(c["affected"] or 0 for c in ctx["cohorts"] if c.get("kind") == "researcher"),
     }

@@ -7,8 +7,11 @@
 --        node_own_rooms (ownership's scratch: its last reader), page_events, transfer_landing, room_state,
 --        read_provenance, write_effects, room_flags, pull_sightings; params: none
 -- The rooms of a node are those its page events name (its own events, noted by the ownership stage in
--- node_own_rooms, and the transfers it sent) and the transfers that landed in it (transfer_landing): the
--- rooms of its timeline and its sends.
+-- node_own_rooms, and the transfers it sent), the transfers that landed in it (transfer_landing), and the
+-- transfers a sender's page events name it the receiver of (peer): the rooms of its timeline, its sends,
+-- and its receives where it has no page events of its own (transfer_landing places landings on receivers
+-- with telemetry only), so an exposure the sender's events show on such a receiver (pull_sightings) is
+-- its record's, not a row of a room no record names.
 CREATE OR REPLACE TABLE room_requests AS
 WITH named AS (
     -- exposure_segments' rooms are among these: its rows are read_provenance's (room, w_room),
@@ -20,6 +23,8 @@ WITH named AS (
 ), rooms AS (
     SELECT node, room FROM node_own_rooms WHERE room IN (SELECT room FROM named)
     UNION SELECT node, room FROM page_events WHERE op = 'transfer' AND room IN (SELECT room FROM named)
+    UNION SELECT peer, room FROM page_events
+          WHERE op = 'transfer' AND peer IS NOT NULL AND room IN (SELECT room FROM named)
     UNION SELECT receiver, room FROM transfer_landing WHERE room IN (SELECT room FROM named)
 ), requests AS MATERIALIZED (  -- the gateway rows of those rooms, before their cohort lookup
     SELECT * FROM gateway WHERE bootstrap_room IN (SELECT room FROM rooms)
