@@ -16,11 +16,18 @@ import duckdb
 from forensics.db import query_rows, run_query, thread_count, timed
 from forensics.engines.facts import EngineRows
 from forensics.engines.sglang_startup import NAME as SGLANG
+from forensics.engines.vllm import NAME as VLLM
 from forensics.errors import InputError
 from forensics.ingest.bulk import load_engine_files
 from forensics.ingest.damage import store_input_damage
 from forensics.ingest.engine import load_integrity, store, store_integrity
-from forensics.ingest.gateway import define_gateway, join_gateway, load_gateway_file, reject_repeated_records
+from forensics.ingest.gateway import (
+    GATEWAY_SLACK_US,
+    define_gateway,
+    join_gateway,
+    load_gateway_file,
+    reject_repeated_records,
+)
 from forensics.ingest.pages import define_page_events, load_page_file
 from forensics.ingest.seqs import any_duplicate_seq, store_seq_jumps
 from forensics.ingest.shipped import parse_shipped, store_shipped
@@ -206,6 +213,9 @@ def ingest_into(
     whole = not any(f.error or f.skipped or f.rows_rejected for f in files if f.source == "gateway")
     with timed("ingest/gateway_join"):
         join_gateway(con, gateway_files, complete=whole)
+    if con.execute("SELECT count(*) FROM node_config WHERE engine = ?", [VLLM]).fetchone() != (0,):
+        # vLLM's lines name no room: its nodes' clocks are bounded by the ids its request lines carry
+        run_query(con, "ingest", "vllm_clock", gw_slack_us=GATEWAY_SLACK_US)
     moved = _reject_impossible_events(con, parquet)
     for fid, n in repeats + moved:
         by_id[fid].rows_loaded -= n

@@ -9,9 +9,9 @@ against the simulator's truth (truth/prefix_hits.csv: each hit's verdict by the 
   another room's KV into);
 - logs only, every exposed response is reported (indeterminate) with its true sources among its
   possible sources;
-- with page events, every exposure is found and every confirmed pair is true: not yet where a stale
-  READ's own decode hit some of the prompt (pull_sightings matches the transfer's tokens to the
-  sender's from the room's first token; NixlConnector reads only the blocks the decode missed)."""
+- with page events, every exposure is found and every confirmed pair is true, where a stale READ's own
+  decode hit some of the prompt too (pull_sightings reads the blocks the decode's line names, end-trimmed
+  as NixlConnector reads only the blocks the decode missed)."""
 
 from __future__ import annotations
 
@@ -81,9 +81,7 @@ def test_legitimate_hits_are_never_exposures(incident: tuple[int, Path], with_pa
 
 
 def test_hit_on_blocks_a_stale_read_filled_is_confirmed(incident: tuple[int, Path], with_pages: Findings) -> None:
-    seed, out = incident
-    if seed != 9104:
-        pytest.skip("here the stale READ that filled the cached blocks hit on its decode itself: see the xfail")
+    _, out = incident
     _, _, _, bad = _truth(out)
     assert bad
     found = set(with_pages.rows("SELECT recipient_request_id, source_request_id, status FROM exposures"))
@@ -104,11 +102,6 @@ def test_logs_only_every_exposure_indeterminate_with_its_sources(
     assert dark and dark <= possible | found
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="pull_sightings matches a transfer's tokens to the sender's from the room's first token; with a "
-    "decode-side prefix hit NixlConnector reads only the blocks past it (the receiver's share rows give the offset)",
-)
 def test_with_page_events_every_exposure_found_and_every_confirmed_pair_true(
     incident: tuple[int, Path], with_pages: Findings
 ) -> None:
