@@ -79,13 +79,21 @@ def _text(value: Any) -> Any:
     return CONTROL.sub("?", value) if isinstance(value, str) else value
 
 
+# the templates compiled once per process, each keyed by its file and its text as the loader read them
+# (an edited template is compiled anew, whatever its time stamp); a template it includes is loaded by its
+# environment, again when that file changes. Compiling the two default notices cost a twentieth of a
+# small run; tests run many in one process.
+_COMPILED: dict[tuple[str, str], jinja2.Template] = {}
+
+
 def _environment(template: Path) -> tuple[jinja2.Template, str]:
     """The template, compiled in a sandbox, and the extension of what it renders (notice.html.j2: .html)."""
     name = template.name.removesuffix(".j2")
     ext = Path(name).suffix or ".txt"
     html = ext in (".html", ".htm")
+    loader = jinja2.FileSystemLoader(str(template.parent))
     env = SandboxedEnvironment(
-        loader=jinja2.FileSystemLoader(str(template.parent)),
+        loader=loader,
         autoescape=html,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
@@ -95,7 +103,14 @@ def _environment(template: Path) -> tuple[jinja2.Template, str]:
     )
     env.filters.update(ts=f_ts, num=f_num)
     try:
-        return env.get_template(template.name), ext
+        source, filename, uptodate = loader.get_source(env, template.name)
+        key = (str(filename), source)
+        if key not in _COMPILED:
+            if len(_COMPILED) >= 32:  # an operator's edits in one process (tests): the latest few kept
+                _COMPILED.clear()
+            code = env.compile(source, template.name, filename)
+            _COMPILED[key] = env.template_class.from_code(env, code, env.make_globals(None), uptodate)
+        return _COMPILED[key], ext
     except jinja2.TemplateSyntaxError as e:  # the file is the one that failed, maybe one it includes
         raise InputError(f"notice template {e.filename or template}: line {e.lineno}: {e.message}") from None
     except (jinja2.TemplateNotFound, OSError) as e:
