@@ -145,11 +145,15 @@ def _share(part: int, whole: int, noun: str) -> str:
 
 def bound_context(t: dict[str, Any]) -> dict[str, str]:
     """The upper bound on exposed customer data put in context: the customer requests and accounts it
-    reaches against all the evidence holds. A bound of nearly everything says the logs cannot narrow it."""
+    reaches against all the evidence holds. A bound of nearly everything says the logs cannot narrow it.
+    The requests whose account is unknown (rooms no gateway record names) are left out of the share: they
+    may be the engine side of the same gateway records, so beside the records' count they are no part of
+    it (counted in, a bound could read "299 of 267 customer requests, 112%"); the text names them apart."""
     accounts, total = t["possible_customer_source_accounts"] or 0, t["customer_accounts"] or 0
     every = bool(total) and accounts >= total
+    known = (t["possible_customer_sources"] or 0) - (t["possible_customer_source_unknown"] or 0)
     return {
-        "requests": _share(t["possible_customer_sources"] or 0, t["requests_after"] or 0, "customer requests"),
+        "requests": _share(known, t["requests_after"] or 0, "customer requests of known accounts"),
         "accounts": "every customer account" if every else _share(accounts, total, "customer accounts"),
     }
 

@@ -101,6 +101,22 @@ def test_report_brief_and_summary_print_the_range(run: tuple[Path, Investigation
     assert f"customer cohort: {lo} to {hi} (" in result.summary()
 
 
+def test_no_share_in_the_report_counts_more_than_its_whole(run: tuple[Path, InvestigationResult]) -> None:
+    """The upper bound on exposed customer data beside the customer requests the gateway logged: rooms no
+    record names may be the engine side of those same records, so a share counting them read "299 of 267
+    customer requests, 112.0%". Every "X of Y ..." share the report prints is at most its whole."""
+    import re
+
+    out, _ = run
+    md = (out / "out" / "report.md").read_text()
+    shares = [
+        (int(a.replace(",", "")), int(b.replace(",", "")))
+        for a, b in re.findall(r"([\d,]+) of ([\d,]+) customer requests", md)
+    ]
+    assert shares
+    assert all(part <= whole for part, whole in shares), shares
+
+
 @pytest.fixture(scope="module")
 def dark(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Findings]:
     """vLLM PD behind the spec's gateway (every record names its room and nodes), a decode node without page

@@ -130,9 +130,13 @@ def test_bound_in_context_and_cohort_warning(logs_only) -> None:
     md = (out / "report.md").read_text()
     scope = re.search(r"\| Requests in the evidence \| [\d,]+ \| ([\d,]+) \|", md)
     assert scope
-    bound = re.search(r"up to \*\*([\d,]+)\*\* \(([\d,]+) accounts", md)
+    bound = re.search(
+        r"up to \*\*([\d,]+)\*\* \(([\d,]+) accounts(?:, and ([\d,]+) requests whose account is unknown)?", md
+    )
     assert bound
-    assert f"{bound.group(1)} of {scope.group(1)} customer requests" in md
+    # the share is of the known accounts' requests: those of unknown account may be the same records' rooms
+    known = int(bound.group(1).replace(",", "")) - int((bound.group(3) or "0").replace(",", ""))
+    assert f"{known:,} of {scope.group(1)} customer requests of known accounts" in md
     # the warning preview_cohorts gives on the same bundle is on the command line and in part 1
     bundle = out.parent / "sim" / "bundle"
     warnings = [w["message"] for w in preview_cohorts(bundle)["warnings"]]
