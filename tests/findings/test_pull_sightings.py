@@ -20,6 +20,7 @@ def _bundle(
     read: bool = True,
     clock: list[tuple] | None = None,
     sent: tuple[int, int] = (100, 108),
+    engine: str = "vllm",
 ) -> duckdb.DuckDBPyConnection:
     con = connect(":memory:")
     con.execute("""CREATE TABLE page_events (node VARCHAR, seq BIGINT, ts TIMESTAMPTZ, room BIGINT, op VARCHAR,
@@ -43,7 +44,7 @@ def _bundle(
     )
     con.execute("""CREATE TABLE gateway AS SELECT * FROM (VALUES ('req-a', 1::BIGINT, 'p0', 'd0'),
         ('req-b', 2::BIGINT, 'p0', 'd1')) t(request_id, bootstrap_room, prefill_node, decode_node)""")
-    con.execute("CREATE TABLE node_config AS SELECT 'p0' AS node, 4::BIGINT AS page_size")
+    con.execute("CREATE TABLE node_config AS SELECT 'p0' AS node, 4::BIGINT AS page_size, ? AS engine", [engine])
     con.execute("""CREATE TABLE engine_request_links (node VARCHAR, file_id INTEGER, line BIGINT, rid VARCHAR,
         role VARCHAR, remote_engine VARCHAR, remote_rid VARCHAR, remote_host VARCHAR, remote_port BIGINT,
         remote_block_ids VARCHAR)""")
@@ -116,3 +117,14 @@ def test_a_pull_past_the_decodes_own_hits_reads_the_last_blocks_named() -> None:
     got = _rows(_bundle("[0, 2]", sent=(104, 108)))
     assert got == [("d0", s, 1, 2, False, "remote_block_ids") for s in range(104, 108)]
     assert _rows(_bundle("[0, 1]", sent=(104, 108))) == []  # its own block 1
+
+
+def test_a_stale_pull_past_the_decodes_own_hits_by_token_order_reads_the_last_blocks() -> None:
+    """No line names the blocks (a gateway that logs no room): d0 hit room 1's first block itself and pulls
+    the second only (4 tokens), whose slots room 1 let go and room 2 wrote before the transfer. A vLLM
+    sender's pull is the prompt's last blocks: block 1 (room 2's KV) lands in 104-107. Token order from the
+    first token would read block 0, room 1's own, and find nothing (the miss of seed 931 at block size 64).
+    An SGLang sender sends from the first token: nothing there."""
+    got = _rows(_bundle(None, stale=True, sent=(104, 108)))
+    assert got == [("d0", s, 1, 2, False, "token_order") for s in range(104, 108)]
+    assert _rows(_bundle(None, stale=True, sent=(104, 108), engine="sglang")) == []

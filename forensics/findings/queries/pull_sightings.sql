@@ -13,7 +13,8 @@
 --   the room (a reused reference names another request's blocks): then its last writer before the
 --   transfer, whoever it was, is what the receiver got.
 -- - token_order: elsewhere, the room's alloc/share rows and its transfer rows on the sender, each in seq
---   order, matched token by token. Another room writes a slot the room still holds only through a double
+--   order, matched token by token (a vLLM sender's transfer from the block the decode's prefix hit ends
+--   at, as by remote_block_ids: skipped). Another room writes a slot the room still holds only through a double
 --   allocation (ownership's hazards), so only rooms that freed slots on the sender before their last
 --   transfer there are searched, which keeps the range joins to those few rooms.
 -- Every order here is the sender's own (its page events' seq): no other node's clock decides it.
@@ -99,9 +100,23 @@ WITH sent AS (  -- each transfer row's tokens of its room
            sum(e."end" - e.start) OVER (PARTITION BY e.node, e.room ORDER BY e.seq) - (e."end" - e.start) AS tok
     FROM page_events e JOIN early l USING (node, room)
     WHERE e.op IN ('alloc', 'share') AND e.seq < l.last_seq
-), over AS (  -- the slots another room wrote after the room was given them and before its last transfer
-    SELECT DISTINCT g.node, g.room, s.slot, g.tok + s.slot - g.start AS tok, g.seq AS given_seq
+), skipped AS (  -- the room's first token sent: a vLLM sender's transfer is the prompt's last blocks (the
+                 -- decode's own prefix hit is not read: the end-trim of by_ids), so the blocks the sender
+                 -- gave the room less the blocks the transfer covers come first; an SGLang sender, or one
+                 -- whose block size is unknown, sends from the first token
+    SELECT g.node, g.room,
+           CASE WHEN any_value(c.engine) = 'vllm' AND any_value(c.page_size) > 0
+                THEN any_value(c.page_size) * greatest(0,
+                     CAST(ceil(sum(g."end" - g.start) / any_value(c.page_size)) AS BIGINT)
+                     - CAST(ceil(any_value(x.sent_tokens) / any_value(c.page_size)) AS BIGINT))
+                ELSE 0 END AS skip_tok
     FROM given g
+    JOIN (SELECT DISTINCT node, room, sent_tokens FROM sent) x USING (node, room)
+    LEFT JOIN node_config c ON c.node = g.node
+    GROUP BY g.node, g.room
+), over AS (  -- the slots another room wrote after the room was given them and before its last transfer
+    SELECT DISTINCT g.node, g.room, s.slot, g.tok + s.slot - g.start - k.skip_tok AS tok, g.seq AS given_seq
+    FROM given g JOIN skipped k USING (node, room)
     JOIN page_events w ON w.node = g.node AND w.op = 'write' AND w.room <> g.room
          AND w.start < g."end" AND g.start < w."end" AND w.seq > g.seq AND w.seq < g.last_seq,
          LATERAL (SELECT unnest(range(greatest(w.start, g.start), least(w."end", g."end"))) AS slot) s
