@@ -1,6 +1,12 @@
 """The realistic generator's compiled helpers (the loop: forensics.simulate.pages.loop): the event
 heap, the page events a holding's runs make, and the LIFO free stacks of pages (rooms.py: the rooms'
-bookkeeping)."""
+bookkeeping).
+
+The allocators: each node has a LIFO stack of free pages (page 0 and the pool's last page unused): a
+free pushes the request's pages sorted, lowest on top; an allocation pops the top n and
+holds them in ascending order. After warm-up the stack is shuffled by reuse, so a holding is many
+ranges: one alloc/free event per maximal run of consecutive pages, one read/write/transfer event per
+run of the token range (as forensics.simulate does)."""
 
 # ruff: noqa: F405 (the layout's column names)
 from __future__ import annotations

@@ -5,16 +5,8 @@ benchmarks/shapes.py).
 Cluster: `prefill_nodes` prefill nodes (180,000-slot pools) and `decode_nodes` decode nodes
 (1,048,576-slot pools), context length 262,144, `page_size` 1..64. `dark_node` (default: the last
 decode node; '' for none) writes no page events, but the transfers prefill sends it are logged. Each
-node's clock is off by a fixed skew of up to +-1.5 s.
-
-Traffic (traffic.py): Poisson arrivals whose rate a few bursts (`bursts`, `burst_mult` 3-5x, each a few
-per cent of the trace's time) modulate; request k goes to a decode and a prefill node drawn at random.
-Prompts are log-normal (median 1,500 tokens, sigma 1.3) clipped to the context minus the output,
-outputs log-normal (median 300, sigma 0.7, at most 4,096). A prompt at or over the prefill limit
-(the prefill pool less 6 tokens, SGLang's max_req_input_len) takes the placeholder path; besides the
-few the log-normal tail gives, a share `placeholder_rate` of requests get such a prompt (uniform
-up to the context): prefill computes and transfers one slot, decode reads the whole prompt (stale KV
-of earlier holders, and never-written slots).
+node's clock is off by a fixed skew of up to +-1.5 s. The traffic, and the sizing that fits the rooms in
+flight asked for (`concurrency`, 300, whatever the size) into the pools: traffic.py; the pools: kernel.py.
 
 Per request (true clock; each node logs on its own): decode allocates the prompt's pages at arrival
 and reserves the output's; 0.5-3 ms later prefill allocates, writes and reads the prompt (its pages
@@ -32,23 +24,6 @@ times) while an event on its receiver pages is, or is scheduled, within 50 ms of
 pages is free near the top of the free stack (likely to be handed out within 50 ms); the summary says
 how many still landed near an event (late_unclear) and how many allocations took a page within 50 ms
 after a late landing into it while it was free (late_ambiguous_allocs): those few may be ambiguous.
-
-Allocators (kernel.py): each node has a LIFO stack of free pages (page 0 and the pool's last page
-unused): a free pushes the request's pages sorted, lowest on top; an allocation pops the top n and
-holds them in ascending order. After warm-up the stack is shuffled by reuse, so a holding is many
-ranges: one alloc/free event per maximal run of consecutive pages, one read/write/transfer event per
-run of the token range (as forensics.simulate does).
-
-Concurrency (`concurrency`, default 300): the mean number of rooms holding pages on a decode node. The
-arrival rate is set from it and the mean hold (Little's law), so `events` and the concurrency are
-independent (the summary's inflight: the time average from two mean holds after the first arrival to
-the last). Holds: decode time = 20 ms + output x 12-35 ms per token x w (at most 150 s),
-w = min(4, (S0/size)^beta), size the request's slots, S0 the median size. With beta = 0 (holds
-independent of size) a decode pool of 1,048,576 slots holds only about 200 rooms of this length
-distribution on average (the output alone weighs about 600 slots in the time-weighted mean), so the
-generator picks beta (`hold_exponent` None): the smallest that fits the rooms into 60% of the pool,
-and then scales the bursts down (towards 1x) until the burst peak fits 90% of it. The summary's
-`sizing` says what it chose; a large concurrency leaves no room for bursts.
 
 Page events go to pages/<node>.parquet per node (PAGE_SCHEMA), in seq order (seq from 1, ts
 monotone), written as 1M-row row groups while the loop runs (bounded memory at any size; parquet.py).
@@ -120,7 +95,7 @@ def generate(
     roles = ["decode"] * D + ["prefill"] * P
     dark_name = dec_names[-1] if dark_node is None else dark_node
     if dark_name and dark_name not in names:
-        raise ValueError(f"--dark-node {dark_name!r} is not a node ({', '.join(names)})")
+        raise ValueError(f"--no-telemetry {dark_name!r} is not a node ({', '.join(names)})")
     dark = names.index(dark_name) if dark_name else -1
     limit = min(context_len - 1, prefill_pool - 1) - 5
     if context_len - OUT_MAX <= limit and placeholder_rate > 0:
@@ -142,12 +117,10 @@ def generate(
     base = np.concatenate([[0], np.cumsum(npg)[:-1]]).astype(np.int64)
     total = int(npg.sum())
     stack = np.zeros(total, np.int32)
-    for j in range(D + P):
-        usable = int(npg[j]) - 1
-        stack[base[j] : base[j] + usable] = base[j] + np.arange(usable, 0, -1)  # page 1 on top
     pos = np.full(total, -1, np.int32)
     for j in range(D + P):
         usable = int(npg[j]) - 1
+        stack[base[j] : base[j] + usable] = base[j] + np.arange(usable, 0, -1)  # page 1 on top
         pos[base[j] + np.arange(usable, 0, -1)] = np.arange(usable)
     holder = np.full(total, -1, np.int32)
     rlen = np.zeros(total, np.int32)
@@ -157,8 +130,7 @@ def generate(
     NS = np.zeros((D + P, NN), np.int64)
     NS[:, NB_BASE] = base
     NS[:, NB_NPG] = npg
-    NS[:, NB_TOP] = npg - 1
-    NS[:, NB_AVAIL] = npg - 1
+    NS[:, NB_TOP] = NS[:, NB_AVAIL] = npg - 1
     max_pages = -(-context_len // ps) + 2
     cap = row_group + 2 * max_pages + 16
     B = np.zeros((D + P, 4, cap), np.int64)
@@ -173,8 +145,7 @@ def generate(
     G[G_NFREE] = slots
     G[G_NEXT_T] = -1
     mean_pages = sz["mean_request_slots"] / ps
-    epr0 = EPR0
-    n_est = (events / epr0) if events else requests
+    n_est = (events / EPR0) if events else requests
     t_est = n_est / lam_mean
     CF = np.zeros(NC, np.int64)
     CF[C_PS], CF[C_D], CF[C_P], CF[C_DARK], CF[C_CLEAR] = ps, D, P, dark, CLEAR_US
@@ -182,7 +153,7 @@ def generate(
     CF[C_DEPTH] = int(4 * lam_mean / D * sz["peak_factor"] * CLEAR_US * max(mean_pages, 1)) + 64
     CF[C_MAXREQ] = requests or 0
     CF[C_TARGET] = events or 0
-    CF[C_ROWG], CF[C_EPR0] = row_group, epr0
+    CF[C_ROWG], CF[C_EPR0] = row_group, EPR0
     CF[C_T_WARM] = int(min(2 * sz["mean_hold_s"] * 1e6, 0.1 * t_est))
 
     bundle = out / "bundle"

@@ -1,5 +1,25 @@
 """The realistic generator's traffic: each request's lengths and timings drawn in chunks, and the sizing
-(the hold exponent and the bursts) that fits the rooms in flight asked for into the decode pool."""
+(the hold exponent and the bursts) that fits the rooms in flight asked for into the decode pool.
+
+Traffic: Poisson arrivals whose rate a few bursts (`bursts`, `burst_mult` 3-5x, each a few per cent of
+the trace's time) modulate; request k goes to a decode and a prefill node drawn at random. Prompts are
+log-normal (median 1,500 tokens, sigma 1.3) clipped to the context minus the output, outputs log-normal
+(median 300, sigma 0.7, at most 4,096). A prompt at or over the prefill limit (the prefill pool less 6
+tokens, SGLang's max_req_input_len) takes the placeholder path; besides the few the log-normal tail
+gives, a share `placeholder_rate` of requests get such a prompt (uniform up to the context): prefill
+computes and transfers one slot, decode reads the whole prompt (stale KV of earlier holders, and
+never-written slots).
+
+Concurrency (`concurrency`, default 300): the mean number of rooms holding pages on a decode node. The
+arrival rate is set from it and the mean hold (Little's law), so `events` and the concurrency are
+independent (the summary's inflight: the time average from two mean holds after the first arrival to
+the last). Holds: decode time = 20 ms + output x 12-35 ms per token x w (at most 150 s),
+w = min(4, (S0/size)^beta), size the request's slots, S0 the median size. With beta = 0 (holds
+independent of size) a decode pool of 1,048,576 slots holds only about 200 rooms of this length
+distribution on average (the output alone weighs about 600 slots in the time-weighted mean), so the
+generator picks beta (`hold_exponent` None): the smallest that fits the rooms into 60% of the pool,
+and then scales the bursts down (towards 1x) until the burst peak fits 90% of it. The summary's
+`sizing` says what it chose; a large concurrency leaves no room for bursts."""
 
 from __future__ import annotations
 
