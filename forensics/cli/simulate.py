@@ -186,19 +186,24 @@ def simulate(
     page_events: str | None = typer.Option(
         None,
         "--page-events",
-        help="[scale] Page events instead of the logs (the benchmarks' bundles; forensics/simulate/pages): "
-        "uniform (N prefill + N decode nodes by --decode-nodes, a request per 25 ms tick on each) or realistic "
-        "(an incident's shape: fragmented pools, bursts, late transfers of aborts, --no-telemetry's decode node, "
+        help="With --scale: page events instead of the logs (the benchmarks' bundles; forensics/simulate/pages): "
+        "uniform (N prefill + N decode nodes by --decode-nodes, default 1, a request per 25 ms tick on each) or "
+        "realistic (3 prefill + 4 decode nodes by default; "
+        "an incident's shape: fragmented pools, bursts, late transfers of aborts, --no-telemetry's decode node, "
         "the last by default, without page events). Takes --events or --requests, --seed, --decode-nodes, "
         "--prefill-nodes, --page-size, --placeholder-rate and --chunk; realistic also --concurrency, "
         "--abort-rate, --no-telemetry and the pool sizes.",
     ),
-    events: int | None = typer.Option(None, "--events", help="[pages] About this many page events."),
+    events: int | None = typer.Option(
+        None, "--events", help="With --page-events: about this many page events (or --requests)."
+    ),
     concurrency: float | None = typer.Option(
-        None, "--concurrency", help="[pages] realistic: mean rooms in flight per decode node (300)."
+        None, "--concurrency", help="With --page-events realistic: mean rooms in flight per decode node (300)."
     ),
     placeholder_rate: float | None = typer.Option(
-        None, "--placeholder-rate", help="[pages] Share of prompts over the prefill limit (0.01; realistic 0.002)."
+        None,
+        "--placeholder-rate",
+        help="With --page-events: share of prompts over the prefill limit (0.01; realistic 0.002).",
     ),
 ) -> None:
     """Write a simulated incident bundle and its ground truth; with --live, then replay its engine logs live."""
