@@ -13,7 +13,7 @@ landing by another room into slots a reader is bound to (read, not yet freed) is
 for that reader. `share` binds like a read but is sanctioned sharing (not an exposure).
 
 No seq-gap handling, no clock-bound ambiguity, no cohorts: a peer for timing, correct on the simple
-bundles of gen_bundle.py.
+bundles of `forensics simulate --scale --page-events uniform`.
 
     python benchmarks/replay_peer.py BUNDLE [--out exposures.csv]
 """

@@ -36,6 +36,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 PY = sys.executable
 BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
+# the bundles: forensics/simulate/pages
+SIMULATE = [PY, "-m", "forensics", "simulate", "--scale"]
 
 SCAN_SQL = (
     'SELECT count(*), sum(seq), sum(start), sum("end"), count(DISTINCT op), sum(room), '
@@ -146,7 +148,7 @@ def median_runs(runs: list[dict]) -> dict:
 
 def ensure_bundle(work: Path, events: int, nodes: int, rate: float, seed: int, log) -> tuple[Path, dict]:
     d = work / f"e{events}-n{nodes}-p{rate:g}-s{seed}"
-    meta_f = d / "counts.json"
+    meta_f = d / "truth" / "summary.json"
     if meta_f.is_file():
         meta = json.loads(meta_f.read_text())
         if meta.get("nodes") == nodes and meta.get("seed") == seed and meta.get("placeholder_rate") == rate:
@@ -156,12 +158,13 @@ def ensure_bundle(work: Path, events: int, nodes: int, rate: float, seed: int, l
     log(f"  generating {d} ...")
     r = measure(
         [
-            PY,
-            str(HERE / "gen_bundle.py"),
+            *SIMULATE,
             str(d),
+            "--page-events",
+            "uniform",
             "--events",
             str(events),
-            "--nodes",
+            "--decode-nodes",
             str(nodes),
             "--placeholder-rate",
             str(rate),
@@ -399,7 +402,8 @@ def render_readme(rows: list[dict], mach: dict, commands: list[str], readme: Pat
             f"Machine: {mach['nproc']} cores ({mach['cpu']}), {mach['memory']} RAM; Python {mach['python']}, "
             f"DuckDB {mach['duckdb']}, Linux {mach['kernel']}.",
             "",
-            "Bundles from `gen_bundle.py --events N --nodes 2 --placeholder-rate 0.002` unless the row says "
+            "Bundles from `forensics simulate OUT --scale --page-events uniform --events N --decode-nodes 2 "
+            "--placeholder-rate 0.002` unless the row says "
             "otherwise (P+D = prefill + decode nodes). Times are seconds of wall clock: investigate and peer "
             "are whole processes (median of n runs; peak RSS of the process); scan is the median of 3 warm "
             "runs of the query below; R = investigate / scan. analysis = ingest + ownership + findings (the "

@@ -1,6 +1,7 @@
-"""Benchmark `forensics investigate` on bundles shaped like real incidents (gen_realistic.py), per size
-and concurrency, against a plain DuckDB scan and both peers (numpy_peer.py, the vectorized numpy
-replay; replay_peer.py, the per-event loop), and the cost of each doubling.
+"""Benchmark `forensics investigate` on bundles shaped like real incidents (`forensics simulate --scale
+--page-events realistic`), per size and concurrency, against a plain DuckDB scan and both peers
+(numpy_peer.py, the vectorized numpy replay; replay_peer.py, the per-event loop), and the cost of each
+doubling.
 
 For every (events, concurrency) of --grid: generate the bundle once (cached in --work), then measure
 whole processes (wall time, peak RSS): investigate, numpy_peer, replay_peer (up to --peer-max
@@ -42,13 +43,14 @@ def grid(text: str) -> list[tuple[int, int]]:
 
 def ensure(work: Path, events: int, conc: int, seed: int, log) -> tuple[Path, dict]:
     d = work / f"real-e{fmt_size(events)}-c{conc}-s{seed}"
-    meta_f = d / "counts.json"
+    meta_f = d / "truth" / "summary.json"
     if meta_f.is_file():
         log(f"  cached {d}")
         return d, json.loads(meta_f.read_text())
     shutil.rmtree(d, ignore_errors=True)
     log(f"  generating {d} ...")
-    cmd = [PY, str(HERE / "gen_realistic.py"), str(d), "--events", str(events), "--concurrency", str(conc)]
+    cmd = [PY, "-m", "forensics", "simulate", str(d), "--scale", "--page-events", "realistic", "--events", str(events)]
+    cmd += ["--concurrency", str(conc)]
     r = measure([*cmd, "--seed", str(seed)], timeout=7200)
     if r["rc"] != 0:
         raise SystemExit(f"generator failed:\n{r['output']}")
@@ -195,8 +197,9 @@ def render(rows: list[dict], readme: Path) -> None:
         "## Realistic shapes (issue #23)",
         "",
         f"Machine: {mach['nproc']} cores, {mach['memory']}; Python {mach['python']}, DuckDB {mach['duckdb']}.",
-        "Bundles from `gen_realistic.py --events N --concurrency C` (3 prefill + 4 decode nodes, one without page "
-        "telemetry, page size 32). Whole processes, one run each; R = investigate / scan.",
+        "Bundles from `forensics simulate OUT --scale --page-events realistic --events N --concurrency C` "
+        "(3 prefill + 4 decode nodes, one without page telemetry, page size 32). Whole processes, one run each; "
+        "R = investigate / scan.",
         "",
         table(rows),
         "",

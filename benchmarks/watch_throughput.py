@@ -1,8 +1,8 @@
 """How fast `forensics watch` reads, on one core, and how much memory it holds (issue #26).
 
 Simulates a cluster (forensics simulate), optionally interleaves each node's log with the batch lines a
-busy SGLang server writes between request lines (`Decode batch, #running-req: ...`, the format of
-forensics/engines/sglang/, as SGLang's scheduler prints it; real servers log one every
+busy SGLang server writes between request lines (`Decode batch, #running-req: ...`, as SGLang 0.5.11's
+scheduler prints it: the simulator's writer, forensics/simulate/batch_lines.py; real servers log one every
 decode_log_interval steps), then runs
 `forensics watch DIR --once` as its own process pinned to one core (taskset) and reports lines per
 second of the whole process and its peak RSS.
@@ -25,12 +25,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from forensics.simulate import build_config, simulate  # noqa: E402
+from forensics.simulate.batch_lines import decode_line  # noqa: E402
 
-BATCH = (
-    "Decode batch, #running-req: {n}, #token: {t}, token usage: 0.{u:02d}, pre-allocated usage: 0.00, "
-    "#prealloc-req: 0, #transfer-req: 0, #retracted-req: 0, cuda graph: True, gen throughput (token/s): {g}.{u:02d}, "
-    "#queue-req: 0"
-)
+RELEASE = "0.5.11"  # the batch lines as this release prints them (the simulator's writer of them)
 
 
 def interleave(bundle: Path, per_line: int) -> None:
@@ -41,7 +38,10 @@ def interleave(bundle: Path, per_line: int) -> None:
             out.append(line)
             prefix = line.split("] ", 1)[0] + "] " if line.startswith("[") else ""
             for k in range(per_line):
-                out.append(prefix + BATCH.format(n=3 + k, t=2600 + i % 997, u=(i + k) % 100, g=30 + i % 50) + "\n")
+                u = (i + k) % 100 / 100
+                out.append(
+                    prefix + decode_line(RELEASE, 0, 3 + k, 2600 + i % 997, u, 0.0, 0, 0, 0, 30 + i % 50 + u) + "\n"
+                )
         log.write_text("".join(out))
 
 

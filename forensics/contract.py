@@ -1,5 +1,5 @@
 """The evidence-bundle contract's column lists (spec sections 2 and 4), shared by every reader and
-writer of bundles: ingest, the simulator, the benchmark generator and the tests."""
+writer of bundles: ingest, the simulator and the tests."""
 
 from __future__ import annotations
 
@@ -10,6 +10,16 @@ import pyarrow as pa
 GATEWAY_FIELDS = (
     "ts", "request_id", "account_id", "api_token_id", "client_ip", "user_agent", "model", "status",
     "prompt_tokens", "completion_tokens", "duration_ms", "bootstrap_room", "prefill_node", "decode_node", "headers",
+)  # fmt: skip
+
+# the gateway log as typed Parquet columns (GATEWAY_FIELDS without headers): what the page-event bundles
+# of `forensics simulate --scale --page-events` write as gateway/gateway.parquet
+GATEWAY_SCHEMA = pa.schema(
+    [("ts", pa.timestamp("us", tz="UTC")), ("request_id", pa.string()), ("account_id", pa.string()),
+     ("api_token_id", pa.string()), ("client_ip", pa.string()), ("user_agent", pa.string()), ("model", pa.string()),
+     ("status", pa.int32()), ("prompt_tokens", pa.int64()), ("completion_tokens", pa.int64()),
+     ("duration_ms", pa.float64()), ("bootstrap_room", pa.int64()), ("prefill_node", pa.string()),
+     ("decode_node", pa.string())]
 )  # fmt: skip
 
 PAGE_SCHEMA = pa.schema(

@@ -183,17 +183,47 @@ def simulate(
     chunk: int | None = typer.Option(None, "--chunk", help="[scale] Requests per time slice (250000): memory."),
     no_write: bool = typer.Option(False, "--no-write", help="[scale] Render every line, write none (CPU rate)."),
     no_truth: bool = typer.Option(False, "--no-truth", help="[scale] Write no OUT/truth/responses.csv."),
+    page_events: str | None = typer.Option(
+        None,
+        "--page-events",
+        help="With --scale: page events instead of the logs (the benchmarks' bundles; forensics/simulate/pages): "
+        "uniform (N prefill + N decode nodes by --decode-nodes, default 1, a request per 25 ms tick on each) or "
+        "realistic (3 prefill + 4 decode nodes by default; "
+        "an incident's shape: fragmented pools, bursts, late transfers of aborts, --no-telemetry's decode node, "
+        "the last by default, without page events). Takes --events or --requests, --seed, --decode-nodes, "
+        "--prefill-nodes, --page-size, --placeholder-rate and --chunk; realistic also --concurrency, "
+        "--abort-rate, --no-telemetry and the pool sizes.",
+    ),
+    events: int | None = typer.Option(
+        None, "--events", help="With --page-events: about this many page events (or --requests)."
+    ),
+    concurrency: float | None = typer.Option(
+        None, "--concurrency", help="With --page-events realistic: mean rooms in flight per decode node (300)."
+    ),
+    placeholder_rate: float | None = typer.Option(
+        None,
+        "--placeholder-rate",
+        help="With --page-events: share of prompts over the prefill limit (0.01; realistic 0.002).",
+    ),
 ) -> None:
     """Write a simulated incident bundle and its ground truth; with --live, then replay its engine logs live."""
     from forensics.errors import InputError
     from forensics.simulate import build_config
     from forensics.simulate import simulate as run
+    from forensics.simulate.pages.options import PAGES_ONLY
     from forensics.simulate.scale.options import FLAGS, SCALE_ONLY
 
     # the flags given (a bool when set; --preset unless default), for --scale's check (options.from_cli)
     values = locals()
-    flags = {"--" + n.replace("_", "-"): values[n] for n in FLAGS if values[n] is not None and values[n] is not False}
+    names = FLAGS + tuple(f.removeprefix("--").replace("-", "_") for f in PAGES_ONLY)
+    flags = {"--" + n.replace("_", "-"): values[n] for n in names if values[n] is not None and values[n] is not False}
     flags |= {} if preset == "default" else {"--preset": preset}
+    if scale and page_events is not None:
+        _pages(out, flags)
+        return
+    given = [n for n in PAGES_ONLY if n in flags]
+    if given:
+        raise InputError(f"simulate: {', '.join(given)} only go(es) with --scale --page-events")
     if scale:
         _scale(out, flags)
         return
@@ -274,6 +304,21 @@ def _scale(out: Path, flags: dict[str, object]) -> None:
         f"wrote {wrote}: {s['requests']:,} requests, {s['lines']:,} lines, {s['bytes'] / 1e6:,.1f} MB in "
         f"{s['gen_s']} s ({s['requests_per_s']:,} requests/s, {s['mb_per_s']} MB/s), {s['placeholders']:,} "
         f"placeholders, {s['aborted']:,} aborts"
+    )
+
+
+def _pages(out: Path, flags: dict[str, object]) -> None:
+    from forensics.errors import InputError
+    from forensics.simulate.pages import generate
+    from forensics.simulate.pages.options import from_cli
+
+    try:
+        s = generate(out, from_cli(flags), progress=lambda line: typer.echo(f"  {line}", err=True))
+    except ValueError as err:  # an option the user can correct (from_cli, and the generators' own checks)
+        raise InputError(f"simulate --scale --page-events: {err}") from err
+    typer.echo(
+        f"wrote {out}/bundle and {out}/truth/summary.json: {s['requests']:,} requests, {s['events']:,} page events, "
+        f"{s['placeholders']:,} placeholders in {s['seconds']} s"
     )
 
 

@@ -153,7 +153,7 @@ def startup_messages(
     max_running_requests: int = 64,
 ) -> list[str]:
     """The start-up lines a node logs (server args, the loaded weights, the KV pool, the scheduler's limits):
-    the simulator's nodes and the benchmarks' page-event bundles (benchmarks/gen_bundle.py, gen_realistic.py)."""
+    the simulator's nodes and the page-event bundles of `simulate --scale --page-events` (simulate/pages)."""
     kv_gb = pool_tokens * 74_752 / 2**30  # GLM MLA-style KV bytes per token (illustrative)
     return [
         f"server_args=ServerArgs(model_path='{model_path}', context_length={context_len}, "

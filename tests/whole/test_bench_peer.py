@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import csv
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from forensics.pipeline import investigate
+from forensics.simulate.pages import PageEvents, generate
+from forensics.simulate.pages.uniform import EVENTS_PER_REQUEST
 from tests import support
 
 BENCH = support.BENCH
@@ -17,7 +20,12 @@ BENCH = support.BENCH
 _module = support.bench_module
 
 
-gen = _module("gen_bundle")
+def _uniform(out: Path, requests: int, seed: int, nodes: int, chunk: int, rate: float = 0.01, page: int = 64) -> None:
+    """A `forensics simulate --scale --page-events uniform` bundle in OUT (its summary in OUT/truth)."""
+    opts = PageEvents("uniform", requests=requests, seed=seed, decode_nodes=nodes, placeholder_rate=rate, chunk=chunk)
+    generate(out, replace(opts, page_size=page))
+
+
 peer = _module("replay_peer")
 
 
@@ -27,9 +35,9 @@ def _pairs(rows) -> dict[tuple[int, int, str], int]:
 
 @pytest.mark.parametrize("requests,nodes,chunk", [(300, 1, 400_000), (400, 2, 90)])
 def test_peer_matches_investigate(tmp_path: Path, requests: int, nodes: int, chunk: int):
-    gen.generate(tmp_path, requests, seed=3, nodes=nodes, placeholder_rate=0.02, chunk=chunk)
-    meta = json.loads((tmp_path / "counts.json").read_text())
-    assert meta["events"] == requests * gen.EVENTS_PER_REQUEST and meta["placeholders"] > 0
+    _uniform(tmp_path, requests, 3, nodes, chunk, rate=0.02)
+    meta = json.loads((tmp_path / "truth" / "summary.json").read_text())
+    assert meta["events"] == requests * EVENTS_PER_REQUEST and meta["placeholders"] > 0
     investigate(tmp_path / "bundle", tmp_path / "out")
     with (tmp_path / "out" / "exposures.csv").open() as f:
         engine = _pairs(csv.DictReader(f))
@@ -46,7 +54,7 @@ def test_generator_is_valid(tmp_path: Path):
     import numpy as np
     import pyarrow.parquet as pq
 
-    gen.generate(tmp_path, 500, seed=5, nodes=2, chunk=70)
+    _uniform(tmp_path, 500, 5, 2, 70)
     for f in sorted((tmp_path / "bundle" / "pages").glob("*.parquet")):
         t = pq.read_table(f)
         seq = t["seq"].to_numpy()

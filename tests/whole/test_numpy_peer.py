@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +15,7 @@ import pytest
 
 from forensics.contract import PAGE_SCHEMA
 from forensics.pipeline import investigate
+from forensics.simulate.pages import PageEvents, generate
 from tests import support
 
 BENCH = support.BENCH
@@ -22,7 +24,12 @@ BENCH = support.BENCH
 _module = support.bench_module
 
 
-gen = _module("gen_bundle")
+def _uniform(out: Path, requests: int, seed: int, nodes: int, chunk: int, rate: float = 0.01, page: int = 64) -> None:
+    """A `forensics simulate --scale --page-events uniform` bundle in OUT (its summary in OUT/truth)."""
+    opts = PageEvents("uniform", requests=requests, seed=seed, decode_nodes=nodes, placeholder_rate=rate, chunk=chunk)
+    generate(out, replace(opts, page_size=page))
+
+
 peer = _module("replay_peer")
 npeer = _module("numpy_peer")
 STALE, FOREIGN = peer.STALE, peer.FOREIGN
@@ -52,11 +59,10 @@ def _pairs(exposures: dict) -> dict[tuple[int, int, str], int]:
     ],
 )
 def test_matches_replay_peer_and_investigate(
-    tmp_path: Path, monkeypatch, seed: int, requests: int, nodes: int, chunk: int, page: int, rate: float
+    tmp_path: Path, seed: int, requests: int, nodes: int, chunk: int, page: int, rate: float
 ):
-    monkeypatch.setattr(gen, "PAGE", page)
-    gen.generate(tmp_path, requests, seed=seed, nodes=nodes, placeholder_rate=rate, chunk=chunk)
-    meta = json.loads((tmp_path / "counts.json").read_text())
+    _uniform(tmp_path, requests, seed, nodes, chunk, rate=rate, page=page)
+    meta = json.loads((tmp_path / "truth" / "summary.json").read_text())
     assert meta["placeholders"] > 0
     bundle = tmp_path / "bundle"
     stats: dict = {}
@@ -72,7 +78,7 @@ def test_matches_replay_peer_and_investigate(
 
 @pytest.mark.parametrize("max_chunk,pairs", [(1, 10**9), (37, 50), (1000, 10**9), (1000, 7)])
 def test_chunked_path_gives_the_same_answer(tmp_path: Path, monkeypatch, max_chunk: int, pairs: int):
-    gen.generate(tmp_path, 600, seed=21, nodes=2, placeholder_rate=0.03, chunk=200)
+    _uniform(tmp_path, 600, 21, 2, 200, rate=0.03)
     bundle = tmp_path / "bundle"
     whole: dict = {}
     ref = npeer.replay(bundle, max_chunk=10**12, stats=whole)

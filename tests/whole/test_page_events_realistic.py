@@ -1,36 +1,26 @@
-"""benchmarks/gen_realistic.py: its bundles keep the contract (seq, ts, alloc/free bookkeeping,
-transfers inside their receiver's holding), reach the concurrency asked for whatever the size, are
-fragmented, deterministic, and `investigate` reads them without rejects and finds their exposures."""
+"""`forensics simulate --scale --page-events realistic`: its bundles keep the contract (seq, ts,
+alloc/free bookkeeping, transfers inside their receiver's holding), reach the concurrency asked for
+whatever the size, are fragmented, deterministic, and `investigate` reads them without rejects and finds
+their exposures."""
 
 from __future__ import annotations
 
 import csv
-import importlib.util
 import json
-import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
 from forensics.pipeline import investigate
-from tests import support
+from forensics.simulate.pages import PageEvents, generate
 
 
-def _module(name: str):
-    """The benchmark module under its own name (numba's cache of its compiled loop names the module,
-    so the module must be importable under the name it was cached with)."""
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, support.BENCH / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
+def _generate(out: Path, **kw: Any) -> dict:
+    return generate(out, PageEvents("realistic", **kw))
 
-
-gen = _module("gen_realistic")
 
 # small pools, so that a small bundle runs at many rooms in flight per decode node and reuses its pages
 SMALL = {"decode_pool": 262_144, "prefill_pool": 40_000, "context_len": 65_536}
@@ -42,13 +32,13 @@ def bundles(tmp_path_factory) -> dict[int, Path]:
     out = {}
     for c in (20, 40):
         d = tmp_path_factory.mktemp(f"c{c}")
-        gen.generate(d, events=EVENTS, seed=3, concurrency=c, **SMALL)
+        _generate(d, events=EVENTS, seed=3, concurrency=c, **SMALL)
         out[c] = d
     return out
 
 
 def _meta(root: Path) -> dict:
-    return json.loads((root / "counts.json").read_text())
+    return json.loads((root / "truth" / "summary.json").read_text())
 
 
 def _pages(root: Path) -> dict[str, dict[str, np.ndarray]]:
@@ -220,7 +210,7 @@ def test_allocations_are_fragmented(bundles):
 
 @pytest.mark.parametrize("ps", [1, 64])
 def test_page_sizes(tmp_path: Path, ps: int):
-    meta = gen.generate(tmp_path, events=30_000, seed=5, concurrency=20, page_size=ps, **SMALL)
+    meta = _generate(tmp_path, events=30_000, seed=5, concurrency=20, page_size=ps, **SMALL)
     pages = _pages(tmp_path)
     for node, ev in pages.items():
         pool = SMALL["prefill_pool"] if node.startswith("prefill") else SMALL["decode_pool"]
@@ -231,18 +221,18 @@ def test_page_sizes(tmp_path: Path, ps: int):
 
 def test_same_seed_same_bytes(tmp_path: Path):
     for d in ("a", "b"):
-        gen.generate(tmp_path / d, events=20_000, seed=9, concurrency=30, chunk=3_000, **SMALL)
+        _generate(tmp_path / d, events=20_000, seed=9, concurrency=30, chunk=3_000, **SMALL)
     files = sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*") if p.is_file())
-    assert len(files) == 1 + 1 + 6 + 7  # counts.json, gateway, 6 page files, 7 server logs
+    assert len(files) == 1 + 1 + 6 + 7  # truth/summary.json, gateway, 6 page files, 7 server logs
     for f in files:
-        if f.name == "counts.json":
+        if f.name == "summary.json":
             a, b = (json.loads((tmp_path / d / f).read_text()) for d in "ab")
             a.pop("seconds"), b.pop("seconds")
             assert a == b
         else:
             assert (tmp_path / "a" / f).read_bytes() == (tmp_path / "b" / f).read_bytes(), f
-    other = gen.generate(tmp_path / "c", events=20_000, seed=10, concurrency=30, **SMALL)
-    assert other["counts"] != json.loads((tmp_path / "a" / "counts.json").read_text())["counts"]
+    other = _generate(tmp_path / "c", events=20_000, seed=10, concurrency=30, **SMALL)
+    assert other["counts"] != json.loads((tmp_path / "a" / "truth" / "summary.json").read_text())["counts"]
 
 
 def _csv(path: Path) -> list[dict]:

@@ -1,6 +1,7 @@
-"""Fast generator of large synthetic bundles for benchmarks (numpy, vectorized; not a ground-truth simulator).
+"""`forensics simulate --scale --page-events uniform`: large page-event bundles of a uniform shape,
+vectorized in numpy (no ground-truth replay; the benchmarks' bundles: benchmarks/run.py, the peers).
 
-`--nodes N` decode nodes and N prefill nodes (default 1: decode-0, prefill-0). Request k goes to decode
+`nodes` decode nodes and as many prefill nodes (decode-0, prefill-0, ...). Request k goes to decode
 node k % N and prefill node (k + k // N) % N, so every node serves one request per 25 ms tick. Each
 node's clock is off by a fixed skew of up to 1.5 s (the analysis must bound it from ordinary transfers).
 Per request: decode allocates the prompt, prefill allocates, writes, reads and transfers it (landing
@@ -8,46 +9,42 @@ between decode's alloc and read), decode reads the prompt, allocates and writes 
 both. Consecutive requests on a node overlap in time (mild concurrency) but use opposite halves of
 the pool, so no slot is ever held by two requests at once. Prompt and output lengths are log-normal.
 
-A share of prompts (`--placeholder-rate`, default 1%; production-like rates are nearer 0.2%) take
+A share of prompts (`placeholder_rate`, default 1%; production-like rates are nearer 0.2%) take
 the placeholder path: the prompt exceeds the prefill limit, prefill computes and transfers 1 slot,
 decode still reads the whole prompt, i.e. stale KV of earlier requests (the exposures to find).
 
 Page events go to Parquet per node, sorted by seq as instrumentation writes them, written chunk by
-chunk (ParquetWriter, about 1M-row row groups) so memory stays bounded at 1B events.
-
-    python benchmarks/gen_bundle.py OUT --requests 200000 [--seed 1]
-    python benchmarks/gen_bundle.py OUT --events 100000000 --nodes 4 --placeholder-rate 0.002
-"""
+chunk (ParquetWriter, about 1M-row row groups) so memory stays bounded at 1B events."""
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from forensics.contract import PAGE_SCHEMA
-from forensics.simulate import writer
+from forensics.contract import GATEWAY_SCHEMA, PAGE_SCHEMA
+from forensics.simulate.pages.common import (
+    ALLOC,
+    FREE,
+    OPS,
+    READ,
+    T0,
+    TRANSFER,
+    WRITE,
+    Gateway,
+    strings,
+    write_startup_logs,
+)
 
-STARTED = 1_787_785_200_000_000  # 2026-08-26 23:00:00 UTC, in microseconds
-
-
-def startup_log(role: str, pool: int, ps: int, context: int, tp_size: int, max_running_requests: int = 64) -> str:
-    """A node's server.log: the simulator's start-up lines (forensics.simulate.writer) for this pool."""
-    msgs = writer.startup_messages(role, pool, "zai-org/GLM-5.3", context, ps, tp_size, max_running_requests)
-    return writer.server_log([(STARTED, m) for m in msgs], True, "TP0")
-
-
-PAGE = 64
 DECODE_POOL = 4_194_304
 PREFILL_POOL = 681_280
-T0 = np.datetime64("2026-08-27T00:00:00", "us")
+CONTEXT = 1_048_576
 TICK = 25_000  # us between consecutive requests on one node
 MAX_PROMPT = 32_768  # ordinary prompts (log-normal, clipped)
 MAX_OUTPUT = 4_096
@@ -55,67 +52,39 @@ PLACEHOLDER_MAX = 1_000_000  # placeholder prompts: PREFILL_POOL .. PLACEHOLDER_
 DECODE_EVENTS = 6
 PREFILL_EVENTS = 5
 EVENTS_PER_REQUEST = DECODE_EVENTS + PREFILL_EVENTS
-OPS = ["alloc", "free", "write", "read", "share", "transfer"]
-ALLOC, FREE, WRITE, READ, SHARE, TRANSFER = range(6)
 SRC = ["prefill", "decode"]
 CHUNK_REQUESTS = 400_000
 
-GATEWAY_SCHEMA = pa.schema(
-    [
-        ("ts", pa.timestamp("us", tz="UTC")),
-        ("request_id", pa.string()),
-        ("account_id", pa.string()),
-        ("api_token_id", pa.string()),
-        ("client_ip", pa.string()),
-        ("user_agent", pa.string()),
-        ("model", pa.string()),
-        ("status", pa.int32()),
-        ("prompt_tokens", pa.int64()),
-        ("completion_tokens", pa.int64()),
-        ("duration_ms", pa.float64()),
-        ("bootstrap_room", pa.int64()),
-        ("prefill_node", pa.string()),
-        ("decode_node", pa.string()),
-    ]
-)
+Cols = dict[str, np.ndarray]
 
 
 def requests_for_events(events: int) -> int:
     return max(1, math.ceil(events / EVENTS_PER_REQUEST))
 
 
-def _strings(codes: np.ndarray, values: list[str]) -> pa.Array:
-    """Small-int codes -> string array (null where code < 0), without Python objects per row."""
-    codes = np.asarray(codes, dtype=np.int32)
-    mask = codes < 0
-    arr = pa.DictionaryArray.from_arrays(
-        pa.array(np.where(mask, 0, codes), pa.int32(), mask=mask if mask.any() else None), pa.array(values)
-    )
-    return arr.cast(pa.string())
-
-
-def _place(rng, n: int, length_pages: np.ndarray, half: np.ndarray, pool: int) -> np.ndarray:
+def _place(rng: np.random.Generator, n: int, length_pages: np.ndarray, half: np.ndarray, pool: int, page: int) -> Any:
     """Page-aligned start in the request's half of the pool so that the whole range fits in that half."""
-    half_pages = pool // 2 // PAGE
+    half_pages = pool // 2 // page
     room_pages = half_pages - 1 - length_pages  # keep page 0 of the pool unused
     off = (rng.random(n) * room_pages).astype(np.int64)
-    return (half * half_pages + 1 + off) * PAGE
+    return (half * half_pages + 1 + off) * page
 
 
 class _NodeWriter:
     """Per-role writer: merges a chunk's events with the carry-over, sorts by time, writes per node."""
 
-    def __init__(self, pages: Path, names: list[str], skews: np.ndarray, row_group: int):
+    def __init__(self, pages: Path, names: list[str], skews: np.ndarray, row_group: int) -> None:
         self.names = names
         self.skews = skews
         self.row_group = row_group
         self.writers = [pq.ParquetWriter(pages / f"{n}.parquet", PAGE_SCHEMA) for n in names]
         self.seq = np.zeros(len(names), dtype=np.int64)
-        self.carry: dict[str, np.ndarray] | None = None
+        self.carry: Cols | None = None
 
-    def add(self, cols: dict[str, np.ndarray], cutoff: int | None, peer_names: list[str]) -> None:
+    def add(self, cols: Cols, cutoff: int | None, peer_names: list[str]) -> None:
         if self.carry is not None:
-            cols = {k: np.concatenate([self.carry[k], cols[k]]) for k in cols}
+            carry = self.carry
+            cols = {k: np.concatenate([carry[k], cols[k]]) for k in cols}
         order = np.lexsort((cols["ev"], cols["r"], cols["t"], cols["node"]))
         cols = {k: v[order] for k, v in cols.items()}
         keep = np.ones(len(order), bool) if cutoff is None else cols["t"] < cutoff
@@ -132,15 +101,15 @@ class _NodeWriter:
             ts = T0 + (cols["t"][a:b] + self.skews[j]).astype("timedelta64[us]")
             table = pa.Table.from_arrays(
                 [
-                    _strings(np.zeros(m, np.int32), [name]),
+                    strings(np.zeros(m, np.int32), [name]),
                     pa.array(seq),
                     pa.array(ts, pa.timestamp("us", tz="UTC")),
-                    _strings(cols["op"][a:b], OPS),
+                    strings(cols["op"][a:b], OPS),
                     pa.array(cols["room"][a:b]),
                     pa.array(cols["start"][a:b]),
                     pa.array(cols["end"][a:b]),
-                    _strings(cols["peer"][a:b], peer_names),
-                    _strings(cols["src"][a:b], SRC),
+                    strings(cols["peer"][a:b], peer_names),
+                    strings(cols["src"][a:b], SRC),
                 ],
                 schema=PAGE_SCHEMA,
             )
@@ -152,7 +121,7 @@ class _NodeWriter:
         return {n: int(s) for n, s in zip(self.names, self.seq, strict=True)}
 
 
-def _events(parts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+def _events(parts: list[Cols]) -> Cols:
     """Per-request event columns (one dict per event kind) -> flat columns, `ev` = index within request."""
     out = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
     out["ev"] = np.repeat(np.arange(len(parts), dtype=np.int8), len(parts[0]["t"]))
@@ -167,8 +136,10 @@ def generate(
     placeholder_rate: float = 0.01,
     chunk: int = CHUNK_REQUESTS,
     row_group: int = 1_000_000,
-    verbose: bool = False,
-) -> dict[str, int]:
+    page: int = 64,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Write OUT/bundle (page events, gateway, start-up lines); returns the summary (events per node)."""
     t_start = time.perf_counter()
     rng = np.random.default_rng(seed)
     N = nodes
@@ -186,7 +157,7 @@ def generate(
     pre_w = _NodeWriter(pages, pre_names, pre_skew, row_group)
     (bundle / "gateway").mkdir(parents=True, exist_ok=True)
     gw_w = pq.ParquetWriter(bundle / "gateway" / "gateway.parquet", GATEWAY_SCHEMA)
-    accounts = pa.array([f"acct-{a:05d}" for a in range(5000)])
+    gateway = Gateway(pre_names, dec_names)
     placeholders = 0
     for k0 in range(0, requests, chunk):
         k1 = min(requests, k0 + chunk)
@@ -203,18 +174,30 @@ def generate(
         placeholders += int(placeholder.sum())
         prompt = np.where(placeholder, rng.integers(PREFILL_POOL, PLACEHOLDER_MAX, n), prompt)
         output = np.clip(np.exp(rng.normal(5.3, 1.0, n)), 1, MAX_OUTPUT).astype(np.int64)
-        dec_pages = -(-prompt // PAGE)
-        out_pages = -(-output // PAGE)
-        dec_start = _place(rng, n, dec_pages + out_pages, half, DECODE_POOL)
-        dec_end = dec_start + dec_pages * PAGE
-        out_end = dec_end + out_pages * PAGE
+        dec_pages = -(-prompt // page)
+        out_pages = -(-output // page)
+        dec_start = _place(rng, n, dec_pages + out_pages, half, DECODE_POOL, page)
+        dec_end = dec_start + dec_pages * page
+        out_end = dec_end + out_pages * page
         sent = np.where(placeholder, 1, prompt)
-        pre_start = _place(rng, n, -(-sent // PAGE), half, PREFILL_POOL)
-        pre_end = pre_start + (-(-sent // PAGE)) * PAGE
+        pre_start = _place(rng, n, -(-sent // page), half, PREFILL_POOL, page)
+        pre_end = pre_start + (-(-sent // page)) * page
         xfer = rng.integers(3_000, 18_000, n)  # lands between decode's alloc (t) and read (t + 20 ms)
         none = np.full(n, -1, np.int8)
 
-        def ev(op, start, end, dt, node, src=none, peer=none, r=r, t=t, n=n, room=room):
+        def ev(
+            op: int,
+            start: np.ndarray,
+            end: np.ndarray,
+            dt: Any,
+            node: np.ndarray,
+            src: np.ndarray = none,
+            peer: np.ndarray = none,
+            r: np.ndarray = r,
+            t: np.ndarray = t,
+            n: int = n,
+            room: np.ndarray = room,
+        ) -> Cols:
             return {
                 "node": node,
                 "r": r,
@@ -250,39 +233,24 @@ def generate(
         cutoff = None if k1 >= requests else (k1 // N) * TICK
         dec_w.add(decode, cutoff, dec_names)
         pre_w.add(prefill, cutoff, dec_names)
-        gw_ts = T0 + (t - 2_000).astype("timedelta64[us]")
+        acct = rng.zipf(1.3, n) % 5000
+        status = np.full(n, 200, np.int32)
         gw_w.write_table(
-            pa.Table.from_arrays(
-                [
-                    pa.array(gw_ts, pa.timestamp("us", tz="UTC")),
-                    pc.binary_join_element_wise("req-", pc.utf8_lpad(pc.cast(pa.array(k), pa.string()), 9, "0"), ""),
-                    accounts.take(pa.array(rng.zipf(1.3, n) % 5000)),
-                    _strings(np.zeros(n), ["tok"]),
-                    _strings(np.zeros(n), ["203.0.113.9"]),
-                    _strings(np.zeros(n), ["bench"]),
-                    _strings(np.zeros(n), ["glm-5.3"]),
-                    pa.array(np.full(n, 200, np.int32)),
-                    pa.array(prompt),
-                    pa.array(output),
-                    pa.array(np.full(n, 32.0)),
-                    pa.array(room),
-                    _strings(pnode, pre_names),
-                    _strings(dnode, dec_names),
-                ],
-                schema=GATEWAY_SCHEMA,
-            )
+            gateway.table(t - 2_000, k, acct, status, prompt, output, np.full(n, 32.0), room, pnode, dnode)
         )
-        if verbose:
-            print(f"  {k1}/{requests} requests, {time.perf_counter() - t_start:.1f} s", flush=True)
+        if progress is not None:
+            progress(f"{k1:,}/{requests:,} requests, {time.perf_counter() - t_start:.1f} s")
     counts = dec_w.close() | pre_w.close()
     gw_w.close()
-    for node, role, pool in [(n, "decode", DECODE_POOL) for n in dec_names] + [
-        (n, "prefill", PREFILL_POOL) for n in pre_names
-    ]:
-        d = bundle / "engine" / node
-        d.mkdir(parents=True, exist_ok=True)
-        (d / "server.log").write_text(startup_log(role, pool, PAGE, 1_048_576, tp_size=8))
-    meta = {
+    write_startup_logs(
+        bundle,
+        [(n, "decode", DECODE_POOL) for n in dec_names] + [(n, "prefill", PREFILL_POOL) for n in pre_names],
+        page,
+        CONTEXT,
+        64,
+    )
+    return {
+        "generator": "uniform",
         "requests": requests,
         "seed": seed,
         "nodes": nodes,
@@ -290,29 +258,6 @@ def generate(
         "placeholders": placeholders,
         "events": sum(counts.values()),
         "counts": counts,
+        "page_size": page,
         "seconds": round(time.perf_counter() - t_start, 2),
     }
-    (out / "counts.json").write_text(json.dumps(meta, indent=1))
-    return counts
-
-
-def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("out", type=Path)
-    size = ap.add_mutually_exclusive_group()
-    size.add_argument("--requests", type=int, help="number of requests (default 100000)")
-    size.add_argument("--events", type=int, help=f"about this many page events ({EVENTS_PER_REQUEST} per request)")
-    ap.add_argument("--nodes", type=int, default=1, help="decode nodes, and as many prefill nodes (default 1)")
-    ap.add_argument("--placeholder-rate", type=float, default=0.01, help="share of placeholder prompts")
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--chunk", type=int, default=CHUNK_REQUESTS, help="requests generated per chunk")
-    ap.add_argument("-v", "--verbose", action="store_true")
-    a = ap.parse_args(argv)
-    requests = requests_for_events(a.events) if a.events else (a.requests or 100_000)
-    if a.nodes < 1 or a.nodes > 100:
-        ap.error("--nodes must be 1..100")
-    print(generate(a.out, requests, a.seed, a.nodes, a.placeholder_rate, a.chunk, verbose=a.verbose))
-
-
-if __name__ == "__main__":
-    main()
