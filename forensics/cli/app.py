@@ -18,6 +18,8 @@ app = typer.Typer(
     no_args_is_help=True,
     help="KV Forensics: find responses that attended another request's KV cache, and report them.",
     pretty_exceptions_enable=False,
+    # help texts are plain text: "[scale]", "[engine]" and "[udp://|tcp://]" are words, not rich markup
+    rich_markup_mode=None,
 )
 
 DEBUG = False  # set by --debug (before the command), read by forensics.cli.main's error boundary

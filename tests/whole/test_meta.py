@@ -190,9 +190,13 @@ def test_every_command_has_help() -> None:
     assert {"ingest", "investigate", "simulate", "audit-config", "cohorts"} <= set(names)
     for c in app.registered_commands:
         assert (c.callback.__doc__ or "").strip(), f"{c.name}: no help text"
+    helps = {}
     for name in names:
         out = subprocess.run([sys.executable, "-m", "forensics", name, "--help"], capture_output=True, text=True)
         assert out.returncode == 0 and "Usage" in out.stdout, name
+        helps[name] = " ".join(out.stdout.split())
+    # bracketed words in help texts are printed, not read as markup (rich's ate them: "the options marked .")
+    assert "[scale] Days of traffic" in helps["simulate"] and "bundle.toml [engine] version" in helps["simulate"]
 
 
 def test_every_macro_is_made_by_define_macros_from_a_home() -> None:
