@@ -90,7 +90,9 @@ class InvestigationResult:
             + ": they may have been affected)"
             + (f"; account unknown (no gateway record): {h['unknown_account']}" if h.get("unknown_account") else "")
             + (
-                f"; up to {h['possible_overlap']} rows may each be the same response as another (response_overlap: "
+                f"; up to {h['possible_overlap']} "
+                + ("row may be" if h["possible_overlap"] == 1 else "rows may each be")
+                + " the same response as another (response_overlap: "
                 "rooms no gateway record names, records that name no room): each count is the distinct "
                 "responses, at least to at most"
                 if h["possible_overlap"]

@@ -177,7 +177,8 @@ def overlap_context(t: dict[str, Any]) -> dict[str, str]:
     n = t["overlap_before"] or 0
     if n:
         out["why"] = (
-            f"up to {n:,} of the rows may each be the same response as another: responses the page records "
+            f"up to {n:,} of the rows may {'each ' if n != 1 else ''}be the same response as another: responses "
+            "the page records "
             "show in rooms no gateway record names (the account "
             "unknown, counted as a customer's), and the responses of gateway records that name no room, "
             "which may have been served in those rooms; nothing in the evidence joins the two or tells them "
