@@ -11,7 +11,7 @@ again on a copy without pages/ (logs only). Per run, against truth/responses.csv
 - possible-source recall: the true pairs of each indeterminate recipient found in exposures or
   possible_sources;
 - the headline: the distinct true responses its rows are against its bounds (at least affected less
-  possible_overlap, at most affected).
+  possible_overlap, the largest matching of rooms and records: response_bounds, at most affected).
 The tool's ids are the gateway's as logged: a format that renames requests (truth/gateway_ids.csv) is
 read back to the simulator's ids through that map, and a row keyed by its room ("room:<room>", or the rid
 its decode node logged) through truth's rooms, so a renamed id is neither a miss nor a false hit.
@@ -88,8 +88,8 @@ def score(truth: Path, out: Path) -> dict[str, object]:
             ).fetchall()
         }
         affected, overlap = con.execute(
-            "SELECT count(DISTINCT request_id), (SELECT count(*) FROM internal.response_overlap) "
-            "FROM affected_responses"
+            "SELECT count(DISTINCT request_id), (SELECT responses - responses_least FROM internal.response_bounds "
+            "WHERE scope = 'all') FROM affected_responses"
         ).fetchone()
     finally:
         con.close()

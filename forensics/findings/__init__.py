@@ -153,7 +153,8 @@ STEPS = (
     "signature_status",  # ... which also says whether a signature response's pages had been written
     "integrity_responses",  # the requests the engines' integrity lines name, confirmed or doubted by them
     "affected_responses",
-    "response_overlap",  # rows that may be one response twice: a room no record names, a record naming no room
+    "response_overlap",  # rows that may be one response twice (a room no record names, a record naming no
+    # room), and the least and most distinct responses the rows are (response_bounds)
     "tier_cases",  # each indeterminate tier's logs-only rule applied on the nodes with page telemetry
     "tier_reliability",  # each indeterminate tier's logs-only rule scored on the nodes with page telemetry
     "affected_times",  # when each counts as affected: the notices' and the report's one definition

@@ -159,12 +159,18 @@ LENGTH_REL, LENGTH_ABS, LENGTH_FAR = 0.25, 32, 2.0
 def join_gateway(con: duckdb.DuckDBPyConnection, in_place: InPlace, complete: bool = True) -> tuple[int, int]:
     """Records without a room joined to the engines' request logs by their ids, else by model, time window
     and prompt length (ingest/queries/gateway_join/), else by the assignment as a whole (forensics.ingest.
-    gateway_assign; `complete`: the gateway log is whole, the assumption its forcing rests on); the gateway
+    gateway_assign; `complete`: the gateway log is whole, the assumption its forcing rests on); a vLLM decode
+    line's ids join the room its prefill blocks link it to (ingest/queries/vllm_block_links.sql); the gateway
     view then shows the room and nodes found, and room_candidates the records each open room may be.
     Returns (joined, not joined)."""
     if not scalar(con, "SELECT count(*) FROM gateway WHERE bootstrap_room IS NULL"):
         run_query(con, "ingest", "gateway_join_none")
         return 0, 0
+    # a vLLM decode line's blocks give its record a room (vllm_block_links.sql): read only where lines name some
+    vllm = scalar(
+        con, "SELECT count(*) FROM engine_request_links WHERE role = 'decode' AND remote_block_ids IS NOT NULL"
+    )
+    run_query(con, "ingest", "vllm_block_links" if vllm else "vllm_block_links_none")
     run_query(
         con,
         "ingest",

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from forensics.findings.bounds import ranged, split
 from forensics.findings.damage import damage_line, lost_phrase
 from forensics.ingest import in_place_note
 from forensics.intake import BundleConfig, InputFile
@@ -47,10 +48,9 @@ class IngestResult:
         return "\n".join(lines)
 
 
-def _ranged(count: int, overlap: int) -> str:
-    """A count of affected rows as the distinct responses it may be: a range where rows may be one response
-    twice (response_overlap), else the count itself."""
-    return f"{count - overlap} to {count}" if overlap else str(count)
+def _part(h: dict[str, int], name: str) -> tuple[int, int]:
+    """A count of the headline as (least, most): the least that response_bounds allows, the count the most."""
+    return h[f"{name}_least"], h[name]
 
 
 def _printable(text: str) -> str:
@@ -83,15 +83,18 @@ class InvestigationResult:
         lines = [*self.recovered]
         lines += [_printable(damage_line(d)) for d in self.damage] or ["No damage found in the evidence read."]
         lines += [
-            f"Affected responses: {_ranged(h['affected'], h['possible_overlap'])} ({h['confirmed']} confirmed, "
-            f"{h['indeterminate']} indeterminate); "
-            f"customer cohort: {_ranged(h['customer'], h['customer_possible_overlap'])} "
-            f"({h['customer_confirmed']} confirmed, "
-            f"{h['customer_indeterminate']} indeterminate: they may have been affected)"
+            f"Affected responses: {ranged(h['affected_least'], h['affected'], grouped=False)} ("
+            + split(_part(h, "confirmed"), _part(h, "indeterminate"), grouped=False)
+            + f"); customer cohort: {ranged(h['customer_least'], h['customer'], grouped=False)} ("
+            + split(_part(h, "customer_confirmed"), _part(h, "customer_indeterminate"), grouped=False)
+            + ": they may have been affected)"
             + (f"; account unknown (no gateway record): {h['unknown_account']}" if h.get("unknown_account") else "")
             + (
-                f"; up to {h['possible_overlap']} rows may be the same response as another (response_overlap: "
-                "rooms no gateway record names, records that name no room)"
+                f"; up to {h['possible_overlap']} "
+                + ("row may be" if h["possible_overlap"] == 1 else "rows may each be")
+                + " the same response as another (response_overlap: "
+                "rooms no gateway record names, records that name no room): each count is the distinct "
+                "responses, at least to at most"
                 if h["possible_overlap"]
                 else ""
             ),

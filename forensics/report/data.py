@@ -19,6 +19,7 @@ from forensics.cohorts import Rule
 from forensics.db import query_rows, rows_of, scalar
 from forensics.engines import ENGINES
 from forensics.engines.sglang_startup import NAME as SGLANG
+from forensics.findings.bounds import ranged, split
 from forensics.findings.damage import lost_phrase
 from forensics.intake import BundleConfig, InputFile
 from forensics.report import disclosure
@@ -159,24 +160,32 @@ def bound_context(t: dict[str, Any]) -> dict[str, str]:
 
 
 def overlap_context(t: dict[str, Any]) -> dict[str, str]:
-    """The affected counts as ranges where rows may be one response twice (response_overlap): a room no
-    gateway record names and a record that names no room, which nothing in the evidence joins or tells
-    apart. Each empty where no row may be: the counts are then exact and printed as before."""
-    out = {"after": "", "before": "", "why": ""}
+    """The affected counts as the distinct responses they are (response_bounds): each written by
+    findings.bounds, a range where rows may be one response twice (response_overlap: a room no gateway
+    record names and a record that names no room, which nothing in the evidence joins or tells apart), else
+    the count; the split by status the same way, so that it counts what the headline counts. why: empty
+    where no row may be another's (the counts are then exact)."""
+    out = {"why": ""}
     for side in ("after", "before"):
-        n, hi = t[f"overlap_{side}"] or 0, t[f"affected_{side}"] or 0
-        if n:
-            out[side] = f"{hi - n:,} to {hi:,}"
+        hi, confirmed = t[f"affected_{side}"] or 0, t[f"confirmed_{side}"] or 0
+        out[side] = ranged(hi - (t[f"overlap_{side}"] or 0), hi)
+        out[f"confirmed_{side}"] = ranged(t[f"confirmed_least_{side}"], confirmed)
+        out[f"indeterminate_{side}"] = ranged(t[f"indeterminate_least_{side}"], hi - confirmed)
+        out[f"split_{side}"] = split(
+            (t[f"confirmed_least_{side}"], confirmed), (t[f"indeterminate_least_{side}"], hi - confirmed)
+        )
     n = t["overlap_before"] or 0
     if n:
         out["why"] = (
-            f"up to {n:,} of the rows may each be the same response as another: {n:,} response"
-            f"{'s' if n != 1 else ''} the page records show in rooms no gateway record names (the account "
+            f"up to {n:,} of the rows may {'each ' if n != 1 else ''}be the same response as another: responses "
+            "the page records "
+            "show in rooms no gateway record names (the account "
             "unknown, counted as a customer's), and the responses of gateway records that name no room, "
             "which may have been served in those rooms; nothing in the evidence joins the two or tells them "
             "apart (a gateway that logs no room or decode node, an engine whose lines name no room), so "
-            "the count is a range: at least each such room one of those records' responses, at most all "
-            "distinct (response_overlap)"
+            "each count is a range of distinct responses, its split by status too: at most every row a "
+            "distinct response, at least every row less the most such rooms that can each be a different "
+            "one of those records' responses (response_bounds)"
         )
     return out
 

@@ -1,12 +1,13 @@
 -- The run's headline: affected responses (a request id in two gateway records counts once), by status
 -- and for the customer cohort (confirmed and indeterminate apart: "may have been" is not "was"), those
 -- whose account is unknown (no gateway record names them: counted apart, never as 0 accounts), and the
--- exposure pairs. possible_overlap: rows that may be the same response as another row (response_overlap: a
--- room no gateway record names, and records that name no room), so the distinct responses are at least
--- affected - possible_overlap, at most affected; customer_possible_overlap the same within the customer
--- cohort (such a room's row is counted customer, its account unknown: it may be a customer record's row,
--- or another cohort's).
--- grain: one row; reads: affected_responses, exposures, response_overlap; params: none
+-- exposure pairs. Where rows may be the same response as another (response_overlap: a room no gateway
+-- record names, and records that name no room), each count is a range (response_bounds): *_least the
+-- least number of distinct responses, the count itself the most; possible_overlap (customer_possible_
+-- overlap) the rows that may each be another row's response, affected less affected_least.
+-- grain: one row; reads: affected_responses, exposures, response_bounds; params: none
+WITH b AS (SELECT * FROM response_bounds WHERE scope = 'all'),
+     c AS (SELECT * FROM response_bounds WHERE scope = 'customer')
 SELECT count(DISTINCT request_id) AS affected,
        count(DISTINCT request_id) FILTER (WHERE status = 'confirmed') AS confirmed,
        count(DISTINCT request_id) FILTER (WHERE status = 'indeterminate') AS indeterminate,
@@ -16,6 +17,12 @@ SELECT count(DISTINCT request_id) AS affected,
          AS customer_indeterminate,
        count(DISTINCT request_id) FILTER (WHERE coalesce(account_id, '') = '') AS unknown_account,
        (SELECT count(*) FROM exposures) AS pairs,
-       (SELECT count(*) FROM response_overlap) AS possible_overlap,
-       (SELECT count(*) FROM response_overlap WHERE cohort = 'customer') AS customer_possible_overlap
+       (SELECT responses - responses_least FROM b) AS possible_overlap,
+       (SELECT responses - responses_least FROM c) AS customer_possible_overlap,
+       (SELECT responses_least FROM b) AS affected_least,
+       (SELECT confirmed_least FROM b) AS confirmed_least,
+       (SELECT indeterminate_least FROM b) AS indeterminate_least,
+       (SELECT responses_least FROM c) AS customer_least,
+       (SELECT confirmed_least FROM c) AS customer_confirmed_least,
+       (SELECT indeterminate_least FROM c) AS customer_indeterminate_least
 FROM affected_responses

@@ -21,15 +21,16 @@
 -- unknown_account_after: customer responses whose account is unknown (no gateway record names them:
 -- their signature or page evidence is in the engine logs alone), counted apart, never as 0 accounts;
 -- accounts_after counts the known accounts only.
--- overlap_before, overlap_after: rows that may be the same response as another row (response_overlap: a
--- room no gateway record names, and records that name no room): affected_* less these is the least number
--- of distinct responses, affected_* the most.
+-- overlap_before, overlap_after: rows that may each be the same response as another row (response_overlap:
+-- a room no gateway record names, and records that name no room): affected_* less these is the least
+-- number of distinct responses, affected_* the most; confirmed_least_*, indeterminate_least_*: the least
+-- of each status (response_bounds: the confirmed and indeterminate rows the most).
 -- The bound in context: customer_accounts (the customer cohort's known accounts in the gateway log), which
 -- report/data.py bound_context sets beside possible_customer_source_accounts (and requests_after beside
 -- possible_customer_sources): a bound of nearly everything says the logs cannot narrow it.
 -- grain: one row; reads: request_cohort, gateway_repeats, report_affected, exposures, possible_source_requests,
 --        possible_modelled, possible_windows, possible_extra, source_tier, content_pairs, content_tier,
---        same_account_only, response_overlap;
+--        same_account_only, response_bounds;
 --        params: none
 WITH rep AS (SELECT request_id, cohort FROM request_cohort SEMI JOIN gateway_repeats USING (request_id)),
 totals AS (
@@ -41,8 +42,12 @@ SELECT (SELECT count(*) FROM request_cohort) - (SELECT count(*) - count(DISTINCT
        (SELECT count(DISTINCT request_id) FROM report_affected WHERE status = 'confirmed') AS confirmed_before,
        (SELECT count(DISTINCT request_id) FROM report_affected WHERE status = 'confirmed' AND cohort = 'customer')
          AS confirmed_after,
-       (SELECT count(*) FROM response_overlap) AS overlap_before,
-       (SELECT count(*) FROM response_overlap WHERE cohort = 'customer') AS overlap_after,
+       (SELECT responses - responses_least FROM response_bounds WHERE scope = 'all') AS overlap_before,
+       (SELECT responses - responses_least FROM response_bounds WHERE scope = 'customer') AS overlap_after,
+       (SELECT confirmed_least FROM response_bounds WHERE scope = 'all') AS confirmed_least_before,
+       (SELECT confirmed_least FROM response_bounds WHERE scope = 'customer') AS confirmed_least_after,
+       (SELECT indeterminate_least FROM response_bounds WHERE scope = 'all') AS indeterminate_least_before,
+       (SELECT indeterminate_least FROM response_bounds WHERE scope = 'customer') AS indeterminate_least_after,
        (SELECT count(DISTINCT account_id) FROM report_affected) AS accounts_before,
        (SELECT count(DISTINCT account_id) FROM report_affected WHERE cohort = 'customer') AS accounts_after,
        (SELECT count(DISTINCT request_id) FROM report_affected
