@@ -38,9 +38,10 @@ def query_strings(path: Path) -> list[tuple[int, int]]:
         if id(node) in skip or id(node) in inner:
             continue
         if isinstance(node, ast.Constant) and isinstance(node.value, str) or isinstance(node, ast.JoinedStr):
-            text = ast.get_source_segment(source, node) or ""
-            lines = text.count("\n") + 1
-            if lines >= MIN_LINES and KEYWORD.search(text):
+            # its lines from its positions: the segment, which splits the whole source on every call, is
+            # read only for the few strings long enough to count (the whole package took 12 s of CPU)
+            lines = (node.end_lineno or node.lineno) - node.lineno + 1
+            if lines >= MIN_LINES and KEYWORD.search(ast.get_source_segment(source, node) or ""):
                 found.append((node.lineno, lines))
     return sorted(found)
 

@@ -81,3 +81,39 @@ def test_port_replays_sglang(path: Path) -> None:
     assert head["wheel_sha256"] and head["command"].startswith("python scripts/record_allocator_traces.py")
     for tr in data["traces"]:
         _replay(head["sglang"], tr)
+
+
+@pytest.mark.parametrize("need_sort", [False, True])
+@pytest.mark.parametrize("page_size", [4, 64])
+def test_page_shortcuts_do_what_the_slot_calls_do(page_size: int, need_sort: bool) -> None:
+    """alloc_extend_pages and free_pages_of (a fresh request's pages, a request's pages freed: the
+    simulator's calls, which skip listing the slots) leave the allocator as alloc_extend and free of every
+    slot do, and hand out the same pages, over a seeded random run that fills the pool and merges its frees."""
+    import random
+
+    rng = random.Random(page_size * 2 + need_sort)
+    short, slots = (sa.Allocator(64 * page_size, page_size, need_sort, "0.5.11") for _ in range(2))
+    held: list[list[int]] = []
+    for _ in range(600):
+        if held and (rng.random() < 0.45 or short.available_size() < 8 * page_size):
+            pages = held.pop(rng.randrange(len(held)))
+            grouped = rng.random() < 0.2  # inside a free group the slots are kept until its end
+            for a in (short, slots):
+                if grouped:
+                    a.free_group_begin()
+            short.free_pages_of(pages)
+            slots.free([p * page_size + j for p in pages for j in range(page_size)])
+            for a in (short, slots):
+                if grouped:
+                    a.free_group_end()
+        else:
+            tokens = rng.randrange(1, 8 * page_size)
+            got = short.alloc_extend_pages(tokens)
+            want = slots.alloc_extend([0], [tokens], [-1], tokens)
+            assert got == (None if want is None else [s // page_size for s in want[::page_size]])
+            if got:
+                held.append(rng.sample(got, len(got)))  # freed in any order
+        assert (tuple(short.free_pages), sorted(short.release_pages)) == (
+            tuple(slots.free_pages),
+            sorted(slots.release_pages),
+        )

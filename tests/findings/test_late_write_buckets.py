@@ -11,6 +11,7 @@ import pytest
 
 from forensics.db import connect
 from forensics.paths import load_query
+from tests.support import insert_rows
 
 # the rule as the file's header states it: every finished room of the node that holds pages while the
 # aborted room's transfer may land (the definition the buckets must reproduce, row for row)
@@ -48,7 +49,7 @@ def test_buckets_give_the_rule_rows(seed: int) -> None:
     con = connect(":memory:")
     con.execute("""CREATE TEMP TABLE node_lifecycle (node VARCHAR, room BIGINT, t_alloc DOUBLE, t_end DOUBLE,
         res DOUBLE, aborted BOOLEAN, t_free DOUBLE, t_land_lo DOUBLE, t_land_hi DOUBLE)""")
-    con.executemany("INSERT INTO node_lifecycle VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", _lifecycles(seed, 3000))
+    insert_rows(con, "node_lifecycle", _lifecycles(seed, 3000))
     con.execute(load_query("findings", "late_write_rule"))
     got = con.execute("SELECT * FROM late_write_rule ORDER BY ALL").fetchall()
     want = con.execute(f"SELECT * FROM ({RULE}) ORDER BY ALL").fetchall()

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from forensics.db import connect
 from forensics.findings.possible import possible_reach
 from forensics.findings.rules import define_rules
+from tests.support import insert_rows
 
 T0 = 1_790_000_000_000_000  # epoch microseconds
 
@@ -60,12 +61,9 @@ def test_own_rows_left_out_as_the_rule_says(tables: tuple[list[tuple], list[tupl
         gone_at TIMESTAMPTZ, reachable BOOLEAN)""")
     con.execute("""CREATE TABLE possible_windows (recipient_request_id VARCHAR, node VARCHAR, recipient_room BIGINT,
         started TIMESTAMPTZ, finished TIMESTAMPTZ, sources BIGINT)""")
-    con.executemany(
-        "INSERT INTO possible_pool VALUES (?, ?, ?, make_timestamptz(?), make_timestamptz(?), NULL)", sources
-    )
-    con.executemany(
-        "INSERT INTO possible_windows VALUES (?, ?, ?, make_timestamptz(?), make_timestamptz(?), NULL)", windows
-    )
+    stamped = "c0, c1, c2, make_timestamptz(c3::BIGINT), make_timestamptz(c4::BIGINT), NULL"
+    insert_rows(con, "possible_pool", sources, stamped)
+    insert_rows(con, "possible_windows", windows, stamped)
     want = con.execute(PLAIN).fetchall()
     possible_reach(con)
     assert con.execute("SELECT rowid, sources FROM possible_windows ORDER BY 1").fetchall() == want

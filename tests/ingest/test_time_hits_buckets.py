@@ -13,6 +13,7 @@ import pytest
 from forensics.db import bound, connect
 from forensics.ingest.gateway import GATEWAY_SLACK_US, LENGTH_ABS, LENGTH_FAR, LENGTH_REL
 from forensics.paths import query_dir
+from tests.support import insert_rows
 
 STEP = query_dir("ingest") / "gateway_join" / "05_time_hits.sql"
 # the rule of the step's header: placed rooms whose first line lies in the record's window (and, for a
@@ -63,9 +64,9 @@ def _tables(con, seed: int) -> None:
             prompt = rng.choice((None, 0, length or 7, (length or 7) + 20))
             gw.append((2, i, None, rng.choice(("m", "n")), status, prompt, t - rng.randrange(0, 900_000), dur))
             hits.append((2, i, 0, None))
-    con.executemany("INSERT INTO gateway VALUES (?, ?, ?, ?, ?, ?, make_timestamp(?::BIGINT), ?)", gw)
-    con.executemany("INSERT INTO join_hits VALUES (?, ?, ?, ?)", hits)
-    con.executemany("INSERT INTO room_lines VALUES (?, ?, ?, ?, ?, ?)", lines)
+    insert_rows(con, "gateway", gw, "c0, c1, c2, c3, c4, c5, make_timestamp(c6::BIGINT), c7")
+    insert_rows(con, "join_hits", hits)
+    insert_rows(con, "room_lines", lines)
 
 
 @pytest.mark.parametrize("seed", range(4))

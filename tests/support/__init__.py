@@ -33,3 +33,20 @@ def bench_module(name: str):  # noqa: ANN201 (a module)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+def insert_rows(con, table: str, rows: list[tuple], select: str = "*") -> None:  # noqa: ANN001 (a DuckDB connection)
+    """`rows` (tuples of Python values, in the table's column order) into `table` in one statement, as
+    Arrow columns c0, c1, ...: `select` makes them the table's values (e.g. "c0, make_timestamp(c1::BIGINT)"),
+    INSERT casts the rest. executemany inserts a row at a time (5.9 s of CPU for 4,000 rows), this the
+    same rows in the same order in milliseconds."""
+    import pyarrow as pa
+
+    if not rows:
+        return
+    columns = {f"c{i}": pa.array(list(values)) for i, values in enumerate(zip(*rows, strict=True))}
+    con.register("kvf_test_rows", pa.table(columns))
+    try:
+        con.execute(f"INSERT INTO {table} SELECT {select} FROM kvf_test_rows")
+    finally:
+        con.unregister("kvf_test_rows")
