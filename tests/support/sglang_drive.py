@@ -73,6 +73,12 @@ class RealPool:
             out = self.a.alloc_extend(t(pre), t(pre), t(seq), t(seq), t(last), k)
         return None if out is None else out.tolist()
 
+    def alloc_extend_pages(self, tokens: int) -> list[int] | None:
+        """The page ids of a fresh request of `tokens` tokens: SGLang's alloc_extend from nothing, each
+        page named by its first slot."""
+        slots = self.alloc_extend([0], [tokens], [-1], tokens)
+        return None if slots is None else [s // self.ps for s in slots[:: self.ps]]
+
     def free_pages_of(self, pages: list[int]) -> None:
         p = np.asarray(pages, np.int64)
         slots = self.sg.torch.from_numpy((p[:, None] * self.ps + np.arange(self.ps)).ravel() if self.ps > 1 else p)
