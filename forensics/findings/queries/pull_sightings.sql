@@ -88,15 +88,15 @@ WITH sent AS (  -- each transfer row's tokens of its room
          AND w.seq > o.given_seq AND w.seq < o.x_seq
     GROUP BY o.node, o.room, o.peer, o.ts, o.recv_slot
 ), last_sent AS (
-    SELECT node, room, max(seq) AS seq FROM sent
+    SELECT node, room, max(seq) AS seq, any_value(sent_tokens) AS sent_tokens FROM sent
     WHERE (node, peer, room) NOT IN (SELECT (node, peer, room) FROM by_ids)
     GROUP BY node, room
 ), early AS (  -- token order: rooms that freed slots on the sender before their last transfer from it
-    SELECT DISTINCT f.node, f.room, l.seq AS last_seq
+    SELECT DISTINCT f.node, f.room, l.seq AS last_seq, l.sent_tokens
     FROM page_events f JOIN last_sent l USING (node, room)
     WHERE f.op = 'free' AND f.seq < l.seq
 ), given AS (  -- the sender's slots of each such room, in token order
-    SELECT e.node, e.room, e.seq, e.start, e."end", l.last_seq,
+    SELECT e.node, e.room, e.seq, e.start, e."end", l.last_seq, l.sent_tokens,
            sum(e."end" - e.start) OVER (PARTITION BY e.node, e.room ORDER BY e.seq) - (e."end" - e.start) AS tok
     FROM page_events e JOIN early l USING (node, room)
     WHERE e.op IN ('alloc', 'share') AND e.seq < l.last_seq
@@ -108,11 +108,9 @@ WITH sent AS (  -- each transfer row's tokens of its room
            CASE WHEN any_value(c.engine) = 'vllm' AND any_value(c.page_size) > 0
                 THEN any_value(c.page_size) * greatest(0,
                      CAST(ceil(sum(g."end" - g.start) / any_value(c.page_size)) AS BIGINT)
-                     - CAST(ceil(any_value(x.sent_tokens) / any_value(c.page_size)) AS BIGINT))
+                     - CAST(ceil(any_value(g.sent_tokens) / any_value(c.page_size)) AS BIGINT))
                 ELSE 0 END AS skip_tok
-    FROM given g
-    JOIN (SELECT DISTINCT node, room, sent_tokens FROM sent) x USING (node, room)
-    LEFT JOIN node_config c ON c.node = g.node
+    FROM given g LEFT JOIN node_config c ON c.node = g.node
     GROUP BY g.node, g.room
 ), over AS (  -- the slots another room wrote after the room was given them and before its last transfer
     SELECT DISTINCT g.node, g.room, s.slot, g.tok + s.slot - g.start - k.skip_tok AS tok, g.seq AS given_seq
